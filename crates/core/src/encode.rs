@@ -1,0 +1,569 @@
+//! Encoding and decoding with a trained model.
+//!
+//! Encoding is exact merge-list BPE: in each pre-token, the applicable merge
+//! of lowest rank is applied (leftmost first among equal ranks) until none
+//! applies, which equals applying the merge list in order.
+//!
+//! Performance notes:
+//! * Pieces of up to `SHORT` symbols use a flat vector with the rank of every
+//!   adjacent pair (two rank look-ups per merge, a linear min scan); longer
+//!   pieces use a heap over a linked list, O(n log n), so a 1 MB run of one
+//!   character does not go quadratic.
+//! * A piece whose bytes are a token that encodes to itself (checked once per
+//!   model, see `reachable`) needs no merging at all; in running text that is
+//!   most pieces.
+//! * A bounded cache maps frequent pieces to their ids; each batch worker has
+//!   its own, so threads never contend.
+//! * Decoding reads one contiguous byte buffer plus an offsets array.
+
+use crate::count::{new_map, Map};
+use crate::error::{Error, Result};
+use crate::model::{Model, Scheme, SPACE_MARKER};
+use crate::pretok::{utf8_runs, PreTokenizer, PreTokenizerSpec, Segment, SpecialSplitter};
+use std::collections::BinaryHeap;
+use std::cmp::Reverse;
+
+const SHORT: usize = 96;
+const NO_RANK: u32 = u32::MAX;
+/// Pieces longer than this are not cached (they are rare and would evict many).
+const CACHE_MAX_PIECE: usize = 64;
+const CACHE_CAPACITY: usize = 1 << 16;
+
+/// A per-thread cache of piece -> ids.
+#[derive(Default)]
+pub struct Cache {
+    map: Map<Box<[u8]>, Box<[u32]>>,
+}
+
+impl Cache {
+    pub fn new() -> Self {
+        Cache { map: new_map() }
+    }
+}
+
+/// Which special tokens may appear in a text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Specials {
+    /// Special-token text is encoded as ordinary text.
+    Ordinary,
+    /// Allowed specials map to their ids; disallowed ones are an error;
+    /// the rest are ordinary text. Indexed by special-token index.
+    Rules { allowed: Vec<bool>, disallowed: Vec<bool> },
+}
+
+pub struct Encoder {
+    model: Model,
+    pretok: PreTokenizer,
+    all_specials: SpecialSplitter,
+    ranks: Map<u64, (u32, u32)>,
+    /// Token bytes by id, as stored (`▁`, `</w>` kept).
+    raw: Arena,
+    /// Token bytes by id as decoded text (`▁` -> space, `</w>` -> space).
+    shown: Arena,
+    token_ids: Map<Vec<u8>, u32>,
+    /// Pieces that are one token: bytes -> id (bytes scheme only).
+    whole: Map<Vec<u8>, u32>,
+    /// Chars scheme: base symbol string -> id.
+    symbol_ids: Map<String, u32>,
+    base_start: u32,
+    unk: Option<u32>,
+    whitespace: bool,
+    suffix: Option<String>,
+}
+
+/// All token strings in one buffer plus offsets.
+struct Arena {
+    data: Vec<u8>,
+    offsets: Vec<usize>,
+}
+
+impl Arena {
+    fn new(items: impl Iterator<Item = Vec<u8>>) -> Self {
+        let mut data = Vec::new();
+        let mut offsets = vec![0];
+        for t in items {
+            data.extend_from_slice(&t);
+            offsets.push(data.len());
+        }
+        Arena { data, offsets }
+    }
+    #[inline]
+    fn get(&self, id: usize) -> &[u8] {
+        &self.data[self.offsets[id]..self.offsets[id + 1]]
+    }
+    fn len(&self) -> usize {
+        self.offsets.len() - 1
+    }
+}
+
+#[inline]
+fn pack(a: u32, b: u32) -> u64 {
+    ((a as u64) << 32) | b as u64
+}
+
+impl Encoder {
+    pub fn new(model: Model) -> Result<Self> {
+        model.validate()?;
+        let tokens = model.token_bytes()?;
+        let pretok = PreTokenizer::new(model.pretokenizer.clone())?;
+        let all_specials = SpecialSplitter::new(&model.special_tokens)?;
+        let first_merge = (model.special_tokens.len() + model.base_len()) as u32;
+        let mut ranks = new_map();
+        for (k, &(a, b)) in model.merges.iter().enumerate() {
+            ranks.entry(pack(a, b)).or_insert((k as u32, first_merge + k as u32));
+        }
+        let mut token_ids = new_map();
+        for (i, t) in tokens.iter().enumerate() {
+            token_ids.entry(t.clone()).or_insert(i as u32);
+        }
+        let (whitespace, suffix) = match &model.scheme {
+            Scheme::Bytes => (model.pretokenizer == PreTokenizerSpec::Whitespace, None),
+            Scheme::Chars { end_of_word_suffix, .. } => {
+                (model.pretokenizer == PreTokenizerSpec::Whitespace, end_of_word_suffix.clone())
+            }
+        };
+        let shown: Vec<Vec<u8>> = match &model.scheme {
+            Scheme::Bytes => tokens.clone(),
+            Scheme::Chars { end_of_word_suffix, .. } => tokens
+                .iter()
+                .enumerate()
+                .map(|(i, t)| {
+                    if i < model.special_tokens.len() {
+                        return t.clone();
+                    }
+                    let s = String::from_utf8_lossy(t).replace(SPACE_MARKER, " ");
+                    match end_of_word_suffix {
+                        Some(suf) => s.replace(suf.as_str(), " ").into_bytes(),
+                        None => s.into_bytes(),
+                    }
+                })
+                .collect(),
+        };
+        let mut symbol_ids = new_map();
+        if let Some(alpha) = &model.alphabet {
+            for (k, s) in alpha.iter().enumerate() {
+                symbol_ids.insert(s.clone(), model.base_start() as u32 + k as u32);
+            }
+        }
+        let mut enc = Encoder {
+            base_start: model.base_start() as u32,
+            unk: model.unk_id(),
+            raw: Arena::new(tokens.iter().cloned()),
+            shown: Arena::new(shown.into_iter()),
+            model,
+            pretok,
+            all_specials,
+            ranks,
+            token_ids,
+            whole: new_map(),
+            symbol_ids,
+            whitespace,
+            suffix,
+        };
+        if matches!(enc.model.scheme, Scheme::Bytes) {
+            enc.whole = enc.reachable(&tokens);
+        }
+        Ok(enc)
+    }
+
+    /// Tokens (bytes scheme) whose own bytes encode to exactly themselves.
+    fn reachable(&self, tokens: &[Vec<u8>]) -> Map<Vec<u8>, u32> {
+        let mut out = new_map();
+        let start = self.model.special_tokens.len();
+        let mut syms = Vec::new();
+        for (i, t) in tokens.iter().enumerate().skip(start) {
+            syms.clear();
+            syms.extend(t.iter().map(|&b| self.base_start + b as u32));
+            self.bpe(&mut syms);
+            if syms.len() == 1 && syms[0] == i as u32 {
+                out.insert(t.clone(), i as u32);
+            }
+        }
+        out
+    }
+
+    pub fn model(&self) -> &Model {
+        &self.model
+    }
+
+    pub fn vocab_size(&self) -> usize {
+        self.raw.len()
+    }
+
+    pub fn id_to_token(&self, id: u32) -> Option<&[u8]> {
+        ((id as usize) < self.raw.len()).then(|| self.raw.get(id as usize))
+    }
+
+    pub fn token_to_id(&self, token: &[u8]) -> Option<u32> {
+        self.token_ids.get(token).copied()
+    }
+
+    pub fn special_tokens(&self) -> &[String] {
+        &self.model.special_tokens
+    }
+
+    /// Applies merges by rank to `syms` in place.
+    fn bpe(&self, syms: &mut Vec<u32>) {
+        if syms.len() < 2 {
+            return;
+        }
+        if syms.len() <= SHORT {
+            self.bpe_short(syms)
+        } else {
+            self.bpe_long(syms)
+        }
+    }
+
+    #[inline]
+    fn rank(&self, a: u32, b: u32) -> (u32, u32) {
+        self.ranks.get(&pack(a, b)).copied().unwrap_or((NO_RANK, 0))
+    }
+
+    fn bpe_short(&self, syms: &mut Vec<u32>) {
+        let mut r: Vec<(u32, u32)> = syms.windows(2).map(|w| self.rank(w[0], w[1])).collect();
+        loop {
+            let mut best = NO_RANK;
+            let mut at = 0;
+            for (i, &(rank, _)) in r.iter().enumerate() {
+                if rank < best {
+                    best = rank;
+                    at = i;
+                }
+            }
+            if best == NO_RANK {
+                break;
+            }
+            syms[at] = r[at].1;
+            syms.remove(at + 1);
+            r.remove(at);
+            if at < r.len() {
+                r[at] = self.rank(syms[at], syms[at + 1]);
+            }
+            if at > 0 {
+                r[at - 1] = self.rank(syms[at - 1], syms[at]);
+            }
+        }
+    }
+
+    fn bpe_long(&self, syms: &mut Vec<u32>) {
+        let n = syms.len();
+        let mut next: Vec<u32> = (1..=n as u32).collect();
+        let mut prev: Vec<u32> = (0..n as u32).map(|i| i.wrapping_sub(1)).collect();
+        next[n - 1] = u32::MAX;
+        let mut heap: BinaryHeap<Reverse<(u32, u32, u32, u32)>> = BinaryHeap::new();
+        // (rank, left position, left symbol, right symbol)
+        for i in 0..n - 1 {
+            let (rank, _) = self.rank(syms[i], syms[i + 1]);
+            if rank != NO_RANK {
+                heap.push(Reverse((rank, i as u32, syms[i], syms[i + 1])));
+            }
+        }
+        let mut alive = vec![true; n];
+        while let Some(Reverse((rank, i, a, b))) = heap.pop() {
+            let iu = i as usize;
+            if !alive[iu] || syms[iu] != a {
+                continue;
+            }
+            let j = next[iu];
+            if j == u32::MAX || syms[j as usize] != b {
+                continue;
+            }
+            let (_, new_id) = self.rank(a, b);
+            let _ = rank;
+            syms[iu] = new_id;
+            alive[j as usize] = false;
+            let nj = next[j as usize];
+            next[iu] = nj;
+            if nj != u32::MAX {
+                prev[nj as usize] = i;
+                let (r2, _) = self.rank(new_id, syms[nj as usize]);
+                if r2 != NO_RANK {
+                    heap.push(Reverse((r2, i, new_id, syms[nj as usize])));
+                }
+            }
+            let p = prev[iu];
+            if p != u32::MAX {
+                let (r2, _) = self.rank(syms[p as usize], new_id);
+                if r2 != NO_RANK {
+                    heap.push(Reverse((r2, p, syms[p as usize], new_id)));
+                }
+            }
+        }
+        let mut out = Vec::with_capacity(n);
+        let mut i = 0u32;
+        while i != u32::MAX {
+            out.push(syms[i as usize]);
+            i = next[i as usize];
+        }
+        *syms = out;
+    }
+
+    /// Encodes one pre-token (its raw bytes) and appends the ids.
+    fn encode_piece(&self, piece: &[u8], out: &mut Vec<u32>, cache: Option<&mut Cache>) {
+        match &self.model.scheme {
+            Scheme::Bytes => {
+                if !self.whitespace {
+                    if let Some(&id) = self.whole.get(piece) {
+                        out.push(id);
+                        return;
+                    }
+                }
+                let cache = if piece.len() <= CACHE_MAX_PIECE { cache } else { None };
+                if let Some(c) = &cache {
+                    if let Some(ids) = c.map.get(piece) {
+                        out.extend_from_slice(ids);
+                        return;
+                    }
+                }
+                let mut syms: Vec<u32> = Vec::with_capacity(piece.len() + 1);
+                if self.whitespace {
+                    syms.push(self.base_start + b' ' as u32);
+                }
+                syms.extend(piece.iter().map(|&b| self.base_start + b as u32));
+                self.bpe(&mut syms);
+                if let Some(c) = cache {
+                    if c.map.len() >= CACHE_CAPACITY {
+                        c.map.clear();
+                    }
+                    c.map.insert(piece.into(), syms.clone().into_boxed_slice());
+                }
+                out.extend_from_slice(&syms);
+            }
+            Scheme::Chars { .. } => {
+                let cache = if piece.len() <= CACHE_MAX_PIECE { cache } else { None };
+                if let Some(c) = &cache {
+                    if let Some(ids) = c.map.get(piece) {
+                        out.extend_from_slice(ids);
+                        return;
+                    }
+                }
+                let text = String::from_utf8_lossy(piece);
+                let unk = self.unk.unwrap_or(0);
+                let mut syms: Vec<u32> = Vec::with_capacity(text.len() + 1);
+                let mut buf = String::new();
+                let lookup = |s: &str| self.symbol_ids.get(s).copied().unwrap_or(unk);
+                match &self.suffix {
+                    Some(suf) => {
+                        let n = text.chars().count();
+                        for (i, c) in text.chars().enumerate() {
+                            buf.clear();
+                            buf.push(c);
+                            if i + 1 == n {
+                                buf.push_str(suf);
+                            }
+                            syms.push(lookup(&buf));
+                        }
+                    }
+                    None => {
+                        if self.whitespace {
+                            syms.push(lookup(SPACE_MARKER));
+                        }
+                        for c in text.chars() {
+                            if c == ' ' {
+                                syms.push(lookup(SPACE_MARKER));
+                            } else {
+                                buf.clear();
+                                buf.push(c);
+                                syms.push(lookup(&buf));
+                            }
+                        }
+                    }
+                }
+                self.bpe(&mut syms);
+                if let Some(c) = cache {
+                    if c.map.len() >= CACHE_CAPACITY {
+                        c.map.clear();
+                    }
+                    c.map.insert(piece.into(), syms.clone().into_boxed_slice());
+                }
+                out.extend_from_slice(&syms);
+            }
+        }
+    }
+
+    /// Encodes text with no special handling (bytes that are not valid UTF-8
+    /// are kept as their own pieces, as in training).
+    fn encode_plain(&self, text: &[u8], out: &mut Vec<u32>, mut cache: Option<&mut Cache>) -> Result<()> {
+        utf8_runs(text, &mut |run| match run {
+            Ok(s) => self.pretok.split(s, &mut |piece| self.encode_piece(piece.as_bytes(), out, cache.as_deref_mut())),
+            Err(bad) => {
+                self.encode_piece(bad, out, None);
+                Ok(())
+            }
+        })
+    }
+
+    /// Encodes `text`, handling special tokens as `specials` says.
+    pub fn encode(&self, text: &[u8], specials: &Specials, cache: Option<&mut Cache>) -> Result<Vec<u32>> {
+        let mut out = Vec::with_capacity(text.len() / 3 + 1);
+        self.encode_into(text, specials, &mut out, cache)?;
+        Ok(out)
+    }
+
+    pub fn encode_into(&self, text: &[u8], specials: &Specials, out: &mut Vec<u32>, mut cache: Option<&mut Cache>) -> Result<()> {
+        match specials {
+            Specials::Ordinary => self.encode_plain(text, out, cache),
+            Specials::Rules { allowed, disallowed } => {
+                if self.all_specials.is_empty() {
+                    return self.encode_plain(text, out, cache);
+                }
+                // Allowed specials become their ids; disallowed ones are an
+                // error; any other special text stays ordinary text.
+                let mut pending_start = 0usize;
+                let mut pos = 0usize;
+                self.all_specials.split::<Error>(text, &mut |seg| {
+                    match seg {
+                        Segment::Text(t) => pos += t.len(),
+                        Segment::Special(k) => {
+                            let name = &self.model.special_tokens[k];
+                            if allowed.get(k).copied().unwrap_or(false) {
+                                self.encode_plain(&text[pending_start..pos], out, cache.as_deref_mut())?;
+                                out.push(k as u32);
+                                pending_start = pos + name.len();
+                            } else if disallowed.get(k).copied().unwrap_or(false) {
+                                return Err(Error::special(format!(
+                                    "the text contains the special token {name:?} at byte {pos}; to encode it as its id pass allowed_special={{{name:?}}} (or \"all\"); to encode it as plain text pass disallowed_special=() or use encode_ordinary()"
+                                )));
+                            }
+                            pos += name.len();
+                        }
+                    }
+                    Ok(())
+                })?;
+                self.encode_plain(&text[pending_start..], out, cache)
+            }
+        }
+    }
+
+    /// Encodes many texts on `threads` threads; results in input order.
+    pub fn encode_batch(&self, texts: &[&[u8]], specials: &Specials, threads: usize) -> Result<Vec<Vec<u32>>> {
+        let blocks = self.run_blocks(texts, threads, |block, cache| {
+            block
+                .iter()
+                .map(|t| self.encode(t, specials, Some(cache)))
+                .collect::<Result<Vec<_>>>()
+        })?;
+        Ok(blocks.into_iter().flatten().collect())
+    }
+
+    /// Like `encode_batch`, as one flat id vector plus `texts.len() + 1` offsets.
+    pub fn encode_batch_flat(&self, texts: &[&[u8]], specials: &Specials, threads: usize) -> Result<(Vec<u32>, Vec<u64>)> {
+        let blocks = self.run_blocks(texts, threads, |block, cache| {
+            let mut ids = Vec::new();
+            let mut ends = Vec::with_capacity(block.len());
+            for t in block {
+                self.encode_into(t, specials, &mut ids, Some(cache))?;
+                ends.push(ids.len() as u64);
+            }
+            Ok((ids, ends))
+        })?;
+        let total: usize = blocks.iter().map(|b| b.0.len()).sum();
+        let mut ids = Vec::with_capacity(total);
+        let mut offsets = Vec::with_capacity(texts.len() + 1);
+        offsets.push(0u64);
+        for (b_ids, b_ends) in blocks {
+            let base = ids.len() as u64;
+            ids.extend_from_slice(&b_ids);
+            offsets.extend(b_ends.into_iter().map(|e| e + base));
+        }
+        Ok((ids, offsets))
+    }
+
+    /// Splits `texts` into blocks, runs `f` on each with a per-thread cache,
+    /// and returns the block results in order.
+    fn run_blocks<'t, R: Send>(
+        &self,
+        texts: &'t [&'t [u8]],
+        threads: usize,
+        f: impl Fn(&'t [&'t [u8]], &mut Cache) -> Result<R> + Sync,
+    ) -> Result<Vec<R>> {
+        let threads = threads.max(1);
+        let total_bytes: usize = texts.iter().map(|t| t.len()).sum();
+        if threads == 1 || texts.len() < 2 || total_bytes < 64 * 1024 {
+            let mut cache = Cache::new();
+            return Ok(vec![f(texts, &mut cache)?]);
+        }
+        let n_blocks = (threads * 16).min(texts.len());
+        let per = texts.len().div_ceil(n_blocks);
+        let blocks: Vec<&[&[u8]]> = texts.chunks(per).collect();
+        let next = std::sync::atomic::AtomicUsize::new(0);
+        let results: Vec<std::sync::Mutex<Option<Result<R>>>> = (0..blocks.len()).map(|_| std::sync::Mutex::new(None)).collect();
+        std::thread::scope(|s| {
+            for _ in 0..threads.min(blocks.len()) {
+                s.spawn(|| {
+                    let mut cache = Cache::new();
+                    loop {
+                        let k = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        if k >= blocks.len() {
+                            break;
+                        }
+                        let r = f(blocks[k], &mut cache);
+                        *results[k].lock().unwrap_or_else(|p| p.into_inner()) = Some(r);
+                    }
+                });
+            }
+        });
+        results
+            .into_iter()
+            .map(|m| {
+                m.into_inner()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .unwrap_or_else(|| Err(Error::training("an encoding worker crashed (bug)")))
+            })
+            .collect()
+    }
+
+    /// Token bytes concatenated (decoded text bytes for the chars scheme).
+    pub fn decode_bytes(&self, ids: &[u32]) -> Result<Vec<u8>> {
+        let mut out = Vec::with_capacity(ids.len() * 4);
+        let n = self.shown.len();
+        for &id in ids {
+            if id as usize >= n {
+                return Err(Error::parameter(format!(
+                    "token id {id} is outside the vocabulary (0..{}); was it encoded with another model?",
+                    n - 1
+                )));
+            }
+            out.extend_from_slice(self.shown.get(id as usize));
+        }
+        let specials = self.model.special_tokens.len();
+        let strip_leading = self.whitespace && self.suffix.is_none();
+        if strip_leading && out.first() == Some(&b' ') && ids.first().is_some_and(|&i| i as usize >= specials) {
+            out.remove(0);
+        }
+        if self.suffix.is_some() && out.last() == Some(&b' ') && ids.last().is_some_and(|&i| i as usize >= specials) {
+            out.pop();
+        }
+        Ok(out)
+    }
+
+    /// The bytes of one token as stored (no `▁` replacement).
+    pub fn token_bytes(&self, id: u32) -> Option<&[u8]> {
+        self.id_to_token(id)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pretok::PreTokenizerSpec;
+
+    #[test]
+    fn long_and_short_paths_agree() {
+        // Merges over "ab" repeated: (a,b) -> 256, (256,256) -> 257, ...
+        let mut m = Model::new(Scheme::Bytes, PreTokenizerSpec::None, vec![], None);
+        let a = b'a' as u32;
+        let b = b'b' as u32;
+        m.merges = vec![(a, b), (256, 256), (257, 257), (a, a)];
+        let enc = Encoder::new(m).unwrap();
+        for n in [1usize, 2, 3, 7, 50, 97, 200, 1001] {
+            let text: Vec<u8> = b"ab".iter().cycle().take(2 * n).copied().chain(b"aaa".iter().copied()).collect();
+            let mut s1: Vec<u32> = text.iter().map(|&c| c as u32).collect();
+            let mut s2 = s1.clone();
+            enc.bpe_short(&mut s1);
+            enc.bpe_long(&mut s2);
+            assert_eq!(s1, s2, "n={n}");
+            assert_eq!(enc.decode_bytes(&s1).unwrap(), text);
+        }
+    }
+}

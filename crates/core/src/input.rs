@@ -1,0 +1,273 @@
+//! Reading corpora: plain or compressed files, cut into chunks of whole texts.
+//!
+//! A chunk is a few MiB of input that ends at a text boundary (a newline in
+//! lines mode, a separator in records mode), so workers can process chunks
+//! independently. Memory is bounded by the chunk size times the number of
+//! chunks in flight, except that a single text longer than a chunk is kept
+//! whole (a 50 MB line becomes a 50 MB chunk).
+
+use crate::error::{Error, Result};
+use std::fs::File;
+use std::io::{BufReader, Read};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+/// Target chunk size. 4 MiB keeps two workers busy while bounding memory;
+/// smaller chunks cost more channel traffic and map merges, larger ones only
+/// raise the peak memory.
+pub const CHUNK_SIZE: usize = 4 << 20;
+
+/// How a stream of bytes is cut into texts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TextMode {
+    /// One text per line, without `\n` / `\r\n`.
+    Lines,
+    /// Each file is one text.
+    WholeFile,
+    /// Texts are the records between occurrences of a separator.
+    Records(Vec<u8>),
+}
+
+/// How the texts inside a chunk are laid out.
+#[derive(Debug, Clone)]
+pub enum Layout {
+    Lines,
+    Whole,
+    Records(Arc<[u8]>),
+    /// Explicit end offsets of each text (texts handed over from Python).
+    Ends(Vec<usize>),
+}
+
+/// A run of whole texts from one source.
+#[derive(Debug)]
+pub struct Chunk {
+    pub data: Vec<u8>,
+    pub layout: Layout,
+    /// File name (or "<iterator>") for error messages.
+    pub source: Arc<str>,
+    /// 1-based line number (or item index) of the chunk's first text.
+    pub first_line: u64,
+}
+
+impl Chunk {
+    /// Calls `f(text, byte_offset_in_chunk)` for every text of the chunk.
+    pub fn for_each_text<E>(&self, f: &mut impl FnMut(&[u8], usize) -> std::result::Result<(), E>) -> std::result::Result<(), E> {
+        let data = &self.data[..];
+        match &self.layout {
+            Layout::Lines => {
+                let mut start = 0;
+                for nl in memchr::memchr_iter(b'\n', data) {
+                    let mut end = nl;
+                    if end > start && data[end - 1] == b'\r' {
+                        end -= 1;
+                    }
+                    f(&data[start..end], start)?;
+                    start = nl + 1;
+                }
+                if start < data.len() {
+                    let mut end = data.len();
+                    if data[end - 1] == b'\r' {
+                        end -= 1;
+                    }
+                    f(&data[start..end], start)?;
+                }
+            }
+            Layout::Whole => f(data, 0)?,
+            Layout::Records(sep) => {
+                let mut start = 0;
+                for pos in memchr::memmem::find_iter(data, &sep[..]) {
+                    if pos >= start {
+                        f(&data[start..pos], start)?;
+                        start = pos + sep.len();
+                    }
+                }
+                if start < data.len() {
+                    f(&data[start..], start)?;
+                }
+            }
+            Layout::Ends(ends) => {
+                let mut start = 0;
+                for &end in ends {
+                    f(&data[start..end], start)?;
+                    start = end;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The 1-based line number (lines mode) or item number of the text that
+    /// contains byte `offset`.
+    pub fn line_of(&self, offset: usize) -> u64 {
+        match &self.layout {
+            Layout::Ends(ends) => self.first_line + ends.partition_point(|&e| e <= offset) as u64,
+            _ => self.first_line + memchr::memchr_iter(b'\n', &self.data[..offset.min(self.data.len())]).count() as u64,
+        }
+    }
+}
+
+/// Counts the bytes read from the underlying file (before decompression),
+/// for progress and ETA.
+struct CountingReader<R> {
+    inner: R,
+    counter: Arc<AtomicU64>,
+}
+
+impl<R: Read> Read for CountingReader<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.counter.fetch_add(n as u64, Ordering::Relaxed);
+        Ok(n)
+    }
+}
+
+/// Opens `path`, decompressing by extension (.gz, .xz, .bz2, .zst).
+pub fn open(path: &Path, raw_counter: Arc<AtomicU64>) -> Result<Box<dyn Read + Send>> {
+    if path.is_dir() {
+        return Err(Error::input(format!("cannot read {}: it is a directory, not a file", path.display())));
+    }
+    let file = File::open(path).map_err(|e| Error::io_read(path, &e))?;
+    let raw = BufReader::with_capacity(1 << 20, CountingReader { inner: file, counter: raw_counter });
+    let name = path.to_string_lossy().to_ascii_lowercase();
+    let reader: Box<dyn Read + Send> = if name.ends_with(".gz") {
+        Box::new(flate2::read::MultiGzDecoder::new(raw))
+    } else if name.ends_with(".xz") {
+        Box::new(xz2::read::XzDecoder::new_multi_decoder(raw))
+    } else if name.ends_with(".bz2") {
+        Box::new(bzip2::read::MultiBzDecoder::new(raw))
+    } else if name.ends_with(".zst") || name.ends_with(".zstd") {
+        Box::new(zstd::stream::read::Decoder::with_buffer(raw).map_err(|e| Error::io_read(path, &e))?)
+    } else {
+        Box::new(raw)
+    };
+    Ok(reader)
+}
+
+/// Total on-disk size of the inputs (for ETA); missing files are an error
+/// here, before any work starts.
+pub fn total_size(paths: &[PathBuf]) -> Result<u64> {
+    let mut total = 0;
+    for p in paths {
+        let md = std::fs::metadata(p).map_err(|e| Error::io_read(p, &e))?;
+        if md.is_dir() {
+            return Err(Error::input(format!("cannot read {}: it is a directory, not a file", p.display())));
+        }
+        total += md.len();
+    }
+    Ok(total)
+}
+
+/// Reads every file in order and hands whole-text chunks to `sink`.
+pub fn read_chunks(
+    paths: &[PathBuf],
+    mode: &TextMode,
+    raw_counter: Arc<AtomicU64>,
+    sink: &mut dyn FnMut(Chunk) -> Result<()>,
+) -> Result<()> {
+    for path in paths {
+        let source: Arc<str> = Arc::from(path.display().to_string());
+        let mut reader = open(path, raw_counter.clone())?;
+        let read_err = |e: std::io::Error| Error::io_read(path, &e);
+        match mode {
+            TextMode::WholeFile => {
+                let mut data = Vec::new();
+                reader.read_to_end(&mut data).map_err(read_err)?;
+                sink(Chunk { data, layout: Layout::Whole, source: source.clone(), first_line: 1 })?;
+            }
+            TextMode::Lines | TextMode::Records(_) => {
+                let (sep, layout): (&[u8], Layout) = match mode {
+                    TextMode::Records(s) => (&s[..], Layout::Records(Arc::from(&s[..]))),
+                    _ => (b"\n", Layout::Lines),
+                };
+                let mut line: u64 = 1;
+                let mut buf: Vec<u8> = Vec::with_capacity(CHUNK_SIZE + (CHUNK_SIZE >> 2));
+                let mut eof = false;
+                while !eof {
+                    // Fill up to CHUNK_SIZE (or more, while no separator is found).
+                    let want = CHUNK_SIZE.max(buf.len() + (CHUNK_SIZE >> 2));
+                    while buf.len() < want {
+                        let old = buf.len();
+                        buf.resize(want, 0);
+                        let n = loop {
+                            match reader.read(&mut buf[old..]) {
+                                Ok(n) => break n,
+                                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                                Err(e) => return Err(read_err(e)),
+                            }
+                        };
+                        buf.truncate(old + n);
+                        if n == 0 {
+                            eof = true;
+                            break;
+                        }
+                    }
+                    let cut = if eof {
+                        buf.len()
+                    } else {
+                        match memchr::memmem::rfind(&buf, sep) {
+                            Some(p) => p + sep.len(),
+                            None => continue, // one text longer than the buffer: keep reading
+                        }
+                    };
+                    if cut == 0 {
+                        continue;
+                    }
+                    let rest = buf.split_off(cut);
+                    let chunk_data = std::mem::replace(&mut buf, rest);
+                    let lines_here = memchr::memchr_iter(b'\n', &chunk_data).count() as u64;
+                    let first_line = line;
+                    line += lines_here;
+                    sink(Chunk { data: chunk_data, layout: layout.clone(), source: source.clone(), first_line })?;
+                    buf.reserve(CHUNK_SIZE + (CHUNK_SIZE >> 2));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    fn texts(chunk: &Chunk) -> Vec<Vec<u8>> {
+        let mut out = Vec::new();
+        chunk
+            .for_each_text::<()>(&mut |t, _| {
+                out.push(t.to_vec());
+                Ok(())
+            })
+            .unwrap();
+        out
+    }
+
+    #[test]
+    fn lines_strip_crlf() {
+        let c = Chunk { data: b"a\r\nb\n\nc".to_vec(), layout: Layout::Lines, source: Arc::from("x"), first_line: 1 };
+        assert_eq!(texts(&c), vec![b"a".to_vec(), b"b".to_vec(), b"".to_vec(), b"c".to_vec()]);
+        assert_eq!(c.line_of(3), 2);
+    }
+
+    #[test]
+    fn gzip_roundtrip_and_missing_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("t.txt.gz");
+        let mut enc = flate2::write::GzEncoder::new(File::create(&p).unwrap(), flate2::Compression::fast());
+        for i in 0..1000 {
+            writeln!(enc, "line {i}").unwrap();
+        }
+        enc.finish().unwrap();
+        let mut all = Vec::new();
+        read_chunks(&[p], &TextMode::Lines, Arc::new(AtomicU64::new(0)), &mut |c| {
+            all.extend(texts(&c));
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(all.len(), 1000);
+        assert_eq!(all[999], b"line 999");
+        let err = total_size(&[dir.path().join("missing.txt")]).unwrap_err();
+        assert!(err.message.contains("missing.txt") && err.message.contains("no such file"));
+    }
+}

@@ -1,0 +1,409 @@
+//! The merge loop: heap + linked lists + lazy updates, O(M log N) overall.
+//!
+//! Each word type is stored once, with its count, as a run of nodes in one
+//! arena (struct-of-arrays, `u32` links). For every candidate pair we keep its
+//! weighted count and the nodes where it starts (`pos`, which may hold stale
+//! entries that are checked and skipped when used). A binary max-heap holds
+//! `(count, pair)` entries; counts that went down are not searched for in the
+//! heap: when an entry is popped, its count is compared with the pair's
+//! current count and re-pushed when stale.
+//!
+//! Why that is exact: a merge `(a, b) -> r` only *creates* adjacencies that
+//! contain the fresh symbol `r`, so a pair's count only grows during the one
+//! merge step that creates the later of its two symbols, and only shrinks
+//! afterwards. An entry pushed at the end of that step is therefore an upper
+//! bound forever after; the first popped entry whose count is current is the
+//! true maximum.
+//!
+//! Determinism: the heap orders by count, then by the pair's byte strings
+//! (smaller first) — never by ids, addresses or hash order — so the merge list
+//! does not depend on word order, thread count or hash seeds.
+//!
+//! Performance notes:
+//! * Per merge, the work is the merged pair's occurrence list plus a few hash
+//!   operations per occurrence; nothing is ever rescanned.
+//! * One hash map holds both the count and the positions of a pair (one probe
+//!   per update instead of two). Pairs whose count drops to zero are removed,
+//!   which keeps the map near the number of live pairs.
+//! * Tie-breaks compare byte strings only when counts are equal; on real
+//!   corpora that is common only in the long tail of small counts.
+
+use crate::count::{new_map, Map};
+use crate::error::{Error, Result};
+
+const NONE: u32 = u32::MAX;
+const DEAD: u32 = u32::MAX;
+
+#[inline]
+fn pack(a: u32, b: u32) -> u64 {
+    ((a as u64) << 32) | b as u64
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Entry {
+    count: u64,
+    a: u32,
+    b: u32,
+}
+
+/// `x` must be popped before `y`: higher count, then smaller (left, right) bytes.
+#[inline]
+fn before(x: &Entry, y: &Entry, tokens: &[Vec<u8>]) -> bool {
+    if x.count != y.count {
+        return x.count > y.count;
+    }
+    if x.a != y.a {
+        return tokens[x.a as usize] < tokens[y.a as usize];
+    }
+    tokens[x.b as usize] < tokens[y.b as usize]
+}
+
+/// A binary heap with a comparator that looks at the token table.
+#[derive(Default)]
+struct PairHeap {
+    v: Vec<Entry>,
+}
+
+impl PairHeap {
+    fn push(&mut self, e: Entry, tokens: &[Vec<u8>]) {
+        self.v.push(e);
+        let mut i = self.v.len() - 1;
+        while i > 0 {
+            let parent = (i - 1) / 2;
+            if before(&self.v[i], &self.v[parent], tokens) {
+                self.v.swap(i, parent);
+                i = parent;
+            } else {
+                break;
+            }
+        }
+    }
+
+    fn pop(&mut self, tokens: &[Vec<u8>]) -> Option<Entry> {
+        let last = self.v.pop()?;
+        if self.v.is_empty() {
+            return Some(last);
+        }
+        let top = std::mem::replace(&mut self.v[0], last);
+        let n = self.v.len();
+        let mut i = 0;
+        loop {
+            let l = 2 * i + 1;
+            if l >= n {
+                break;
+            }
+            let r = l + 1;
+            let c = if r < n && before(&self.v[r], &self.v[l], tokens) { r } else { l };
+            if before(&self.v[c], &self.v[i], tokens) {
+                self.v.swap(c, i);
+                i = c;
+            } else {
+                break;
+            }
+        }
+        Some(top)
+    }
+
+    fn len(&self) -> usize {
+        self.v.len()
+    }
+}
+
+struct PairInfo {
+    count: u64,
+    pos: Vec<u32>,
+}
+
+/// Input to the merge loop: word types as symbol-id sequences with counts.
+pub struct WordTable {
+    pub sym: Vec<u32>,
+    /// Start offset of each word in `sym`, plus a final end offset.
+    pub starts: Vec<u32>,
+    pub counts: Vec<u64>,
+}
+
+impl WordTable {
+    pub fn new() -> Self {
+        WordTable { sym: Vec::new(), starts: vec![0], counts: Vec::new() }
+    }
+    /// Adds a word; words of fewer than two symbols cannot merge and are skipped.
+    pub fn push(&mut self, symbols: impl IntoIterator<Item = u32>, count: u64) -> Result<()> {
+        let before = self.sym.len();
+        self.sym.extend(symbols);
+        if self.sym.len() - before < 2 {
+            self.sym.truncate(before);
+            return Ok(());
+        }
+        if self.sym.len() >= u32::MAX as usize - 1 {
+            return Err(Error::training(
+                "the word-type table exceeds 4 billion symbols; prune rare word types (min count) or shard the corpus",
+            ));
+        }
+        self.starts.push(self.sym.len() as u32);
+        self.counts.push(count);
+        Ok(())
+    }
+    pub fn len(&self) -> usize {
+        self.counts.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.counts.is_empty()
+    }
+}
+
+impl Default for WordTable {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// Merge-loop settings.
+pub struct MergeParams {
+    /// How many merges to learn at most.
+    pub max_merges: usize,
+    pub min_frequency: u64,
+    pub max_token_length: Option<usize>,
+    /// A symbol that never merges (`<unk>`), if any.
+    pub unk: Option<u32>,
+}
+
+/// Called every few merges: `(merges done, current best count)`; returning
+/// `true` stops the loop with `Interrupted`.
+pub type MergeTick<'a> = dyn FnMut(usize, u64) -> bool + 'a;
+
+/// The learned merges `(left, right, count)`; `tokens` is extended in place
+/// with each new token's bytes, and `token_ids` with its id.
+pub fn learn_merges(
+    table: WordTable,
+    tokens: &mut Vec<Vec<u8>>,
+    token_ids: &mut Map<Vec<u8>, u32>,
+    params: &MergeParams,
+    tick: &mut MergeTick,
+) -> Result<Vec<(u32, u32, u64)>> {
+    let n = table.sym.len();
+    let mut sym = table.sym;
+    let mut prev = vec![NONE; n];
+    let mut next = vec![NONE; n];
+    let mut word = vec![0u32; n];
+    for w in 0..table.counts.len() {
+        let (s, e) = (table.starts[w] as usize, table.starts[w + 1] as usize);
+        for i in s..e {
+            word[i] = w as u32;
+            if i > s {
+                prev[i] = (i - 1) as u32;
+            }
+            if i + 1 < e {
+                next[i] = (i + 1) as u32;
+            }
+        }
+    }
+    let weights = table.counts;
+    drop(table.starts);
+
+    let max_len = params.max_token_length.unwrap_or(usize::MAX);
+    let unk = params.unk.unwrap_or(NONE);
+    let mut token_len: Vec<usize> = tokens.iter().map(Vec::len).collect();
+    let candidate = |a: u32, b: u32, token_len: &[usize]| -> bool {
+        a != unk && b != unk && token_len[a as usize] + token_len[b as usize] <= max_len
+    };
+
+    // Initial pair counts and positions.
+    let mut pairs: Map<u64, PairInfo> = new_map();
+    for i in 0..n {
+        let j = next[i];
+        if j == NONE {
+            continue;
+        }
+        let (a, b) = (sym[i], sym[j as usize]);
+        if !candidate(a, b, &token_len) {
+            continue;
+        }
+        let e = pairs.entry(pack(a, b)).or_insert_with(|| PairInfo { count: 0, pos: Vec::new() });
+        e.count += weights[word[i] as usize];
+        e.pos.push(i as u32);
+    }
+    let mut heap = PairHeap::default();
+    heap.v.reserve(pairs.len());
+    for (&key, info) in pairs.iter() {
+        heap.push(Entry { count: info.count, a: (key >> 32) as u32, b: key as u32 }, tokens);
+    }
+
+    let mut merges: Vec<(u32, u32, u64)> = Vec::with_capacity(params.max_merges.min(1 << 20));
+    let mut touched: Vec<u64> = Vec::new();
+    while merges.len() < params.max_merges {
+        let Some(top) = heap.pop(tokens) else { break };
+        let key = pack(top.a, top.b);
+        let current = match pairs.get(&key) {
+            None => continue,
+            Some(info) => info.count,
+        };
+        if current != top.count {
+            heap.push(Entry { count: current, ..top }, tokens);
+            continue;
+        }
+        if top.count < params.min_frequency.max(1) {
+            break;
+        }
+        let (a, b) = (top.a, top.b);
+        let mut merged = Vec::with_capacity(token_len[a as usize] + token_len[b as usize]);
+        merged.extend_from_slice(&tokens[a as usize]);
+        merged.extend_from_slice(&tokens[b as usize]);
+        if token_ids.contains_key(&merged) {
+            // Its bytes already are a token: never a candidate (SEMANTICS §6).
+            pairs.remove(&key);
+            continue;
+        }
+        if tick(merges.len(), top.count) {
+            return Err(Error::interrupted());
+        }
+        let Some(info) = pairs.remove(&key) else { continue };
+        let r = tokens.len() as u32;
+        token_len.push(merged.len());
+        token_ids.insert(merged.clone(), r);
+        tokens.push(merged);
+
+        let mut positions = info.pos;
+        if a == b {
+            // Overlapping occurrences must be merged left to right.
+            positions.sort_unstable();
+        }
+        touched.clear();
+        for &i in &positions {
+            let iu = i as usize;
+            if sym[iu] != a {
+                continue;
+            }
+            let j = next[iu];
+            if j == NONE || sym[j as usize] != b {
+                continue;
+            }
+            let w = weights[word[iu] as usize];
+            let p = prev[iu];
+            let nx = next[j as usize];
+            if p != NONE {
+                let ps = sym[p as usize];
+                dec(&mut pairs, ps, a, w, r);
+                if candidate(ps, r, &token_len) {
+                    inc(&mut pairs, &mut touched, ps, r, w, p);
+                }
+            }
+            if nx != NONE {
+                let ns = sym[nx as usize];
+                dec(&mut pairs, b, ns, w, r);
+                if candidate(r, ns, &token_len) {
+                    inc(&mut pairs, &mut touched, r, ns, w, i);
+                }
+            }
+            sym[iu] = r;
+            next[iu] = nx;
+            if nx != NONE {
+                prev[nx as usize] = i;
+            }
+            sym[j as usize] = DEAD;
+        }
+        for &k in &touched {
+            let count = pairs.get(&k).map_or(0, |e| e.count);
+            if count > 0 {
+                heap.push(Entry { count, a: (k >> 32) as u32, b: k as u32 }, tokens);
+            } else {
+                pairs.remove(&k);
+            }
+        }
+        merges.push((a, b, top.count));
+    }
+    let _ = heap.len();
+    Ok(merges)
+}
+
+#[inline]
+fn inc(pairs: &mut Map<u64, PairInfo>, touched: &mut Vec<u64>, x: u32, y: u32, w: u64, at: u32) {
+    let key = pack(x, y);
+    let e = pairs.entry(key).or_insert_with(|| {
+        touched.push(key);
+        PairInfo { count: 0, pos: Vec::new() }
+    });
+    e.count += w;
+    e.pos.push(at);
+}
+
+#[inline]
+fn dec(pairs: &mut Map<u64, PairInfo>, x: u32, y: u32, w: u64, r: u32) {
+    let key = pack(x, y);
+    if let Some(e) = pairs.get_mut(&key) {
+        debug_assert!(e.count >= w);
+        e.count = e.count.saturating_sub(w);
+        // Pairs with the new symbol may still grow in this step; others never do.
+        if e.count == 0 && x != r && y != r {
+            pairs.remove(&key);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn setup(words: &[(&str, u64)]) -> (WordTable, Vec<Vec<u8>>, Map<Vec<u8>, u32>) {
+        let mut tokens: Vec<Vec<u8>> = (0..=255u8).map(|b| vec![b]).collect();
+        let mut ids = new_map();
+        for (i, t) in tokens.iter().enumerate() {
+            ids.insert(t.clone(), i as u32);
+        }
+        let mut table = WordTable::new();
+        for (w, c) in words {
+            table.push(w.bytes().map(u32::from), *c).unwrap();
+        }
+        tokens.truncate(256);
+        (table, tokens, ids)
+    }
+
+    fn run(words: &[(&str, u64)], max_merges: usize) -> Vec<(String, String, u64)> {
+        let (table, mut tokens, mut ids) = setup(words);
+        let params = MergeParams { max_merges, min_frequency: 1, max_token_length: None, unk: None };
+        let merges = learn_merges(table, &mut tokens, &mut ids, &params, &mut |_, _| false).unwrap();
+        merges
+            .into_iter()
+            .map(|(a, b, c)| {
+                (
+                    String::from_utf8(tokens[a as usize].clone()).unwrap(),
+                    String::from_utf8(tokens[b as usize].clone()).unwrap(),
+                    c,
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn overlapping_runs_merge_left_to_right() {
+        // "aaa" has the pair (a,a) twice but only one merge fits: "aa a".
+        let m = run(&[("aaa", 1)], 2);
+        assert_eq!(m[0], ("a".into(), "a".into(), 2));
+        assert_eq!(m[1], ("aa".into(), "a".into(), 1));
+    }
+
+    #[test]
+    fn ties_break_by_bytes() {
+        // (c,d) and (a,b) both occur 3 times: (a,b) is smaller.
+        let m = run(&[("ab", 3), ("cd", 3)], 1);
+        assert_eq!(m[0], ("a".into(), "b".into(), 3));
+    }
+
+    #[test]
+    fn counts_are_weighted_and_updated() {
+        let m = run(&[("hug", 10), ("pug", 5), ("pun", 12), ("bun", 4), ("hugs", 5)], 3);
+        assert_eq!(m[0], ("u".into(), "g".into(), 20));
+        assert_eq!(m[1], ("u".into(), "n".into(), 16));
+        assert_eq!(m[2], ("h".into(), "ug".into(), 15));
+    }
+
+    #[test]
+    fn duplicate_bytes_are_not_merged_twice() {
+        // After "ab"+"c" -> "abc", the pair ("a","bc") would give "abc" again.
+        let m = run(&[("abc", 5), ("xbc", 3), ("ab", 2)], 10);
+        let made: Vec<String> = m.iter().map(|(a, b, _)| format!("{a}{b}")).collect();
+        let mut uniq = made.clone();
+        uniq.sort();
+        uniq.dedup();
+        assert_eq!(uniq.len(), made.len(), "{made:?}");
+    }
+}

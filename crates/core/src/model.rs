@@ -1,0 +1,336 @@
+//! The model: what a trained vocabulary is, and its file format.
+//!
+//! One JSON document (gzip-compressed when the file name ends in `.gz`):
+//!
+//! ```json
+//! {"format": "bpeforge-model", "version": 1,
+//!  "scheme": {"type": "bytes"},
+//!  "pretokenizer": {"type": "gpt2"},
+//!  "special_tokens": ["<|endoftext|>"],
+//!  "alphabet": null,
+//!  "merges": [[104, 101], ...],          // ids of (left, right), in order
+//!  "merge_counts": [123456, ...],
+//!  "metadata": {...}}
+//! ```
+//!
+//! Ids: special tokens, then the alphabet (256 bytes, or `alphabet` for the
+//! chars scheme), then one id per merge. Saving is atomic (temporary file in
+//! the same directory, then rename); loading validates every field and refuses
+//! hostile sizes before allocating for them.
+
+use crate::count::{new_map, Map};
+use crate::error::{Error, Result};
+use crate::pretok::PreTokenizerSpec;
+use serde::{Deserialize, Serialize};
+use std::io::{Read, Write};
+use std::path::Path;
+
+pub const FORMAT: &str = "bpeforge-model";
+pub const VERSION: u32 = 1;
+/// Upper bound on merges in a model file (far above any real vocabulary).
+pub const MAX_MERGES: usize = 16_000_000;
+/// Upper bound on a model file's uncompressed size.
+pub const MAX_MODEL_BYTES: u64 = 2 << 30;
+
+/// The base-symbol scheme.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "lowercase")]
+pub enum Scheme {
+    /// 256 byte symbols; lossless on any input.
+    Bytes,
+    /// Unicode characters with a word-boundary marker.
+    Chars {
+        unk_token: String,
+        /// `None`: SentencePiece-style `▁` prefix; `Some("</w>")`: suffix.
+        end_of_word_suffix: Option<String>,
+        character_coverage: f64,
+    },
+}
+
+impl Scheme {
+    pub fn name(&self) -> &'static str {
+        match self {
+            Scheme::Bytes => "bytes",
+            Scheme::Chars { .. } => "chars",
+        }
+    }
+}
+
+/// The word-boundary marker of the chars scheme in prefix mode.
+pub const SPACE_MARKER: &str = "\u{2581}";
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Model {
+    pub format: String,
+    pub version: u32,
+    pub scheme: Scheme,
+    pub pretokenizer: PreTokenizerSpec,
+    pub special_tokens: Vec<String>,
+    #[serde(default)]
+    pub alphabet: Option<Vec<String>>,
+    pub merges: Vec<(u32, u32)>,
+    #[serde(default)]
+    pub merge_counts: Vec<u64>,
+    #[serde(default)]
+    pub metadata: serde_json::Value,
+}
+
+impl Model {
+    pub fn new(
+        scheme: Scheme,
+        pretokenizer: PreTokenizerSpec,
+        special_tokens: Vec<String>,
+        alphabet: Option<Vec<String>>,
+    ) -> Self {
+        Model {
+            format: FORMAT.to_string(),
+            version: VERSION,
+            scheme,
+            pretokenizer,
+            special_tokens,
+            alphabet,
+            merges: Vec::new(),
+            merge_counts: Vec::new(),
+            metadata: serde_json::Value::Object(Default::default()),
+        }
+    }
+
+    /// Number of base symbols (256 or the alphabet's length).
+    pub fn base_len(&self) -> usize {
+        match &self.scheme {
+            Scheme::Bytes => 256,
+            Scheme::Chars { .. } => self.alphabet.as_ref().map_or(0, Vec::len),
+        }
+    }
+
+    /// The first base-symbol id.
+    pub fn base_start(&self) -> usize {
+        self.special_tokens.len()
+    }
+
+    pub fn vocab_size(&self) -> usize {
+        self.special_tokens.len() + self.base_len() + self.merges.len()
+    }
+
+    /// The id of `<unk>` (chars scheme).
+    pub fn unk_id(&self) -> Option<u32> {
+        match &self.scheme {
+            Scheme::Chars { unk_token, .. } => self.special_tokens.iter().position(|t| t == unk_token).map(|i| i as u32),
+            Scheme::Bytes => None,
+        }
+    }
+
+    /// Every token's bytes, by id. Validates the merges as it goes.
+    pub fn token_bytes(&self) -> Result<Vec<Vec<u8>>> {
+        let mut tokens: Vec<Vec<u8>> = Vec::with_capacity(self.vocab_size());
+        for t in &self.special_tokens {
+            tokens.push(t.as_bytes().to_vec());
+        }
+        match &self.scheme {
+            Scheme::Bytes => tokens.extend((0..=255u8).map(|b| vec![b])),
+            Scheme::Chars { .. } => {
+                for s in self.alphabet.as_deref().unwrap_or(&[]) {
+                    tokens.push(s.as_bytes().to_vec());
+                }
+            }
+        }
+        let first_merge = tokens.len();
+        let unk = self.unk_id();
+        for (k, &(a, b)) in self.merges.iter().enumerate() {
+            let limit = (first_merge + k) as u32;
+            if a >= limit || b >= limit {
+                return Err(Error::model(format!(
+                    "merge {k} refers to id {} which does not exist yet (ids below {limit} only)",
+                    a.max(b)
+                )));
+            }
+            if (a as usize) < self.special_tokens.len() || (b as usize) < self.special_tokens.len() || Some(a) == unk || Some(b) == unk {
+                return Err(Error::model(format!("merge {k} uses a special token (id {a} or {b}); special tokens never merge")));
+            }
+            let mut t = tokens[a as usize].clone();
+            t.extend_from_slice(&tokens[b as usize]);
+            tokens.push(t);
+        }
+        Ok(tokens)
+    }
+
+    /// Checks everything a loaded (possibly hostile) model claims.
+    pub fn validate(&self) -> Result<()> {
+        if self.format != FORMAT {
+            return Err(Error::model(format!("not a bpeforge model (format is {:?}, expected {FORMAT:?})", self.format)));
+        }
+        if self.version != VERSION {
+            return Err(Error::model(format!(
+                "model format version {} is not supported by this bpeforge (which reads version {VERSION}); upgrade bpeforge",
+                self.version
+            )));
+        }
+        if self.merges.len() > MAX_MERGES {
+            return Err(Error::model(format!("the model claims {} merges; more than {MAX_MERGES} is refused", self.merges.len())));
+        }
+        if !self.merge_counts.is_empty() && self.merge_counts.len() != self.merges.len() {
+            return Err(Error::model(format!(
+                "merge_counts has {} entries but there are {} merges",
+                self.merge_counts.len(),
+                self.merges.len()
+            )));
+        }
+        let mut seen = std::collections::HashSet::new();
+        for t in &self.special_tokens {
+            if t.is_empty() {
+                return Err(Error::model("a special token is the empty string"));
+            }
+            if !seen.insert(t.as_str()) {
+                return Err(Error::model(format!("special token {t:?} is listed twice")));
+            }
+        }
+        match &self.scheme {
+            Scheme::Bytes => {
+                if self.alphabet.is_some() {
+                    return Err(Error::model("the bytes scheme has a fixed alphabet; 'alphabet' must be null"));
+                }
+            }
+            Scheme::Chars { unk_token, end_of_word_suffix, character_coverage } => {
+                if !(0.0..=1.0).contains(character_coverage) || character_coverage.is_nan() {
+                    return Err(Error::model(format!("character_coverage {character_coverage} is outside [0, 1]")));
+                }
+                if self.unk_id().is_none() {
+                    return Err(Error::model(format!("unk_token {unk_token:?} is not among the special tokens")));
+                }
+                if let Some(s) = end_of_word_suffix {
+                    if s.is_empty() {
+                        return Err(Error::model("end_of_word_suffix is the empty string"));
+                    }
+                }
+                let alphabet = self.alphabet.as_ref().ok_or_else(|| Error::model("the chars scheme needs an 'alphabet'"))?;
+                let mut seen = std::collections::HashSet::new();
+                for s in alphabet {
+                    let body = match end_of_word_suffix {
+                        Some(suf) => s.strip_suffix(suf.as_str()).unwrap_or(s),
+                        None => s,
+                    };
+                    if body.chars().count() != 1 {
+                        return Err(Error::model(format!("alphabet symbol {s:?} is not one character")));
+                    }
+                    if !seen.insert(s.as_str()) {
+                        return Err(Error::model(format!("alphabet symbol {s:?} is listed twice")));
+                    }
+                }
+            }
+        }
+        crate::pretok::PreTokenizer::new(self.pretokenizer.clone())
+            .map_err(|e| Error::model(format!("pretokenizer: {}", e.message)))?;
+        let tokens = self.token_bytes()?;
+        // Merged tokens must be distinct from each other and from base symbols.
+        let mut ids: Map<&[u8], usize> = new_map();
+        for (i, t) in tokens.iter().enumerate().skip(self.special_tokens.len()) {
+            if let Some(prev) = ids.insert(t.as_slice(), i) {
+                return Err(Error::model(format!(
+                    "tokens {prev} and {i} have the same bytes {:?}; every token must be distinct",
+                    String::from_utf8_lossy(t)
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// Serializes to JSON (pretty enough to diff, compact merges).
+    pub fn to_json(&self) -> Result<Vec<u8>> {
+        let mut out = Vec::with_capacity(64 + self.merges.len() * 16);
+        // Hand-assembled so each merge sits on one short line.
+        let head = serde_json::json!({
+            "format": self.format,
+            "version": self.version,
+            "scheme": self.scheme,
+            "pretokenizer": self.pretokenizer,
+            "special_tokens": self.special_tokens,
+            "alphabet": self.alphabet,
+        });
+        let head = serde_json::to_string_pretty(&head).map_err(|e| Error::output(e.to_string()))?;
+        out.extend_from_slice(head.trim_end().trim_end_matches('}').trim_end().as_bytes());
+        out.extend_from_slice(b",\n  \"merges\": [");
+        for (i, (a, b)) in self.merges.iter().enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            write!(out, "\n    [{a}, {b}]").map_err(|e| Error::output(e.to_string()))?;
+        }
+        out.extend_from_slice(b"\n  ],\n  \"merge_counts\": ");
+        serde_json::to_writer(&mut out, &self.merge_counts).map_err(|e| Error::output(e.to_string()))?;
+        out.extend_from_slice(b",\n  \"metadata\": ");
+        serde_json::to_writer_pretty(&mut out, &self.metadata).map_err(|e| Error::output(e.to_string()))?;
+        out.extend_from_slice(b"\n}\n");
+        Ok(out)
+    }
+
+    pub fn from_json(data: &[u8]) -> Result<Model> {
+        let model: Model = serde_json::from_slice(data).map_err(|e| {
+            if e.is_eof() {
+                Error::model(format!("the model file is truncated ({e})"))
+            } else {
+                Error::model(format!("the model file is not a valid bpeforge model: {e}"))
+            }
+        })?;
+        model.validate()?;
+        Ok(model)
+    }
+
+    /// Saves atomically: a failed save leaves any earlier file intact.
+    pub fn save(&self, path: &Path) -> Result<()> {
+        let json = self.to_json()?;
+        let data = if is_gz(path) {
+            let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+            enc.write_all(&json).map_err(|e| Error::output(e.to_string()))?;
+            enc.finish().map_err(|e| Error::output(e.to_string()))?
+        } else {
+            json
+        };
+        write_atomic(path, &data)
+    }
+
+    pub fn load(path: &Path) -> Result<Model> {
+        let mut file = std::fs::File::open(path).map_err(|e| {
+            Error::new(crate::error::ErrorKind::Input, Error::io_read(path, &e).message)
+        })?;
+        let mut data = Vec::new();
+        let res = if is_gz(path) {
+            flate2::read::GzDecoder::new(file).take(MAX_MODEL_BYTES + 1).read_to_end(&mut data)
+        } else {
+            (&mut file).take(MAX_MODEL_BYTES + 1).read_to_end(&mut data)
+        };
+        res.map_err(|e| Error::model(format!("{}: cannot read the model: {e}", path.display())))?;
+        if data.len() as u64 > MAX_MODEL_BYTES {
+            return Err(Error::model(format!("{}: the model is larger than {MAX_MODEL_BYTES} bytes; refused", path.display())));
+        }
+        Model::from_json(&data).map_err(|e| Error::model(format!("{}: {}", path.display(), e.message)))
+    }
+}
+
+fn is_gz(path: &Path) -> bool {
+    path.to_string_lossy().to_ascii_lowercase().ends_with(".gz")
+}
+
+/// Writes `data` to `path` through a temporary file in the same directory and
+/// a rename, so readers see the old file or the new one, never a mix.
+pub fn write_atomic(path: &Path, data: &[u8]) -> Result<()> {
+    let fail = |what: &str, e: &dyn std::fmt::Display| Error::output(format!("cannot write {}: {what}: {e}", path.display()));
+    if path.is_dir() {
+        return Err(Error::output(format!("cannot write {}: it is a directory", path.display())));
+    }
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => std::path::PathBuf::from("."),
+    };
+    if !dir.is_dir() {
+        return Err(Error::output(format!("cannot write {}: directory {} does not exist", path.display(), dir.display())));
+    }
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".bpeforge-")
+        .suffix(".tmp")
+        .tempfile_in(&dir)
+        .map_err(|e| fail("cannot create a temporary file there", &e))?;
+    tmp.write_all(data).map_err(|e| fail("write failed", &e))?;
+    tmp.as_file().sync_all().map_err(|e| fail("sync failed", &e))?;
+    tmp.persist(path).map_err(|e| fail("rename failed", &e.error))?;
+    Ok(())
+}

@@ -1,0 +1,503 @@
+//! Pre-tokenization: cutting a text into the pieces ("words") that BPE merges
+//! never cross, plus the special-token splitter that runs before it.
+//!
+//! Guarantees:
+//! * The presets `gpt2`, `cl100k` and `o200k` give exactly the matches of the
+//!   published regexes (tested against a backtracking engine in `tests`).
+//! * Every preset covers its input completely, so byte-level BPE is lossless.
+//! * Matching is linear in the text length for presets and for custom
+//!   patterns that the `regex` crate accepts. Custom patterns that need
+//!   look-around or back-references run on a backtracking engine with a step
+//!   limit: a pathological pattern fails with a clear error instead of hanging.
+//!
+//! Performance notes (measured on multi-200k, 1 thread; see bench/):
+//! * The published GPT-style patterns contain `\s+(?!\S)`, a look-ahead that
+//!   forces a backtracking engine (fancy-regex) onto the whole pattern. We drop
+//!   that alternative, match with the `regex` crate's DFA, and emulate it: a
+//!   whitespace-only match of n >= 2 characters that came from the final `\s+`
+//!   branch and is followed by a non-space gives back its last character.
+//! * Searches are anchored at the end of the previous piece (the presets match
+//!   at every position), so only the forward DFA runs: no reverse scan to find
+//!   the start of each match.
+
+use crate::error::{Error, Result};
+use aho_corasick::{AhoCorasick, MatchKind};
+use regex_automata::{meta, Anchored, Input};
+use serde::{Deserialize, Serialize};
+
+/// GPT-2's published pattern (openai/gpt-2 `encoder.py`).
+pub const GPT2_PATTERN: &str =
+    r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+";
+/// cl100k_base's published pattern (tiktoken).
+pub const CL100K_PATTERN: &str = r"'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]++[\r\n]*|\s*[\r\n]|\s+(?!\S)|\s+";
+/// o200k_base's published pattern (tiktoken).
+pub const O200K_PATTERN: &str = concat!(
+    r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?",
+    r"|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?",
+    r"|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+"
+);
+
+// The same patterns without the look-ahead alternative (emulated in code).
+// Possessive quantifiers are dropped: in these patterns they never change the
+// match (the possessed class cannot be given back to a later part).
+const GPT2_FAST: &str = r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+";
+const CL100K_FAST: &str = r"'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]|\s+";
+const O200K_FAST: &str = concat!(
+    r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?",
+    r"|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?",
+    r"|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+"
+);
+
+/// Step limit for backtracking custom patterns, per search.
+const BACKTRACK_LIMIT: usize = 1_000_000;
+
+/// Which pre-tokenizer; stored in the model file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "lowercase")]
+pub enum PreTokenizerSpec {
+    Gpt2,
+    Cl100k,
+    O200k,
+    Whitespace,
+    None,
+    Regex { pattern: String },
+}
+
+impl PreTokenizerSpec {
+    /// Parse a user-facing name: a preset name, or anything else as a regex.
+    pub fn from_name(name: &str) -> Self {
+        match name {
+            "gpt2" => Self::Gpt2,
+            "cl100k" | "cl100k_base" => Self::Cl100k,
+            "o200k" | "o200k_base" => Self::O200k,
+            "whitespace" => Self::Whitespace,
+            "none" => Self::None,
+            other => Self::Regex { pattern: other.to_string() },
+        }
+    }
+    /// The preset name, or the custom pattern.
+    pub fn name(&self) -> &str {
+        match self {
+            Self::Gpt2 => "gpt2",
+            Self::Cl100k => "cl100k",
+            Self::O200k => "o200k",
+            Self::Whitespace => "whitespace",
+            Self::None => "none",
+            Self::Regex { pattern } => pattern,
+        }
+    }
+    /// The full published regex for regex-based presets (for exports).
+    pub fn pattern(&self) -> Option<&str> {
+        match self {
+            Self::Gpt2 => Some(GPT2_PATTERN),
+            Self::Cl100k => Some(CL100K_PATTERN),
+            Self::O200k => Some(O200K_PATTERN),
+            Self::Regex { pattern } => Some(pattern),
+            Self::Whitespace | Self::None => None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Lookahead {
+    /// No `\s+(?!\S)` emulation.
+    Off,
+    /// Emulate for any whitespace-only match (gpt2).
+    AnyWhitespace,
+    /// Emulate only when the match does not end in CR/LF: such matches come
+    /// from the earlier `\s*[\r\n]` branch (cl100k, o200k).
+    NotAfterNewline,
+}
+
+#[derive(Debug)]
+enum Engine {
+    Dfa { re: meta::Regex, lookahead: Lookahead, covers: bool },
+    Backtrack(Box<fancy_regex::Regex>),
+    Whitespace,
+    Whole,
+}
+
+/// A compiled pre-tokenizer. Cheap to share between threads (`Sync`).
+#[derive(Debug)]
+pub struct PreTokenizer {
+    spec: PreTokenizerSpec,
+    engine: Engine,
+}
+
+fn compile_meta(pattern: &str) -> std::result::Result<meta::Regex, String> {
+    meta::Regex::builder()
+        .configure(meta::Config::new().utf8_empty(true))
+        .build(pattern)
+        .map_err(|e| e.to_string())
+}
+
+/// Python's `str.isspace()`: Unicode White_Space plus the four information
+/// separators U+001C..U+001F. Used by the `whitespace` preset (`str.split()`).
+#[inline]
+pub fn is_split_space(c: char) -> bool {
+    c.is_whitespace() || ('\u{1c}'..='\u{1f}').contains(&c)
+}
+
+impl PreTokenizer {
+    pub fn new(spec: PreTokenizerSpec) -> Result<Self> {
+        let engine = match &spec {
+            PreTokenizerSpec::Gpt2 => Engine::Dfa {
+                re: compile_meta(GPT2_FAST).map_err(Error::parameter)?,
+                lookahead: Lookahead::AnyWhitespace,
+                covers: true,
+            },
+            PreTokenizerSpec::Cl100k => Engine::Dfa {
+                re: compile_meta(CL100K_FAST).map_err(Error::parameter)?,
+                lookahead: Lookahead::NotAfterNewline,
+                covers: true,
+            },
+            PreTokenizerSpec::O200k => Engine::Dfa {
+                re: compile_meta(O200K_FAST).map_err(Error::parameter)?,
+                lookahead: Lookahead::NotAfterNewline,
+                covers: true,
+            },
+            PreTokenizerSpec::Whitespace => Engine::Whitespace,
+            PreTokenizerSpec::None => Engine::Whole,
+            PreTokenizerSpec::Regex { pattern } => {
+                if pattern.is_empty() {
+                    return Err(Error::parameter(
+                        "pretokenizer: the custom regex is empty; use pretokenizer=\"none\" to keep each text whole",
+                    ));
+                }
+                if pattern.len() > 100_000 {
+                    return Err(Error::parameter("pretokenizer: the custom regex is longer than 100000 bytes"));
+                }
+                match compile_meta(pattern) {
+                    Ok(re) => Engine::Dfa { re, lookahead: Lookahead::Off, covers: false },
+                    Err(dfa_err) => {
+                        let re = fancy_regex::RegexBuilder::new(pattern)
+                            .backtrack_limit(BACKTRACK_LIMIT)
+                            .build()
+                            .map_err(|e| {
+                                Error::parameter(format!(
+                                    "pretokenizer: invalid regex {pattern:?}: {e} (linear engine said: {dfa_err})"
+                                ))
+                            })?;
+                        Engine::Backtrack(Box::new(re))
+                    }
+                }
+            }
+        };
+        Ok(PreTokenizer { spec, engine })
+    }
+
+    pub fn spec(&self) -> &PreTokenizerSpec {
+        &self.spec
+    }
+
+    /// Calls `f` with each piece of `text`, in order. Empty pieces are skipped.
+    pub fn split<'t>(&self, text: &'t str, f: &mut impl FnMut(&'t str)) -> Result<()> {
+        match &self.engine {
+            Engine::Dfa { re, lookahead, covers } => {
+                if *covers {
+                    split_covering(re, *lookahead, text, f);
+                } else {
+                    for m in re.find_iter(text) {
+                        if m.end() > m.start() {
+                            f(&text[m.range()]);
+                        }
+                    }
+                }
+                Ok(())
+            }
+            Engine::Backtrack(re) => {
+                for m in re.find_iter(text) {
+                    let m = m.map_err(|e| {
+                        Error::input(format!(
+                            "pretokenizer: the custom regex gave up on a text of {} bytes ({e}); simplify the pattern",
+                            text.len()
+                        ))
+                    })?;
+                    if m.end() > m.start() {
+                        f(m.as_str());
+                    }
+                }
+                Ok(())
+            }
+            Engine::Whitespace => {
+                for w in text.split(is_split_space) {
+                    if !w.is_empty() {
+                        f(w);
+                    }
+                }
+                Ok(())
+            }
+            Engine::Whole => {
+                if !text.is_empty() {
+                    f(text);
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// Convenience: the pieces as a vector.
+    pub fn pieces<'t>(&self, text: &'t str) -> Result<Vec<&'t str>> {
+        let mut out = Vec::new();
+        self.split(text, &mut |p| out.push(p))?;
+        Ok(out)
+    }
+}
+
+/// Anchored matching from the end of each piece; see the module notes.
+fn split_covering<'t>(re: &meta::Regex, lookahead: Lookahead, text: &'t str, f: &mut impl FnMut(&'t str)) {
+    let mut pos = 0;
+    while pos < text.len() {
+        let input = Input::new(text).range(pos..).anchored(Anchored::Yes);
+        let (start, mut end) = match re.find(input) {
+            Some(m) if m.end() > pos => (pos, m.end()),
+            _ => {
+                // Not expected for the presets; stay correct anyway.
+                match re.find(Input::new(text).range(pos..)) {
+                    Some(m) if m.end() > m.start() => (m.start(), m.end()),
+                    _ => return,
+                }
+            }
+        };
+        if lookahead != Lookahead::Off && end < text.len() {
+            end = emulate_lookahead(text, start, end, lookahead);
+        }
+        f(&text[start..end]);
+        pos = end;
+    }
+}
+
+/// `\s+(?!\S)` emulation: a whitespace run of >= 2 chars followed by a
+/// non-space char gives back its last char (which then starts the next piece).
+#[inline]
+fn emulate_lookahead(text: &str, start: usize, end: usize, lookahead: Lookahead) -> usize {
+    let piece = &text[start..end];
+    let first = piece.as_bytes()[0];
+    // Fast reject: most pieces start with a letter, digit or punctuation.
+    if !(first == b' ' || first == b'\t' || first == b'\n' || first == b'\r' || first >= 0x80 || first == 0x0b || first == 0x0c) {
+        return end;
+    }
+    let next = text[end..].chars().next();
+    match next {
+        Some(c) if !c.is_whitespace() => {}
+        _ => return end,
+    }
+    let mut count = 0usize;
+    let mut last = ' ';
+    let mut last_len = 0usize;
+    for c in piece.chars() {
+        if !c.is_whitespace() {
+            return end;
+        }
+        count += 1;
+        last = c;
+        last_len = c.len_utf8();
+    }
+    if count < 2 {
+        return end;
+    }
+    if lookahead == Lookahead::NotAfterNewline && (last == '\n' || last == '\r') {
+        return end;
+    }
+    end - last_len
+}
+
+/// Splits texts at special tokens: leftmost match first, longest among
+/// matches that start at the same place.
+#[derive(Debug, Clone)]
+pub struct SpecialSplitter {
+    matcher: Option<AhoCorasick>,
+    tokens: Vec<String>,
+}
+
+/// A part of a text: either ordinary text or the special token with index `i`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Segment<'t> {
+    Text(&'t [u8]),
+    Special(usize),
+}
+
+impl SpecialSplitter {
+    pub fn new(tokens: &[String]) -> Result<Self> {
+        for t in tokens {
+            if t.is_empty() {
+                return Err(Error::parameter("special_tokens: an empty string cannot be a special token"));
+            }
+        }
+        let matcher = if tokens.is_empty() {
+            None
+        } else {
+            Some(
+                AhoCorasick::builder()
+                    .match_kind(MatchKind::LeftmostLongest)
+                    .build(tokens)
+                    .map_err(|e| Error::parameter(format!("special_tokens: {e}")))?,
+            )
+        };
+        Ok(SpecialSplitter { matcher, tokens: tokens.to_vec() })
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.tokens.is_empty()
+    }
+
+    pub fn tokens(&self) -> &[String] {
+        &self.tokens
+    }
+
+    /// Calls `f` for each segment of `text` in order (empty text segments skipped).
+    pub fn split<'t, E>(&self, text: &'t [u8], f: &mut impl FnMut(Segment<'t>) -> std::result::Result<(), E>) -> std::result::Result<(), E> {
+        let Some(m) = &self.matcher else {
+            if !text.is_empty() {
+                f(Segment::Text(text))?;
+            }
+            return Ok(());
+        };
+        let mut pos = 0;
+        for hit in m.find_iter(text) {
+            if hit.start() > pos {
+                f(Segment::Text(&text[pos..hit.start()]))?;
+            }
+            f(Segment::Special(hit.pattern().as_usize()))?;
+            pos = hit.end();
+        }
+        if pos < text.len() {
+            f(Segment::Text(&text[pos..]))?;
+        }
+        Ok(())
+    }
+}
+
+/// Splits bytes into valid UTF-8 runs (as `str`) and invalid runs.
+pub fn utf8_runs<'t, E>(
+    mut bytes: &'t [u8],
+    f: &mut impl FnMut(std::result::Result<&'t str, &'t [u8]>) -> std::result::Result<(), E>,
+) -> std::result::Result<(), E> {
+    while !bytes.is_empty() {
+        match std::str::from_utf8(bytes) {
+            Ok(s) => {
+                f(Ok(s))?;
+                return Ok(());
+            }
+            Err(e) => {
+                let good = e.valid_up_to();
+                if good > 0 {
+                    // SAFETY-free: from_utf8 on the validated prefix cannot fail.
+                    f(Ok(std::str::from_utf8(&bytes[..good]).unwrap_or_default()))?;
+                }
+                // Group consecutive invalid sequences into one run.
+                let mut bad_end = good + e.error_len().unwrap_or(bytes.len() - good);
+                loop {
+                    match std::str::from_utf8(&bytes[bad_end..]) {
+                        Err(e2) if e2.valid_up_to() == 0 => {
+                            bad_end += e2.error_len().unwrap_or(bytes.len() - bad_end);
+                        }
+                        _ => break,
+                    }
+                }
+                f(Err(&bytes[good..bad_end]))?;
+                bytes = &bytes[bad_end..];
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fancy_pieces(pattern: &str, text: &str) -> Vec<String> {
+        let re = fancy_regex::Regex::new(pattern).unwrap();
+        re.find_iter(text).map(|m| m.unwrap().as_str().to_string()).filter(|s| !s.is_empty()).collect()
+    }
+
+    fn ours(spec: PreTokenizerSpec, text: &str) -> Vec<String> {
+        PreTokenizer::new(spec).unwrap().pieces(text).unwrap().into_iter().map(String::from).collect()
+    }
+
+    const CASES: &[&str] = &[
+        "Hello world",
+        "Hello   world",
+        "  leading and trailing  ",
+        "a  \nb",
+        "a \n\n  b\r\n\tc",
+        "x\u{a0}\u{a0}y",
+        "tab\t\tsep\u{3000}\u{3000}end",
+        "I'm they're we'LL 'S",
+        "1234567 12 3.14",
+        "日本語のテキスト、句読点。",
+        "مرحبا بالعالم",
+        "e\u{301}\u{301} caf\u{e9}",
+        "🎉🎉 emoji  😀",
+        "\n\n\n",
+        "   ",
+        "a\r\n\r\n   b",
+        "foo/bar//baz\n\n/x",
+        "UPPER lower MiXeD ÉCOLE école",
+    ];
+
+    #[test]
+    fn presets_equal_published_regexes() {
+        for (spec, pat) in [
+            (PreTokenizerSpec::Gpt2, GPT2_PATTERN),
+            (PreTokenizerSpec::Cl100k, CL100K_PATTERN),
+            (PreTokenizerSpec::O200k, O200K_PATTERN),
+        ] {
+            for text in CASES {
+                assert_eq!(ours(spec.clone(), text), fancy_pieces(pat, text), "{spec:?} on {text:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn presets_cover_text() {
+        for spec in [PreTokenizerSpec::Gpt2, PreTokenizerSpec::Cl100k, PreTokenizerSpec::O200k] {
+            for text in CASES {
+                assert_eq!(ours(spec.clone(), text).concat(), *text);
+            }
+        }
+    }
+
+    #[test]
+    fn whitespace_and_none() {
+        assert_eq!(ours(PreTokenizerSpec::Whitespace, " a  b\u{1c}c\n"), vec!["a", "b", "c"]);
+        assert_eq!(ours(PreTokenizerSpec::None, "a b"), vec!["a b"]);
+        assert!(ours(PreTokenizerSpec::None, "").is_empty());
+    }
+
+    #[test]
+    fn custom_regex_backtracking_is_bounded() {
+        let p = PreTokenizer::new(PreTokenizerSpec::Regex { pattern: r"(a+)+\1b".into() }).unwrap();
+        let text = "a".repeat(40);
+        assert!(p.pieces(&text).is_err() || p.pieces(&text).unwrap().is_empty());
+        assert!(PreTokenizer::new(PreTokenizerSpec::Regex { pattern: "(".into() }).is_err());
+    }
+
+    #[test]
+    fn specials_leftmost_longest() {
+        let s = SpecialSplitter::new(&["<s>".into(), "<s>x".into(), "</s>".into()]).unwrap();
+        let mut out = Vec::new();
+        s.split::<()>(b"a<s>xb</s><s>", &mut |seg| {
+            out.push(seg);
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(
+            out,
+            vec![Segment::Text(b"a"), Segment::Special(1), Segment::Text(b"b"), Segment::Special(2), Segment::Special(0)]
+        );
+    }
+
+    #[test]
+    fn utf8_runs_keep_every_byte() {
+        let data = b"ab\xff\xfecd\xe2\x82";
+        let mut out: Vec<std::result::Result<String, Vec<u8>>> = Vec::new();
+        utf8_runs::<()>(data, &mut |r| {
+            out.push(r.map(String::from).map_err(<[u8]>::to_vec));
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(out, vec![Ok("ab".into()), Err(vec![0xff, 0xfe]), Ok("cd".into()), Err(vec![0xe2, 0x82])]);
+    }
+}
