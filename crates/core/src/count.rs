@@ -6,8 +6,9 @@
 //! counts (and hence the trained model) never depend on the thread count.
 //!
 //! Performance notes:
-//! * Keys are the raw bytes of each pre-token; the map is probed with a borrowed
-//!   slice (`entry_ref`), so only the first occurrence of a type allocates.
+//! * Keys are the raw bytes of each pre-token, inline when short (see
+//!   `WordCounts`); long ones are probed with a borrowed slice (`entry_ref`),
+//!   so only the first occurrence of a type allocates.
 //! * foldhash: on this workload (short byte strings, ~2M distinct) it hashed
 //!   faster than ahash/FxHash in our runs, and it is seedable, so runs are
 //!   reproducible.
@@ -49,25 +50,85 @@ impl CountStats {
 }
 
 /// Word types (raw pre-token bytes) and their counts.
-#[derive(Debug, Default)]
+///
+/// Pre-tokens of up to 15 bytes (the great majority in every language we
+/// measured) are keys of their own: 16 bytes inline in the table, so a probe
+/// never leaves the table and equality is two integer compares. Longer ones
+/// are boxed. Splitting the map this way cut counting time on multi-200k
+/// by about a third (the boxed-key probe was a cache miss per pre-token).
+#[derive(Debug)]
 pub struct WordCounts {
-    pub words: Map<Box<[u8]>, u64>,
+    short: Map<u128, u64>,
+    long: Map<Box<[u8]>, u64>,
     pub stats: CountStats,
+}
+
+const SHORT_KEY: usize = 15;
+
+#[inline]
+fn short_key(piece: &[u8]) -> u128 {
+    let mut b = [0u8; 16];
+    b[..piece.len()].copy_from_slice(piece);
+    b[15] = piece.len() as u8;
+    u128::from_le_bytes(b)
+}
+
+impl Default for WordCounts {
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 impl WordCounts {
     pub fn new() -> Self {
-        WordCounts { words: new_map(), stats: CountStats::default() }
+        WordCounts { short: new_map(), long: new_map(), stats: CountStats::default() }
     }
 
-    /// Adds `other` into `self` (the bigger map absorbs the smaller).
-    pub fn merge(&mut self, mut other: WordCounts) {
-        if other.words.len() > self.words.len() {
-            std::mem::swap(&mut self.words, &mut other.words);
+    /// Number of distinct word types.
+    pub fn len(&self) -> usize {
+        self.short.len() + self.long.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Adds `n` occurrences of `piece`.
+    #[inline]
+    pub fn add(&mut self, piece: &[u8], n: u64) {
+        if piece.len() <= SHORT_KEY {
+            *self.short.entry(short_key(piece)).or_insert(0) += n;
+        } else {
+            *self.long.entry_ref(piece).or_insert(0) += n;
         }
-        self.words.reserve(other.words.len());
-        for (k, v) in other.words.drain() {
-            *self.words.entry(k).or_insert(0) += v;
+    }
+
+    /// Calls `f(bytes, count)` for every word type (in no particular order).
+    pub fn for_each(&self, mut f: impl FnMut(&[u8], u64)) {
+        for (&k, &v) in self.short.iter() {
+            let b = k.to_le_bytes();
+            f(&b[..b[15] as usize], v);
+        }
+        for (k, &v) in self.long.iter() {
+            f(k, v);
+        }
+    }
+
+    /// Adds `other` into `self` (the bigger maps absorb the smaller).
+    pub fn merge(&mut self, mut other: WordCounts) {
+        if other.short.len() > self.short.len() {
+            std::mem::swap(&mut self.short, &mut other.short);
+        }
+        if other.long.len() > self.long.len() {
+            std::mem::swap(&mut self.long, &mut other.long);
+        }
+        self.short.reserve(other.short.len());
+        for (k, v) in other.short.drain() {
+            *self.short.entry(k).or_insert(0) += v;
+        }
+        self.long.reserve(other.long.len());
+        for (k, v) in other.long.drain() {
+            *self.long.entry(k).or_insert(0) += v;
         }
         self.stats.add(&other.stats);
     }
@@ -98,13 +159,13 @@ impl Counter<'_> {
                     .pretokenizer
                     .split(s, &mut |piece| {
                         out.stats.pieces += 1;
-                        add_piece(&mut out.words, piece.as_bytes());
+                        out.add(piece.as_bytes(), 1);
                     })
                     .map_err(|e| (s.as_ptr() as usize - base, Some(e))),
                 Err(bad) => {
                     if self.allow_invalid_utf8 {
                         out.stats.pieces += 1;
-                        add_piece(&mut out.words, bad);
+                        out.add(bad, 1);
                         Ok(())
                     } else {
                         Err((bad.as_ptr() as usize - base, None))
@@ -132,11 +193,6 @@ impl Counter<'_> {
             })
         })
     }
-}
-
-#[inline]
-fn add_piece(words: &mut Map<Box<[u8]>, u64>, piece: &[u8]) {
-    *words.entry_ref(piece).or_insert(0) += 1;
 }
 
 /// Runs `feed` on the caller's thread; it hands chunks to `threads` counting
@@ -201,7 +257,7 @@ pub fn count_parallel(
         if failed.load(Ordering::Relaxed) {
             return Err(Error::training("a counting worker crashed (this is a bug in bpeforge; please report it)"));
         }
-        parts.sort_by_key(|p| std::cmp::Reverse(p.words.len()));
+        parts.sort_by_key(|p| std::cmp::Reverse(p.len()));
         let mut total = parts.remove(0);
         for p in parts {
             total.merge(p);

@@ -114,6 +114,49 @@ struct PairInfo {
     pos: Vec<u32>,
 }
 
+/// One symbol occurrence. All four fields are read together for every
+/// occurrence of a merged pair, so they share a 16-byte slot: one cache-line
+/// fetch instead of one per array (struct-of-arrays measured 1.6x slower on
+/// multi-200k). The word's count travels in the node (`weight`), because a
+/// look-up in a per-word array was another cache miss per occurrence.
+#[derive(Clone, Copy)]
+#[repr(C, align(16))]
+struct Node {
+    sym: u32,
+    prev: u32,
+    next: u32,
+    /// The word type's count when below 2^31; otherwise `BIG | k` where
+    /// `big_weights[k]` holds the full 64-bit count.
+    weight: u32,
+}
+
+const BIG: u32 = 1 << 31;
+
+#[inline(always)]
+fn weight_of(node: &Node, big_weights: &[u64]) -> u64 {
+    if node.weight & BIG == 0 {
+        node.weight as u64
+    } else {
+        big_weights[(node.weight & !BIG) as usize]
+    }
+}
+
+/// How many positions ahead to prefetch nodes while merging.
+const PREFETCH_AHEAD: usize = 8;
+
+#[inline(always)]
+fn prefetch(nodes: &[Node], i: usize) {
+    #[cfg(target_arch = "x86_64")]
+    if i < nodes.len() {
+        // SAFETY: prefetching is a hint; the pointer is in bounds.
+        unsafe {
+            std::arch::x86_64::_mm_prefetch(nodes.as_ptr().add(i) as *const i8, std::arch::x86_64::_MM_HINT_T0);
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (nodes, i);
+}
+
 /// Input to the merge loop: word types as symbol-id sequences with counts.
 pub struct WordTable {
     pub sym: Vec<u32>,
@@ -181,23 +224,28 @@ pub fn learn_merges(
     tick: &mut MergeTick,
 ) -> Result<Vec<(u32, u32, u64)>> {
     let n = table.sym.len();
-    let mut sym = table.sym;
-    let mut prev = vec![NONE; n];
-    let mut next = vec![NONE; n];
-    let mut word = vec![0u32; n];
+    let mut nodes: Vec<Node> = Vec::with_capacity(n);
+    let mut big_weights: Vec<u64> = Vec::new();
     for w in 0..table.counts.len() {
         let (s, e) = (table.starts[w] as usize, table.starts[w + 1] as usize);
+        let count = table.counts[w];
+        let weight = if count < BIG as u64 {
+            count as u32
+        } else {
+            big_weights.push(count);
+            BIG | (big_weights.len() - 1) as u32
+        };
         for i in s..e {
-            word[i] = w as u32;
-            if i > s {
-                prev[i] = (i - 1) as u32;
-            }
-            if i + 1 < e {
-                next[i] = (i + 1) as u32;
-            }
+            nodes.push(Node {
+                sym: table.sym[i],
+                prev: if i > s { (i - 1) as u32 } else { NONE },
+                next: if i + 1 < e { (i + 1) as u32 } else { NONE },
+                weight,
+            });
         }
     }
-    let weights = table.counts;
+    drop(table.sym);
+    drop(table.counts);
     drop(table.starts);
 
     let max_len = params.max_token_length.unwrap_or(usize::MAX);
@@ -210,16 +258,16 @@ pub fn learn_merges(
     // Initial pair counts and positions.
     let mut pairs: Map<u64, PairInfo> = new_map();
     for i in 0..n {
-        let j = next[i];
+        let j = nodes[i].next;
         if j == NONE {
             continue;
         }
-        let (a, b) = (sym[i], sym[j as usize]);
+        let (a, b) = (nodes[i].sym, nodes[j as usize].sym);
         if !candidate(a, b, &token_len) {
             continue;
         }
         let e = pairs.entry(pack(a, b)).or_insert_with(|| PairInfo { count: 0, pos: Vec::new() });
-        e.count += weights[word[i] as usize];
+        e.count += weight_of(&nodes[i], &big_weights);
         e.pos.push(i as u32);
     }
     let mut heap = PairHeap::default();
@@ -229,7 +277,9 @@ pub fn learn_merges(
     }
 
     let mut merges: Vec<(u32, u32, u64)> = Vec::with_capacity(params.max_merges.min(1 << 20));
-    let mut touched: Vec<u64> = Vec::new();
+    // Per-step deltas (see `apply_step`): small, so they stay in cache.
+    let mut step_dec: Map<u64, u64> = new_map();
+    let mut step_new: Map<u64, PairInfo> = new_map();
     while merges.len() < params.max_merges {
         let Some(top) = heap.pop(tokens) else { break };
         let key = pack(top.a, top.b);
@@ -267,74 +317,89 @@ pub fn learn_merges(
             // Overlapping occurrences must be merged left to right.
             positions.sort_unstable();
         }
-        touched.clear();
-        for &i in &positions {
+        for (k, &i) in positions.iter().enumerate() {
+            if let Some(&ahead) = positions.get(k + PREFETCH_AHEAD) {
+                prefetch(&nodes, ahead as usize);
+            }
             let iu = i as usize;
-            if sym[iu] != a {
+            let node = nodes[iu];
+            if node.sym != a || node.next == NONE {
                 continue;
             }
-            let j = next[iu];
-            if j == NONE || sym[j as usize] != b {
+            let j = node.next;
+            let right = nodes[j as usize];
+            if right.sym != b {
                 continue;
             }
-            let w = weights[word[iu] as usize];
-            let p = prev[iu];
-            let nx = next[j as usize];
+            let w = weight_of(&node, &big_weights);
+            let p = node.prev;
+            let nx = right.next;
             if p != NONE {
-                let ps = sym[p as usize];
-                dec(&mut pairs, ps, a, w, r);
+                let ps = nodes[p as usize].sym;
+                *step_dec.entry(pack(ps, a)).or_insert(0) += w;
                 if candidate(ps, r, &token_len) {
-                    inc(&mut pairs, &mut touched, ps, r, w, p);
+                    add_new(&mut step_new, pack(ps, r), w, p);
                 }
             }
             if nx != NONE {
-                let ns = sym[nx as usize];
-                dec(&mut pairs, b, ns, w, r);
+                let ns = nodes[nx as usize].sym;
+                *step_dec.entry(pack(b, ns)).or_insert(0) += w;
                 if candidate(r, ns, &token_len) {
-                    inc(&mut pairs, &mut touched, r, ns, w, i);
+                    add_new(&mut step_new, pack(r, ns), w, i);
                 }
+                nodes[nx as usize].prev = i;
             }
-            sym[iu] = r;
-            next[iu] = nx;
-            if nx != NONE {
-                prev[nx as usize] = i;
-            }
-            sym[j as usize] = DEAD;
+            nodes[iu].sym = r;
+            nodes[iu].next = nx;
+            nodes[j as usize].sym = DEAD;
         }
-        for &k in &touched {
-            let count = pairs.get(&k).map_or(0, |e| e.count);
-            if count > 0 {
-                heap.push(Entry { count, a: (k >> 32) as u32, b: k as u32 }, tokens);
-            } else {
-                pairs.remove(&k);
-            }
-        }
+        apply_step(&mut pairs, &mut step_dec, &mut step_new, &mut heap, tokens);
         merges.push((a, b, top.count));
     }
     let _ = heap.len();
     Ok(merges)
 }
 
+/// Records an occurrence of a pair that contains the new symbol.
 #[inline]
-fn inc(pairs: &mut Map<u64, PairInfo>, touched: &mut Vec<u64>, x: u32, y: u32, w: u64, at: u32) {
-    let key = pack(x, y);
-    let e = pairs.entry(key).or_insert_with(|| {
-        touched.push(key);
-        PairInfo { count: 0, pos: Vec::new() }
-    });
+fn add_new(step_new: &mut Map<u64, PairInfo>, key: u64, w: u64, at: u32) {
+    let e = step_new.entry(key).or_insert_with(|| PairInfo { count: 0, pos: Vec::new() });
     e.count += w;
     e.pos.push(at);
 }
 
-#[inline]
-fn dec(pairs: &mut Map<u64, PairInfo>, x: u32, y: u32, w: u64, r: u32) {
-    let key = pack(x, y);
-    if let Some(e) = pairs.get_mut(&key) {
-        debug_assert!(e.count >= w);
-        e.count = e.count.saturating_sub(w);
-        // Pairs with the new symbol may still grow in this step; others never do.
-        if e.count == 0 && x != r && y != r {
-            pairs.remove(&key);
+/// Applies one merge step's deltas to the global pair table.
+///
+/// While a step runs, count changes are summed in two small maps instead of
+/// probing the large global table four times per occurrence: a frequent
+/// merge touches few distinct neighbour pairs many times, so this turns
+/// hundreds of thousands of cache-missing probes into a few thousand.
+/// Pairs with the new symbol may lose occurrences within the same step (in
+/// "ab ab", (ab, a) appears and then becomes (ab, ab)), so decrements of
+/// those are taken out of the new counts first.
+fn apply_step(
+    pairs: &mut Map<u64, PairInfo>,
+    step_dec: &mut Map<u64, u64>,
+    step_new: &mut Map<u64, PairInfo>,
+    heap: &mut PairHeap,
+    tokens: &[Vec<u8>],
+) {
+    for (key, d) in step_dec.drain() {
+        if let Some(e) = step_new.get_mut(&key) {
+            debug_assert!(e.count >= d);
+            e.count = e.count.saturating_sub(d);
+        } else if let Some(e) = pairs.get_mut(&key) {
+            debug_assert!(e.count >= d);
+            e.count = e.count.saturating_sub(d);
+            if e.count == 0 {
+                pairs.remove(&key);
+            }
+        }
+    }
+    for (key, info) in step_new.drain() {
+        if info.count > 0 {
+            heap.push(Entry { count: info.count, a: (key >> 32) as u32, b: key as u32 }, tokens);
+            pairs.insert(key, info);
         }
     }
 }

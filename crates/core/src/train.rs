@@ -219,8 +219,15 @@ pub fn train_from_counts(
     count_seconds: f64,
 ) -> Result<Model> {
     config.validate()?;
-    let word_types = counts.words.len();
+    let word_types = counts.len();
     let stats = counts.stats.clone();
+    if counts.is_empty() {
+        return Err(Error::training(format!(
+            "no text to train on: the input ({}) has {} text(s) but no pre-tokens; is it empty?",
+            describe_inputs(&inputs),
+            stats.texts
+        )));
+    }
     observer.counted(&counts.stats, word_types, count_seconds);
     let specials = config.all_special_tokens();
     let merge_start = Instant::now();
@@ -233,10 +240,14 @@ pub fn train_from_counts(
     let (alphabet, unk) = match &config.scheme {
         Scheme::Bytes => {
             tokens.extend((0..=255u8).map(|b| vec![b]));
-            for (piece, &count) in counts.words.iter() {
-                let lead = if whitespace { Some(base_start + b' ' as u32) } else { None };
-                table.push(lead.into_iter().chain(piece.iter().map(|&b| base_start + b as u32)), count)?;
-            }
+            let lead = if whitespace { Some(base_start + b' ' as u32) } else { None };
+            let mut result = Ok(());
+            counts.for_each(|piece, count| {
+                if result.is_ok() {
+                    result = table.push(lead.into_iter().chain(piece.iter().map(|&b| base_start + b as u32)), count);
+                }
+            });
+            result?;
             (None, None)
         }
         Scheme::Chars { end_of_word_suffix, character_coverage, .. } => {
@@ -244,12 +255,12 @@ pub fn train_from_counts(
             let mut interned: Map<String, u32> = new_map();
             let mut freq: Vec<u64> = Vec::new();
             let mut names: Vec<String> = Vec::new();
-            let mut words: Vec<(Vec<u32>, u64)> = Vec::with_capacity(counts.words.len());
+            let mut words: Vec<(Vec<u32>, u64)> = Vec::with_capacity(counts.len());
             let mut buf = Vec::new();
-            for (piece, &count) in counts.words.iter() {
+            counts.for_each(|piece, count| {
                 // Counting already checked UTF-8 for the chars scheme.
-                let piece = std::str::from_utf8(piece).map_err(|_| Error::input("invalid UTF-8 in a word type"))?;
-                char_symbols(piece, whitespace, end_of_word_suffix.as_deref(), &mut buf);
+                let piece = String::from_utf8_lossy(piece);
+                char_symbols(&piece, whitespace, end_of_word_suffix.as_deref(), &mut buf);
                 let ids: Vec<u32> = buf
                     .iter()
                     .map(|s| {
@@ -264,7 +275,7 @@ pub fn train_from_counts(
                     })
                     .collect();
                 words.push((ids, count));
-            }
+            });
             drop(counts);
             let mut order: Vec<u32> = (0..names.len() as u32).collect();
             order.sort_by(|&x, &y| {
@@ -276,7 +287,9 @@ pub fn train_from_counts(
                 let mut cum = 0u64;
                 for (k, &s) in order.iter().enumerate() {
                     cum += freq[s as usize];
-                    if (cum as f64) >= character_coverage * (total as f64) {
+                    // The covered share, as the contract states it (cum / total >= c);
+                    // cum >= c * total rounds differently at exact boundaries.
+                    if (cum as f64) / (total as f64) >= *character_coverage {
                         keep = k + 1;
                         break;
                     }
@@ -376,4 +389,15 @@ pub fn train_from_counts(
 
 fn round3(x: f64) -> f64 {
     (x * 1000.0).round() / 1000.0
+}
+
+fn describe_inputs(inputs: &serde_json::Value) -> String {
+    match inputs {
+        serde_json::Value::Array(items) => {
+            let names: Vec<String> = items.iter().take(3).map(|v| v.as_str().unwrap_or("?").to_string()).collect();
+            let more = if items.len() > 3 { format!(" and {} more", items.len() - 3) } else { String::new() };
+            format!("{}{more}", names.join(", "))
+        }
+        other => other.to_string(),
+    }
 }

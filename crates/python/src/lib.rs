@@ -1,1 +1,526 @@
-// placeholder
+//! PyO3 glue for bpeforge: type conversion, GIL release, error mapping.
+//! No algorithm lives here; see `bpeforge-core`.
+
+use bpeforge_core::count::CountStats;
+use bpeforge_core::encode::{Cache, Encoder, Specials};
+use bpeforge_core::error::{Error, ErrorKind};
+use bpeforge_core::input::{Chunk, Layout, TextMode};
+use bpeforge_core::model::{Model, Scheme};
+use bpeforge_core::pretok::{PreTokenizer, PreTokenizerSpec};
+use bpeforge_core::progress::{ProgressFormat, ProgressPrinter};
+use bpeforge_core::train::{self, CountProgress, MergeProgress, Observer, TrainConfig};
+use pyo3::exceptions::{PyRuntimeError, PyTypeError};
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyList, PyString};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+/// Maps an engine error to the Python class of the same name in
+/// `bpeforge.errors` (the one place the hierarchy is declared).
+fn to_pyerr(e: Error) -> PyErr {
+    Python::attach(|py| {
+        let class = match e.kind {
+            ErrorKind::Parameter => "ParameterError",
+            ErrorKind::Input => "InputError",
+            ErrorKind::ModelFormat => "ModelFormatError",
+            ErrorKind::SpecialToken => "SpecialTokenError",
+            ErrorKind::Training => "TrainingError",
+            ErrorKind::Output => "OutputError",
+            ErrorKind::Interrupted => {
+                return pyo3::exceptions::PyKeyboardInterrupt::new_err("training interrupted");
+            }
+        };
+        match py.import("bpeforge.errors").and_then(|m| m.getattr(class)) {
+            Ok(cls) => match cls.call1((e.message.clone(),)) {
+                Ok(obj) => PyErr::from_value(obj),
+                Err(err) => err,
+            },
+            Err(_) => PyRuntimeError::new_err(e.message),
+        }
+    })
+}
+
+/// Progress printer plus Ctrl-C: polls Python's signal handlers.
+struct PyObserver {
+    printer: ProgressPrinter,
+    signal: Option<PyErr>,
+}
+
+impl PyObserver {
+    fn new(progress: &str) -> PyResult<Self> {
+        let format = ProgressFormat::parse(progress).ok_or_else(|| {
+            to_pyerr(Error::parameter(format!(
+                "progress must be one of 'auto', 'human', 'json', 'off' (or True/False), got {progress:?}"
+            )))
+        })?;
+        Ok(PyObserver { printer: ProgressPrinter::new(format), signal: None })
+    }
+}
+
+impl Observer for PyObserver {
+    fn should_stop(&mut self) -> bool {
+        if self.signal.is_some() {
+            return true;
+        }
+        Python::attach(|py| match py.check_signals() {
+            Ok(()) => false,
+            Err(e) => {
+                self.signal = Some(e);
+                true
+            }
+        })
+    }
+    fn counting(&mut self, p: &CountProgress) {
+        self.printer.counting(p)
+    }
+    fn counted(&mut self, stats: &CountStats, word_types: usize, seconds: f64) {
+        self.printer.counted(stats, word_types, seconds)
+    }
+    fn merging(&mut self, p: &MergeProgress) {
+        self.printer.merging(p)
+    }
+    fn merged(&mut self, merges: usize, seconds: f64) {
+        self.printer.merged(merges, seconds)
+    }
+}
+
+/// Finishes a training call: a stored Ctrl-C wins over the engine's error.
+fn finish(result: Result<Model, Error>, observer: PyObserver) -> PyResult<NativeTokenizer> {
+    match result {
+        Ok(model) => NativeTokenizer::from_model(model),
+        Err(e) => Err(match (e.kind.clone(), observer.signal) {
+            (ErrorKind::Interrupted, Some(sig)) => sig,
+            _ => to_pyerr(e),
+        }),
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn make_config(
+    vocab_size: usize,
+    scheme: &str,
+    pretokenizer: &str,
+    special_tokens: Vec<String>,
+    min_frequency: u64,
+    max_token_length: Option<usize>,
+    threads: Option<usize>,
+    character_coverage: f64,
+    end_of_word_suffix: Option<String>,
+    unk_token: String,
+    documents: bool,
+    separator: Option<String>,
+) -> PyResult<TrainConfig> {
+    let scheme = match scheme {
+        "bytes" => Scheme::Bytes,
+        "chars" => Scheme::Chars { unk_token, end_of_word_suffix, character_coverage },
+        other => {
+            return Err(to_pyerr(Error::parameter(format!("scheme must be \"bytes\" or \"chars\", got {other:?}"))));
+        }
+    };
+    let text_mode = match (documents, separator) {
+        (_, Some(sep)) => TextMode::Records(sep.into_bytes()),
+        (true, None) => TextMode::WholeFile,
+        (false, None) => TextMode::Lines,
+    };
+    if threads == Some(0) {
+        return Err(to_pyerr(Error::parameter("threads must be at least 1 (or None for all cores)")));
+    }
+    let config = TrainConfig {
+        vocab_size,
+        scheme,
+        pretokenizer: PreTokenizerSpec::from_name(pretokenizer),
+        special_tokens,
+        min_frequency,
+        max_token_length,
+        threads: threads.unwrap_or(0),
+        text_mode,
+    };
+    config.validate().map_err(to_pyerr)?;
+    Ok(config)
+}
+
+/// Trains on files (the engine reads and decompresses them itself).
+#[pyfunction]
+#[pyo3(signature = (paths, *, vocab_size, scheme, pretokenizer, special_tokens, min_frequency,
+    max_token_length, threads, progress, character_coverage, end_of_word_suffix, unk_token,
+    documents, separator))]
+#[allow(clippy::too_many_arguments)]
+fn train_files(
+    py: Python<'_>,
+    paths: Vec<PathBuf>,
+    vocab_size: usize,
+    scheme: &str,
+    pretokenizer: &str,
+    special_tokens: Vec<String>,
+    min_frequency: u64,
+    max_token_length: Option<usize>,
+    threads: Option<usize>,
+    progress: &str,
+    character_coverage: f64,
+    end_of_word_suffix: Option<String>,
+    unk_token: String,
+    documents: bool,
+    separator: Option<String>,
+) -> PyResult<NativeTokenizer> {
+    let config = make_config(
+        vocab_size, scheme, pretokenizer, special_tokens, min_frequency, max_token_length, threads,
+        character_coverage, end_of_word_suffix, unk_token, documents, separator,
+    )?;
+    let mut observer = PyObserver::new(progress)?;
+    let result = py.detach(|| train::train_files(&paths, &config, &mut observer));
+    finish(result, observer)
+}
+
+/// Texts pulled from the iterator per chunk (bounded memory, few GIL trips).
+const ITER_CHUNK_BYTES: usize = 4 << 20;
+const ITER_CHUNK_ITEMS: usize = 65_536;
+
+/// Trains on a Python iterable of `str`: the calling thread pulls texts under
+/// the GIL while worker threads count earlier chunks without it.
+#[pyfunction]
+#[pyo3(signature = (texts, *, vocab_size, scheme, pretokenizer, special_tokens, min_frequency,
+    max_token_length, threads, progress, character_coverage, end_of_word_suffix, unk_token))]
+#[allow(clippy::too_many_arguments)]
+fn train_iterator(
+    py: Python<'_>,
+    texts: &Bound<'_, PyAny>,
+    vocab_size: usize,
+    scheme: &str,
+    pretokenizer: &str,
+    special_tokens: Vec<String>,
+    min_frequency: u64,
+    max_token_length: Option<usize>,
+    threads: Option<usize>,
+    progress: &str,
+    character_coverage: f64,
+    end_of_word_suffix: Option<String>,
+    unk_token: String,
+) -> PyResult<NativeTokenizer> {
+    let config = make_config(
+        vocab_size, scheme, pretokenizer, special_tokens, min_frequency, max_token_length, threads,
+        character_coverage, end_of_word_suffix, unk_token, false, None,
+    )?;
+    let mut observer = PyObserver::new(progress)?;
+    let iter = texts.try_iter().map_err(|_| {
+        PyTypeError::new_err(format!(
+            "texts must be an iterable of str, got {}",
+            texts.get_type().name().map(|n| n.to_string()).unwrap_or_default()
+        ))
+    })?;
+    let source: Arc<str> = Arc::from("<iterator>");
+    let start = Instant::now();
+    let mut py_error: Option<PyErr> = None;
+    let counts = train::count_words(&config, &mut observer, |sink, observer| {
+        let mut item_no: u64 = 0;
+        let mut iter = iter;
+        let mut last = 0.0f64;
+        let mut read: u64 = 0;
+        loop {
+            let mut data = Vec::with_capacity(ITER_CHUNK_BYTES + 4096);
+            let mut ends = Vec::new();
+            let first = item_no + 1;
+            let mut exhausted = false;
+            while data.len() < ITER_CHUNK_BYTES && ends.len() < ITER_CHUNK_ITEMS {
+                match iter.next() {
+                    None => {
+                        exhausted = true;
+                        break;
+                    }
+                    Some(Err(e)) => {
+                        py_error = Some(e);
+                        return Err(Error::input("the iterator raised an exception"));
+                    }
+                    Some(Ok(obj)) => {
+                        item_no += 1;
+                        let s = match obj.cast::<PyString>() {
+                            Ok(s) => s,
+                            Err(_) => {
+                                py_error = Some(PyTypeError::new_err(format!(
+                                    "texts: item {item_no} is {}, not str",
+                                    obj.get_type().name().map(|n| n.to_string()).unwrap_or_default()
+                                )));
+                                return Err(Error::input("bad item"));
+                            }
+                        };
+                        match s.to_str() {
+                            Ok(t) => data.extend_from_slice(t.as_bytes()),
+                            Err(e) => {
+                                py_error = Some(e);
+                                return Err(Error::input("bad item"));
+                            }
+                        }
+                        ends.push(data.len());
+                    }
+                }
+            }
+            read += data.len() as u64;
+            if !ends.is_empty() {
+                sink(Chunk { data, layout: Layout::Ends(ends), source: source.clone(), first_line: first })?;
+            }
+            let t = start.elapsed().as_secs_f64();
+            if t - last >= 0.05 {
+                last = t;
+                if observer.should_stop() {
+                    return Err(Error::interrupted());
+                }
+                observer.counting(&CountProgress { raw_bytes_done: read, raw_bytes_total: None, elapsed: t });
+            }
+            if exhausted {
+                return Ok(());
+            }
+            let _ = py;
+        }
+    });
+    let counts = match counts {
+        Ok(c) => c,
+        Err(e) => {
+            if let Some(err) = py_error {
+                return Err(err);
+            }
+            return finish(Err(e), observer);
+        }
+    };
+    let count_seconds = start.elapsed().as_secs_f64();
+    let result = py.detach(|| {
+        train::train_from_counts(counts, &config, &mut observer, serde_json::json!(["<iterator>"]), count_seconds)
+    });
+    finish(result, observer)
+}
+
+/// A trained model, ready to encode and decode.
+#[pyclass(frozen, module = "bpeforge._native")]
+struct NativeTokenizer {
+    enc: Arc<Encoder>,
+    cache: Mutex<Cache>,
+}
+
+fn specials_rule(enc: &Encoder, allowed: Option<Vec<usize>>, disallowed: Option<Vec<usize>>) -> PyResult<Specials> {
+    if allowed.is_none() && disallowed.is_none() {
+        return Ok(Specials::Ordinary);
+    }
+    let n = enc.special_tokens().len();
+    let mut a = vec![false; n];
+    let mut d = vec![false; n];
+    for (list, flags) in [(allowed, &mut a), (disallowed, &mut d)] {
+        for k in list.unwrap_or_default() {
+            if k >= n {
+                return Err(to_pyerr(Error::parameter(format!("special token index {k} out of range"))));
+            }
+            flags[k] = true;
+        }
+    }
+    Ok(Specials::Rules { allowed: a, disallowed: d })
+}
+
+/// Borrows the UTF-8 of each str in a list (no copies).
+fn borrow_texts<'a>(list: &'a [Bound<'a, PyString>]) -> PyResult<Vec<&'a [u8]>> {
+    list.iter().map(|s| s.to_str().map(str::as_bytes)).collect()
+}
+
+fn collect_strs<'py>(texts: &Bound<'py, PyAny>) -> PyResult<Vec<Bound<'py, PyString>>> {
+    let mut out = Vec::new();
+    for (i, item) in texts.try_iter()?.enumerate() {
+        let item = item?;
+        match item.cast_into::<PyString>() {
+            Ok(s) => out.push(s),
+            Err(e) => {
+                return Err(PyTypeError::new_err(format!(
+                    "texts: item {i} is {}, not str",
+                    e.into_inner().get_type().name().map(|n| n.to_string()).unwrap_or_default()
+                )))
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Texts above this size are encoded with the GIL released.
+const DETACH_BYTES: usize = 8192;
+
+#[pymethods]
+impl NativeTokenizer {
+    #[staticmethod]
+    fn load(py: Python<'_>, path: PathBuf) -> PyResult<Self> {
+        let model = py.detach(|| Model::load(&path)).map_err(to_pyerr)?;
+        Self::from_model(model)
+    }
+
+    #[staticmethod]
+    fn from_json(json: &[u8]) -> PyResult<Self> {
+        Self::from_model(Model::from_json(json).map_err(to_pyerr)?)
+    }
+
+    fn to_json<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
+        let data = self.enc.model().to_json().map_err(to_pyerr)?;
+        Ok(PyBytes::new(py, &data))
+    }
+
+    fn save(&self, py: Python<'_>, path: PathBuf) -> PyResult<()> {
+        py.detach(|| self.enc.model().save(&path)).map_err(to_pyerr)
+    }
+
+    #[getter]
+    fn vocab_size(&self) -> usize {
+        self.enc.vocab_size()
+    }
+
+    #[getter]
+    fn scheme(&self) -> &'static str {
+        self.enc.model().scheme.name()
+    }
+
+    #[getter]
+    fn pretokenizer(&self) -> String {
+        self.enc.model().pretokenizer.name().to_string()
+    }
+
+    #[getter]
+    fn special_tokens(&self) -> Vec<String> {
+        self.enc.special_tokens().to_vec()
+    }
+
+    #[getter]
+    fn merge_ids(&self) -> Vec<(u32, u32)> {
+        self.enc.model().merges.clone()
+    }
+
+    #[getter]
+    fn merge_counts(&self) -> Vec<u64> {
+        self.enc.model().merge_counts.clone()
+    }
+
+    #[getter]
+    fn metadata_json(&self) -> String {
+        self.enc.model().metadata.to_string()
+    }
+
+    #[getter]
+    fn scheme_json(&self) -> String {
+        serde_json::to_string(&self.enc.model().scheme).unwrap_or_default()
+    }
+
+    #[getter]
+    fn alphabet(&self) -> Option<Vec<String>> {
+        self.enc.model().alphabet.clone()
+    }
+
+    fn id_to_token<'py>(&self, py: Python<'py>, id: i64) -> Option<Bound<'py, PyBytes>> {
+        if id < 0 || id > u32::MAX as i64 {
+            return None;
+        }
+        self.enc.id_to_token(id as u32).map(|b| PyBytes::new(py, b))
+    }
+
+    fn token_to_id(&self, token: &[u8]) -> Option<u32> {
+        self.enc.token_to_id(token)
+    }
+
+    /// All tokens' bytes, by id.
+    fn tokens<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let items: Vec<Bound<'py, PyBytes>> =
+            (0..self.enc.vocab_size() as u32).map(|i| PyBytes::new(py, self.enc.id_to_token(i).unwrap_or(b""))).collect();
+        PyList::new(py, items)
+    }
+
+    #[pyo3(signature = (text, allowed=None, disallowed=None))]
+    fn encode(&self, py: Python<'_>, text: &str, allowed: Option<Vec<usize>>, disallowed: Option<Vec<usize>>) -> PyResult<Vec<u32>> {
+        let rule = specials_rule(&self.enc, allowed, disallowed)?;
+        let bytes = text.as_bytes();
+        let run = |cache: Option<&mut Cache>| self.enc.encode(bytes, &rule, cache);
+        let result = if bytes.len() > DETACH_BYTES {
+            py.detach(|| match self.cache.try_lock() {
+                Ok(mut c) => run(Some(&mut c)),
+                Err(_) => run(None),
+            })
+        } else {
+            match self.cache.try_lock() {
+                Ok(mut c) => run(Some(&mut c)),
+                Err(_) => run(None),
+            }
+        };
+        result.map_err(to_pyerr)
+    }
+
+    #[pyo3(signature = (texts, threads=None, allowed=None, disallowed=None))]
+    fn encode_batch(
+        &self,
+        py: Python<'_>,
+        texts: &Bound<'_, PyAny>,
+        threads: Option<usize>,
+        allowed: Option<Vec<usize>>,
+        disallowed: Option<Vec<usize>>,
+    ) -> PyResult<Vec<Vec<u32>>> {
+        let rule = specials_rule(&self.enc, allowed, disallowed)?;
+        let owned = collect_strs(texts)?;
+        let borrowed = borrow_texts(&owned)?;
+        let threads = threads.unwrap_or_else(train::default_threads);
+        py.detach(|| self.enc.encode_batch(&borrowed, &rule, threads)).map_err(to_pyerr)
+    }
+
+    /// One flat little-endian u32 id buffer and u64 offsets, for numpy.
+    #[pyo3(signature = (texts, threads=None, allowed=None, disallowed=None))]
+    fn encode_batch_flat<'py>(
+        &self,
+        py: Python<'py>,
+        texts: &Bound<'py, PyAny>,
+        threads: Option<usize>,
+        allowed: Option<Vec<usize>>,
+        disallowed: Option<Vec<usize>>,
+    ) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)> {
+        let rule = specials_rule(&self.enc, allowed, disallowed)?;
+        let owned = collect_strs(texts)?;
+        let borrowed = borrow_texts(&owned)?;
+        let threads = threads.unwrap_or_else(train::default_threads);
+        let (ids, offsets) = py.detach(|| self.enc.encode_batch_flat(&borrowed, &rule, threads)).map_err(to_pyerr)?;
+        let id_bytes: Vec<u8> = ids.iter().flat_map(|x| x.to_le_bytes()).collect();
+        let off_bytes: Vec<u8> = offsets.iter().flat_map(|x| x.to_le_bytes()).collect();
+        Ok((PyBytes::new(py, &id_bytes), PyBytes::new(py, &off_bytes)))
+    }
+
+    fn decode_bytes<'py>(&self, py: Python<'py>, ids: Vec<u32>) -> PyResult<Bound<'py, PyBytes>> {
+        let out = self.enc.decode_bytes(&ids).map_err(to_pyerr)?;
+        Ok(PyBytes::new(py, &out))
+    }
+
+    #[pyo3(signature = (batch, threads=None))]
+    fn decode_batch_bytes<'py>(&self, py: Python<'py>, batch: Vec<Vec<u32>>, threads: Option<usize>) -> PyResult<Vec<Bound<'py, PyBytes>>> {
+        let _ = threads;
+        let outs = py
+            .detach(|| batch.iter().map(|ids| self.enc.decode_bytes(ids)).collect::<Result<Vec<_>, _>>())
+            .map_err(to_pyerr)?;
+        Ok(outs.iter().map(|o| PyBytes::new(py, o)).collect())
+    }
+}
+
+impl NativeTokenizer {
+    fn from_model(model: Model) -> PyResult<Self> {
+        let enc = Encoder::new(model).map_err(to_pyerr)?;
+        Ok(NativeTokenizer { enc: Arc::new(enc), cache: Mutex::new(Cache::new()) })
+    }
+}
+
+/// The pieces a pre-tokenizer cuts `text` into.
+#[pyfunction]
+#[pyo3(signature = (text, preset="gpt2"))]
+fn pretokenize(text: &str, preset: &str) -> PyResult<Vec<String>> {
+    let p = PreTokenizer::new(PreTokenizerSpec::from_name(preset)).map_err(to_pyerr)?;
+    Ok(p.pieces(text).map_err(to_pyerr)?.into_iter().map(String::from).collect())
+}
+
+/// Number of threads used when `threads=None`.
+#[pyfunction]
+fn default_threads() -> usize {
+    train::default_threads()
+}
+
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(train_files, m)?)?;
+    m.add_function(wrap_pyfunction!(train_iterator, m)?)?;
+    m.add_function(wrap_pyfunction!(pretokenize, m)?)?;
+    m.add_function(wrap_pyfunction!(default_threads, m)?)?;
+    m.add_class::<NativeTokenizer>()?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    Ok(())
+}

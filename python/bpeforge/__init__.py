@@ -1,0 +1,53 @@
+"""bpeforge: train and apply BPE vocabularies on whole multilingual corpora.
+
+    >>> import bpeforge
+    >>> tok = bpeforge.train(bpeforge.sample_corpus(), vocab_size=1000, progress=False)
+    >>> tok.decode(tok.encode("Hello, world"))
+    'Hello, world'
+
+The public surface: :func:`train`, :func:`train_from_iterator`, :func:`load`,
+:class:`Tokenizer`, :func:`pretokenize`, :func:`sample_corpus`, and the
+exceptions in :mod:`bpeforge.errors`. The exact contract (pre-tokenization,
+ids, the merge loop's tie-break) is in ``docs/SEMANTICS.md``.
+"""
+
+from __future__ import annotations
+
+from importlib import resources as _resources
+from pathlib import Path as _Path
+
+from ._native import __version__
+from ._tokenizer import Tokenizer, load, pretokenize, train, train_from_iterator
+from .errors import (
+    BpeforgeError,
+    InputError,
+    ModelFormatError,
+    OutputError,
+    ParameterError,
+    SpecialTokenError,
+    TrainingError,
+)
+
+
+def sample_corpus() -> _Path:
+    """Path of the small real-text multilingual sample shipped with the package
+    (CC0/MIT sources; see ``data/SAMPLE_SOURCES.md``)."""
+    return _Path(str(_resources.files(__package__).joinpath("data", "sample.txt")))
+
+
+__all__ = [
+    "__version__",
+    "Tokenizer",
+    "train",
+    "train_from_iterator",
+    "load",
+    "pretokenize",
+    "sample_corpus",
+    "BpeforgeError",
+    "ParameterError",
+    "InputError",
+    "ModelFormatError",
+    "SpecialTokenError",
+    "TrainingError",
+    "OutputError",
+]

@@ -1,0 +1,319 @@
+"""The `bpeforge` command line: train, encode, decode, inspect.
+
+Errors are one line on stderr (``bpeforge: error: ...``) and a non-zero exit
+status, never a traceback: 1 for bad input or settings, 130 for Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import argparse
+import bz2
+import gzip
+import io
+import json
+import lzma
+import os
+import sys
+import time
+from collections.abc import Iterator, Sequence
+from typing import IO, Any
+
+from . import __version__, sample_corpus
+from ._tokenizer import Tokenizer, load, train
+from .errors import BpeforgeError, ParameterError
+
+BATCH_LINES = 8192
+
+
+def _open_text(path: str | None) -> IO[str]:
+    """Open an input for reading text lines; '-' or None is stdin."""
+    if path is None or path == "-":
+        return io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="strict", newline="\n")
+    low = path.lower()
+    opener: Any = open
+    if low.endswith(".gz"):
+        opener = gzip.open
+    elif low.endswith(".xz"):
+        opener = lzma.open
+    elif low.endswith(".bz2"):
+        opener = bz2.open
+    return opener(path, "rt", encoding="utf-8", newline="\n")
+
+
+def _lines(handle: IO[str], name: str) -> Iterator[str]:
+    lineno = 0
+    try:
+        for line in handle:
+            lineno += 1
+            if line.endswith("\n"):
+                line = line[:-1]
+                if line.endswith("\r"):
+                    line = line[:-1]
+            yield line
+    except UnicodeDecodeError as e:
+        raise ParameterError(f"{name}, line {lineno + 1}: invalid UTF-8 ({e.reason})") from e
+
+
+def _batches(it: Iterator[str], n: int) -> Iterator[list[str]]:
+    batch: list[str] = []
+    for x in it:
+        batch.append(x)
+        if len(batch) >= n:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+def _out(path: str | None) -> tuple[IO[str], str | None]:
+    """Output stream; a file is written to a temp name and renamed on success."""
+    if path is None or path == "-":
+        return sys.stdout, None
+    tmp = f"{path}.tmp-{os.getpid()}"
+    try:
+        return open(tmp, "w", encoding="utf-8", newline="\n"), tmp
+    except OSError as e:
+        raise ParameterError(f"cannot write {path}: {e.strerror}") from e
+
+
+def _finish_out(handle: IO[str], tmp: str | None, path: str | None, ok: bool) -> None:
+    if tmp is None:
+        handle.flush()
+        return
+    handle.close()
+    if ok and path is not None:
+        os.replace(tmp, path)
+    else:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+
+
+def cmd_train(args: argparse.Namespace) -> int:
+    inputs: list[str] = args.inputs
+    demo = not inputs
+    if demo:
+        inputs = [str(sample_corpus())]
+        vocab_size = args.vocab_size or 2000
+        print(f"No input given: training on the bundled sample corpus ({inputs[0]}).", file=sys.stderr)
+    else:
+        vocab_size = args.vocab_size or 32000
+    progress = "off" if args.quiet else args.progress
+    t0 = time.perf_counter()
+    tok = train(
+        inputs,
+        vocab_size=vocab_size,
+        scheme=args.scheme,
+        pretokenizer=args.pretokenizer,
+        special_tokens=args.special_token or (),
+        min_frequency=args.min_frequency,
+        max_token_length=args.max_token_length,
+        threads=args.threads,
+        progress=progress,
+        character_coverage=args.character_coverage,
+        end_of_word_suffix=args.end_of_word_suffix,
+        unk_token=args.unk_token,
+        documents=args.documents,
+        separator=args.separator,
+    )
+    wall = time.perf_counter() - t0
+    if args.output:
+        tok.save(args.output)
+    if not args.quiet or demo:
+        _print_summary(tok, inputs, wall, args.output, sample=demo)
+    return 0
+
+
+def _print_summary(tok: Tokenizer, inputs: list[str], wall: float, output: str | None, sample: bool) -> None:
+    meta = tok.metadata
+    corpus = meta.get("corpus", {})
+    timings = meta.get("timings", {})
+    merges = len(tok.merge_counts)
+    w = sys.stdout.write
+    w(f"trained {tok!r} in {wall:.2f}s "
+      f"(counting {timings.get('count_seconds', 0):.2f}s, merging {timings.get('merge_seconds', 0):.2f}s)\n")
+    w(f"  corpus: {corpus.get('bytes', 0) / 1e6:.2f} MB, {corpus.get('texts', 0)} texts, "
+      f"{corpus.get('pretokens', 0)} pre-tokens, {meta.get('word_types', 0)} word types\n")
+    w(f"  merges: {merges}" + (" (stopped early: no pair reached min_frequency)" if meta.get("stopped_early") else "") + "\n")
+    if merges:
+        counts = tok.merge_counts
+        w(f"  pair counts: first {counts[0]}, last {counts[-1]}\n")
+    if sample:
+        with open(inputs[0], encoding="utf-8") as f:
+            lines = [next(f).rstrip("\n") for _ in range(3)]
+        for line in lines:
+            ids = tok.encode_ordinary(line)
+            pieces = [tok.decode_bytes([i]).decode("utf-8", "replace") for i in ids[:12]]
+            w(f"  {len(line.encode())} bytes -> {len(ids)} tokens: {' | '.join(pieces)}{' ...' if len(ids) > 12 else ''}\n")
+    if output:
+        w(f"  saved to {output}\n")
+    elif sample:
+        w("  (not saved; pass --output MODEL.json to keep it, or give your own INPUT files)\n")
+
+
+def _special_mode(tok: Tokenizer, mode: str) -> dict[str, Any]:
+    if mode == "allow":
+        return {"allowed_special": "all"}
+    if mode == "ordinary":
+        return {"allowed_special": (), "disallowed_special": ()}
+    return {}
+
+
+def cmd_encode(args: argparse.Namespace) -> int:
+    tok = load(args.model)
+    name = args.input or "<stdin>"
+    handle = _open_text(args.input)
+    out, tmp = _out(args.output)
+    ok = False
+    try:
+        kw = _special_mode(tok, args.specials)
+        for batch in _batches(_lines(handle, name), BATCH_LINES):
+            for ids in tok.encode_batch(batch, threads=args.threads, **kw):
+                out.write(" ".join(map(str, ids)))
+                out.write("\n")
+        ok = True
+    finally:
+        handle.close()
+        _finish_out(out, tmp, args.output, ok)
+    return 0
+
+
+def cmd_decode(args: argparse.Namespace) -> int:
+    tok = load(args.model)
+    name = args.input or "<stdin>"
+    handle = _open_text(args.input)
+    out, tmp = _out(args.output)
+    ok = False
+    try:
+        for lineno, line in enumerate(_lines(handle, name), 1):
+            try:
+                ids = [int(x) for x in line.split()]
+            except ValueError as e:
+                raise ParameterError(f"{name}, line {lineno}: not a list of integer ids ({e})") from e
+            try:
+                text = tok.decode(ids)
+            except BpeforgeError as e:
+                raise ParameterError(f"{name}, line {lineno}: {e}") from e
+            out.write(text)
+            out.write("\n")
+        ok = True
+    finally:
+        handle.close()
+        _finish_out(out, tmp, args.output, ok)
+    return 0
+
+
+def _show(token: bytes) -> str:
+    """A token as readable text: valid UTF-8 as is (escaped), else hex bytes."""
+    try:
+        return json.dumps(token.decode("utf-8"), ensure_ascii=False)
+    except UnicodeDecodeError:
+        return "<" + token.hex(" ") + ">"
+
+
+def cmd_inspect(args: argparse.Namespace) -> int:
+    tok = load(args.model)
+    meta = tok.metadata
+    w = sys.stdout.write
+    w(f"model: {args.model}\n")
+    w(f"  {tok!r}\n")
+    w(f"  special tokens: {tok.special_tokens}\n")
+    if tok.alphabet is not None:
+        w(f"  alphabet: {len(tok.alphabet)} symbols\n")
+    w(f"  merges: {len(tok.merge_counts)}\n")
+    for key in ("library", "settings", "corpus", "timings", "inputs", "word_types", "stopped_early"):
+        if key in meta:
+            w(f"  {key}: {json.dumps(meta[key], ensure_ascii=False)}\n")
+    merges = tok.merges
+    counts = tok.merge_counts or [0] * len(merges)
+    limit = len(merges) if args.all else min(args.merges, len(merges))
+    first_merge = tok.vocab_size - len(merges)
+    w(f"\nmerges (rank, new id, left + right -> token, pair count){'' if args.all else f' — first {limit}'}:\n")
+    for k in range(limit):
+        a, b = merges[k]
+        w(f"  {k:>6} {first_merge + k:>7}  {_show(a)} + {_show(b)} -> {_show(a + b)}  {counts[k]}\n")
+    vlimit = tok.vocab_size if args.all else min(args.vocab, tok.vocab_size)
+    w(f"\nvocabulary (id, token){'' if args.all else f' — first {vlimit} and last {min(vlimit, tok.vocab_size)}'}:\n")
+    tokens = tok.tokens()
+    ids = list(range(vlimit))
+    if not args.all:
+        ids += [i for i in range(max(vlimit, tok.vocab_size - vlimit), tok.vocab_size)]
+    for i in ids:
+        w(f"  {i:>7}  {_show(tokens[i])}\n")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="bpeforge", description="Train and apply BPE vocabularies, fast.")
+    p.add_argument("--version", action="version", version=f"bpeforge {__version__}")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    t = sub.add_parser("train", help="train a vocabulary (no INPUT: the bundled sample corpus)")
+    t.add_argument("inputs", nargs="*", metavar="INPUT", help="text files (.gz .xz .bz2 .zst ok); one text per line")
+    t.add_argument("--vocab-size", type=int, default=None, help="total vocabulary size (default 32000; 2000 for the sample)")
+    t.add_argument("--output", "-o", help="model file to write (.json, or .json.gz)")
+    t.add_argument("--scheme", choices=["bytes", "chars"], default="bytes")
+    t.add_argument("--pretokenizer", default="gpt2", help="gpt2, cl100k, o200k, whitespace, none, or a regex")
+    t.add_argument("--special-token", action="append", metavar="T", help="a special token (repeatable)")
+    t.add_argument("--min-frequency", type=int, default=2)
+    t.add_argument("--max-token-length", type=int, default=None, help="longest merged token in bytes")
+    t.add_argument("--threads", type=int, default=None, help="counting threads (default: all cores)")
+    t.add_argument("--character-coverage", type=float, default=1.0, help="chars scheme")
+    t.add_argument("--end-of-word-suffix", default=None, help="chars scheme: e.g. '</w>' instead of the ▁ prefix")
+    t.add_argument("--unk-token", default="<unk>", help="chars scheme")
+    t.add_argument("--documents", action="store_true", help="each file is one text (newlines kept)")
+    t.add_argument("--separator", default=None, help="texts are separated by this string instead of newlines")
+    t.add_argument("--progress", choices=["auto", "human", "json", "off"], default="auto")
+    t.add_argument("--quiet", "-q", action="store_true", help="no progress and no summary")
+    t.set_defaults(func=cmd_train)
+
+    e = sub.add_parser("encode", help="encode text lines to id lines")
+    e.add_argument("--model", "-m", required=True)
+    e.add_argument("input", nargs="?", help="input text file (default: stdin)")
+    e.add_argument("--output", "-o", help="output file (default: stdout)")
+    e.add_argument("--threads", type=int, default=None)
+    e.add_argument("--specials", choices=["allow", "ordinary", "error"], default="allow",
+                   help="special-token text: its id (allow), plain text (ordinary), or an error")
+    e.set_defaults(func=cmd_encode)
+
+    d = sub.add_parser("decode", help="decode id lines to text lines")
+    d.add_argument("--model", "-m", required=True)
+    d.add_argument("input", nargs="?", help="file of space-separated ids, one text per line (default: stdin)")
+    d.add_argument("--output", "-o", help="output file (default: stdout)")
+    d.set_defaults(func=cmd_decode)
+
+    i = sub.add_parser("inspect", help="show a model: settings, merges with counts, vocabulary")
+    i.add_argument("model")
+    i.add_argument("--merges", type=int, default=50, help="how many merges to list")
+    i.add_argument("--vocab", type=int, default=30, help="how many ids to list at each end")
+    i.add_argument("--all", action="store_true", help="list every merge and every token")
+    i.set_defaults(func=cmd_inspect)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args))
+    except KeyboardInterrupt:
+        print("bpeforge: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        # Output closed early (e.g. piped to head): not an error.
+        try:
+            sys.stdout = open(os.devnull, "w")
+        except OSError:
+            pass
+        return 0
+    except (BpeforgeError, OSError, ValueError, TypeError) as e:
+        msg = str(e) or type(e).__name__
+        if isinstance(e, OSError) and not isinstance(e, BpeforgeError) and e.filename:
+            msg = f"{e.filename}: {e.strerror or msg}"
+        print(f"bpeforge: error: {msg}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())

@@ -1,0 +1,124 @@
+"""Shared fixtures: the real-text corpus slice, small trained tokenizers, oracle models."""
+
+from __future__ import annotations
+
+import lzma
+from pathlib import Path
+
+import pytest
+
+from reference import reference_alphabet, reference_train
+
+CORPORA_DIR = Path(__file__).resolve().parents[2] / "shared" / "corpora"
+SLICE_FILE = CORPORA_DIR / "multi-200k.txt.xz"
+SLICE_LINES = 2000
+
+# Slice runs (SEMANTICS-sized examples on real text).
+SLICE_BYTES_VOCAB = 256 + 300
+SLICE_CHARS_MERGES = 300
+SLICE_CHARS_COVERAGE = 0.9995
+
+# A small hand-written multilingual corpus (independent of the shared corpora).
+SMALL_CORPUS = [
+    "The quick brown fox jumps over the lazy dog.",
+    "The dog didn't care; the fox's jump was 1234567 times higher!",
+    "  Indented   text\twith\ttabs and trailing spaces   ",
+    "Der schnelle braune Fuchs springt über den faulen Hund.",
+    "Größere Straßen führen über die Brücke.",
+    "Le renard brun rapide saute par-dessus le chien paresseux.",
+    "El zorro marrón rápido salta sobre el perro perezoso.",
+    "Быстрая коричневая лиса прыгает через ленивую собаку.",
+    "Γρήγορη καφέ αλεπού πηδά πάνω από τον τεμπέλη σκύλο.",
+    "敏捷的棕色狐狸跳过了懒狗。敏捷的狐狸。",
+    "素早い茶色の狐がのろまな犬を飛び越える。",
+    "빠른 갈색 여우가 게으른 개를 뛰어넘는다.",
+    "الثعلب البني السريع يقفز فوق الكلب الكسول.",
+    "तेज़ भूरी लोमड़ी आलसी कुत्ते के ऊपर कूदती है।",
+    "emoji 😀😀 👍🏽 and combining e\u0301e\u0301 marks",
+    "HTTPServer parses URLs like https://example.com/a/b?c=1&d=2",
+    "I'M SURE you'll see WE'VE done it; they'd've known.",
+    "numbers: 3.14159, 2,718, 1e10, ١٢٣٤, ⅫⅪ",
+    "the the the the the theme them then there",
+    "aaaaaaaaaaaa bbbbbbbb abababab",
+]
+
+
+def _read_slice(n: int) -> list[str]:
+    """First n lines of the shared corpus, split at b"\\n" exactly as files are read (§1)."""
+    if not SLICE_FILE.exists():
+        pytest.skip(f"shared corpus not found at {SLICE_FILE} (expected /work/shared/corpora next to the repo)")
+    lines: list[bytes] = []
+    buf = b""
+    with lzma.open(SLICE_FILE, "rb") as f:
+        while len(lines) < n:
+            chunk = f.read(1 << 16)
+            if not chunk:
+                break
+            buf += chunk
+            *done, buf = buf.split(b"\n")
+            lines.extend(done)
+    if len(lines) < n and buf:
+        lines.append(buf)
+    return [l.decode("utf-8") for l in lines[:n]]
+
+
+@pytest.fixture(scope="session")
+def corpus_slice() -> list[str]:
+    """The first 2,000 lines of multi-200k.txt.xz (skips when the corpus is absent)."""
+    return _read_slice(SLICE_LINES)
+
+
+@pytest.fixture(scope="session")
+def bpeforge_mod():
+    return pytest.importorskip("bpeforge", reason="bpeforge is not built/installed (maturin develop)")
+
+
+# ---- oracle models on the slice (slow-ish: computed once per session) ----
+
+
+@pytest.fixture(scope="session")
+def slice_ref_bytes_gpt2(corpus_slice):
+    return reference_train(corpus_slice, SLICE_BYTES_VOCAB, scheme="bytes", pretokenizer="gpt2", min_frequency=2)
+
+
+@pytest.fixture(scope="session")
+def slice_chars_vocab_size(corpus_slice) -> int:
+    alphabet = reference_alphabet(
+        corpus_slice, scheme="chars", pretokenizer="whitespace", character_coverage=SLICE_CHARS_COVERAGE
+    )
+    return 1 + len(alphabet) + SLICE_CHARS_MERGES
+
+
+@pytest.fixture(scope="session")
+def slice_ref_chars_ws(corpus_slice, slice_chars_vocab_size):
+    return reference_train(
+        corpus_slice, slice_chars_vocab_size, scheme="chars", pretokenizer="whitespace",
+        min_frequency=2, character_coverage=SLICE_CHARS_COVERAGE,
+    )
+
+
+@pytest.fixture(scope="session")
+def slice_tok_bytes_gpt2(bpeforge_mod, corpus_slice):
+    return bpeforge_mod.train_from_iterator(
+        corpus_slice, vocab_size=SLICE_BYTES_VOCAB, scheme="bytes", pretokenizer="gpt2",
+        min_frequency=2, progress=False,
+    )
+
+
+# ---- small tokenizers on SMALL_CORPUS ----
+
+SMALL_SPECIALS = ("<|endoftext|>", "<|pad|>")
+SMALL_VOCAB = len(SMALL_SPECIALS) + 256 + 150
+
+
+@pytest.fixture(scope="session")
+def small_models(bpeforge_mod):
+    """preset -> (engine tokenizer, oracle model), bytes scheme, trained on SMALL_CORPUS."""
+    out = {}
+    for preset in ("gpt2", "cl100k", "o200k"):
+        kw = dict(vocab_size=SMALL_VOCAB, scheme="bytes", pretokenizer=preset,
+                  special_tokens=SMALL_SPECIALS, min_frequency=2)
+        tok = bpeforge_mod.train_from_iterator(SMALL_CORPUS, progress=False, **kw)
+        ref = reference_train(SMALL_CORPUS, **kw)
+        out[preset] = (tok, ref)
+    return out

@@ -1,0 +1,118 @@
+"""The `bpeforge` command line, run as a real subprocess."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+import bpeforge
+
+
+def run(*args: str, stdin: str | None = None, check: bool = True) -> subprocess.CompletedProcess[str]:
+    proc = subprocess.run(
+        [sys.executable, "-m", "bpeforge", *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        timeout=300,
+    )
+    if check and proc.returncode != 0:
+        raise AssertionError(f"exit {proc.returncode}\nstdout: {proc.stdout}\nstderr: {proc.stderr}")
+    return proc
+
+
+def test_train_without_input_uses_the_sample() -> None:
+    proc = run("train", "--quiet")
+    assert "bundled sample corpus" in proc.stderr
+    assert "trained Tokenizer(scheme='bytes'" in proc.stdout
+    assert "word types" in proc.stdout and "tokens:" in proc.stdout
+    assert "Traceback" not in proc.stderr
+
+
+def test_sample_is_shipped_and_real_text() -> None:
+    path = bpeforge.sample_corpus()
+    lines = path.read_text(encoding="utf-8").splitlines()
+    assert len(lines) > 1000
+    assert len({line for line in lines}) == len(lines)
+    assert (path.parent / "SAMPLE_SOURCES.md").exists()
+
+
+def test_train_encode_decode_inspect(tmp_path) -> None:
+    corpus = tmp_path / "c.txt"
+    lines = ["the cat sat on the mat", "the dog sat on the log", "Привет мир", "emoji 😀 here", ""]
+    corpus.write_text("\n".join(lines * 30) + "\n", encoding="utf-8")
+    model = tmp_path / "m.json"
+    proc = run("train", str(corpus), "--vocab-size", "300", "--output", str(model), "--special-token", "<s>", "--progress", "json")
+    assert model.exists()
+    events = [json.loads(l) for l in proc.stderr.splitlines() if l.startswith("{")]
+    assert any(e.get("phase") == "counting" and e.get("done") for e in events)
+    assert any(e.get("phase") == "merging" and e.get("done") for e in events)
+    assert "saved to" in proc.stdout
+
+    text = "\n".join(lines) + "\n"
+    enc = run("encode", "--model", str(model), stdin=text)
+    id_lines = enc.stdout.splitlines()
+    assert len(id_lines) == len(lines)
+    tok = bpeforge.load(model)
+    for line, ids in zip(lines, id_lines):
+        assert [int(x) for x in ids.split()] == tok.encode(line)
+
+    dec = run("decode", "--model", str(model), stdin=enc.stdout)
+    assert dec.stdout == text
+
+    ids_file = tmp_path / "ids.txt"
+    out_file = tmp_path / "out.txt"
+    src = tmp_path / "src.txt"
+    src.write_text(text, encoding="utf-8")
+    run("encode", "--model", str(model), str(src), "--output", str(ids_file))
+    run("decode", "--model", str(model), str(ids_file), "--output", str(out_file))
+    assert out_file.read_text(encoding="utf-8") == text
+
+    insp = run("inspect", str(model), "--merges", "5")
+    assert "merges (rank, new id" in insp.stdout
+    assert '"<s>"' in insp.stdout
+    assert "pair count" in insp.stdout and "vocabulary (id, token)" in insp.stdout
+
+
+def test_python_dash_m_and_console_script_agree() -> None:
+    proc = run("--version")
+    assert proc.stdout.startswith("bpeforge ")
+
+
+@pytest.mark.parametrize(
+    "args, needle",
+    [
+        (["train", "/definitely/missing.txt", "--vocab-size", "300"], "missing.txt"),
+        (["train", "--vocab-size", "10"], "vocab_size"),
+        (["encode", "--model", "/definitely/missing.json"], "missing.json"),
+        (["inspect", "/definitely/missing.json"], "missing.json"),
+    ],
+)
+def test_errors_are_one_line_without_traceback(args, needle) -> None:
+    proc = run(*args, check=False)
+    assert proc.returncode != 0
+    err_lines = [l for l in proc.stderr.splitlines() if l.startswith("bpeforge: error:")]
+    assert len(err_lines) == 1, proc.stderr
+    assert needle in err_lines[0]
+    assert "Traceback" not in proc.stderr
+
+
+def test_corrupt_model_via_cli(tmp_path) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text("{ not json")
+    proc = run("inspect", str(bad), check=False)
+    assert proc.returncode == 1
+    assert proc.stderr.startswith("bpeforge: error:") and "bad.json" in proc.stderr
+
+
+def test_decode_rejects_garbage_ids(tmp_path) -> None:
+    model = tmp_path / "m.json"
+    bpeforge.train_from_iterator(["hello world"] * 5, vocab_size=260, progress=False).save(model)
+    proc = run("decode", "--model", str(model), stdin="1 2 x\n", check=False)
+    assert proc.returncode == 1 and "line 1" in proc.stderr
+    proc = run("decode", "--model", str(model), stdin="99999\n", check=False)
+    assert proc.returncode == 1 and "outside the vocabulary" in proc.stderr
