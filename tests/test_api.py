@@ -206,3 +206,22 @@ def test_pretokenize_presets() -> None:
     assert bpeforge.pretokenize(" a  b ", "whitespace") == ["a", "b"]
     assert bpeforge.pretokenize("a b", "none") == ["a b"]
     assert bpeforge.pretokenize("ab12cd", r"\d+") == ["12"]
+
+
+def test_documents_and_separator_modes(tmp_path) -> None:
+    """documents=True: a file is one text (newlines inside it); separator: records."""
+    a = tmp_path / "a.txt"
+    a.write_text("first line\nsecond line\n", encoding="utf-8")
+    b = tmp_path / "b.txt"
+    b.write_text("third line", encoding="utf-8")
+    docs = bpeforge.train([a, b], vocab_size=300, documents=True, progress=False, min_frequency=1)
+    same = bpeforge.train_from_iterator(["first line\nsecond line\n", "third line"], vocab_size=300, progress=False, min_frequency=1)
+    assert docs.merges == same.merges
+    assert docs.metadata["corpus"]["texts"] == 2
+
+    r = tmp_path / "r.txt"
+    r.write_text("rec one\nstill one@@rec two@@rec three\n", encoding="utf-8")
+    recs = bpeforge.train(r, vocab_size=300, separator="@@", progress=False, min_frequency=1)
+    assert recs.metadata["corpus"]["texts"] == 3
+    ref = bpeforge.train_from_iterator(["rec one\nstill one", "rec two", "rec three\n"], vocab_size=300, progress=False, min_frequency=1)
+    assert recs.merges == ref.merges

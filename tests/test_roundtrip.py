@@ -2,31 +2,24 @@
 
 from __future__ import annotations
 
-import unicodedata
-
 import pytest
-import regex
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conftest import SLICE_BYTES_VOCAB, SMALL_SPECIALS
+from conftest import SLICE_BYTES_VOCAB, SMALL_CORPUS, SMALL_SPECIALS, stable_chars
 from reference import (
     REGEX_PRESETS,
+    reference_alphabet,
     reference_decode_bytes,
     reference_encode,
     reference_model_from_merges,
+    reference_train,
 )
 
 bpeforge = pytest.importorskip("bpeforge", reason="bpeforge is not built/installed (maturin develop)")
 
 
-def _version_stable(c: str) -> bool:
-    # see test_equivalence.py: avoid characters first assigned after Unicode 14
-    # (the oracle's `regex` has Unicode 17 tables, the engine Unicode 16)
-    return unicodedata.category(c) != "Cn" or regex.fullmatch(r"\p{Cn}", c) is not None
-
-
-stable_text = st.text(alphabet=st.characters(codec="utf-8").filter(_version_stable))
+stable_text = st.text(alphabet=stable_chars)  # see conftest: Unicode version
 # arbitrary text with special tokens spliced in
 text_with_specials = st.lists(st.one_of(stable_text, st.sampled_from(SMALL_SPECIALS)), max_size=5).map("".join)
 
@@ -151,9 +144,6 @@ def test_save_load_roundtrip(small_models, tmp_path):
 @pytest.fixture(scope="module")
 def chars_models():
     """(preset, suffix) -> (engine tokenizer, oracle model), chars scheme, full coverage."""
-    from conftest import SMALL_CORPUS
-    from reference import reference_alphabet, reference_train
-
     out = {}
     for preset, suffix in [("gpt2", None), ("o200k", None), ("none", None), ("whitespace", None),
                            ("whitespace", "</w>")]:
@@ -167,8 +157,6 @@ def chars_models():
 
 
 def _corpus_chars():
-    from conftest import SMALL_CORPUS
-
     return sorted(set("".join(SMALL_CORPUS)) - {"\u2581"})
 
 
@@ -196,22 +184,13 @@ def test_chars_roundtrip_regex_presets(chars_models, text, preset):
 
 @settings(max_examples=200, deadline=None)
 @given(text=known_text, scheme=st.sampled_from(["bytes", "chars"]))
-def test_whitespace_preset_decodes_to_single_spaces(chars_models, text, scheme):
+def test_whitespace_preset_decodes_to_single_spaces(chars_models, bytes_ws_model, text, scheme):
     """whitespace preset: words joined by one space, the space at the very start dropped."""
-    if scheme == "chars":
-        tok, _ = chars_models["whitespace", None]
-    else:
-        from conftest import SMALL_CORPUS
-
-        tok = _bytes_ws_tok(tuple(SMALL_CORPUS))
+    tok = chars_models["whitespace", None][0] if scheme == "chars" else bytes_ws_model
     assert tok.decode(tok.encode(text)) == " ".join(text.split())
 
 
-_cache: dict = {}
-
-
-def _bytes_ws_tok(corpus):
-    if corpus not in _cache:
-        _cache[corpus] = bpeforge.train_from_iterator(list(corpus), vocab_size=256 + 100,
-                                                      pretokenizer="whitespace", progress=False)
-    return _cache[corpus]
+@pytest.fixture(scope="module")
+def bytes_ws_model():
+    return bpeforge.train_from_iterator(SMALL_CORPUS, vocab_size=256 + 100, pretokenizer="whitespace",
+                                        progress=False)

@@ -6,7 +6,9 @@
     'Hello, world'
 
 The public surface: :func:`train`, :func:`train_from_iterator`, :func:`load`,
-:class:`Tokenizer`, :func:`pretokenize`, :func:`sample_corpus`, and the
+:class:`Tokenizer`, :func:`pretokenize`, :func:`sample_corpus`, the importers
+:func:`from_huggingface`, :func:`from_tiktoken` and :func:`from_sentencepiece`
+(exporters are Tokenizer methods; see :mod:`bpeforge.interop`), and the
 exceptions in :mod:`bpeforge.errors`. The exact contract (pre-tokenization,
 ids, the merge loop's tie-break) is in ``docs/SEMANTICS.md``.
 """
@@ -27,6 +29,7 @@ from .errors import (
     SpecialTokenError,
     TrainingError,
 )
+from .interop import from_huggingface, from_sentencepiece, from_tiktoken
 
 
 def sample_corpus() -> _Path:
@@ -43,6 +46,9 @@ __all__ = [
     "load",
     "pretokenize",
     "sample_corpus",
+    "from_huggingface",
+    "from_tiktoken",
+    "from_sentencepiece",
     "BpeforgeError",
     "ParameterError",
     "InputError",

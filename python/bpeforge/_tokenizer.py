@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 from collections.abc import Collection, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Literal, Union
 
@@ -81,6 +82,10 @@ def train(
     unk_token: str = "<unk>",
     documents: bool = False,
     separator: str | None = None,
+    min_word_count: int = 1,
+    resume_from: PathLike | Tokenizer | None = None,
+    checkpoint_path: PathLike | None = None,
+    checkpoint_every: int = 1000,
 ) -> Tokenizer:
     """Train a BPE vocabulary on one or more text files.
 
@@ -108,6 +113,16 @@ def train(
         end_of_word_suffix: chars scheme: mark word ends with this suffix
             (e.g. ``"</w>"``, as subword-nmt) instead of the ``▁`` prefix.
         unk_token: chars scheme: the token for characters outside the alphabet.
+        min_word_count: drop word types seen fewer times than this after
+            counting (1 keeps all): less memory and merge time on huge
+            corpora, at the cost of merges that only rare words would get.
+        resume_from: a model (or its path) to continue to ``vocab_size``: the
+            merges equal one straight run to ``vocab_size``. Its scheme,
+            pre-tokenizer, special tokens and alphabet are kept (and every
+            old id stays the same), so it also extends a vocabulary with new
+            data.
+        checkpoint_path: save the model there every ``checkpoint_every``
+            merges and when interrupted; restart with ``resume_from``.
 
     Returns:
         The trained :class:`Tokenizer`. Its ``metadata`` records the inputs,
@@ -119,24 +134,8 @@ def train(
         >>> tok.decode(tok.encode("hello world"))
         'hello world'
     """
-    _check_common(vocab_size, min_frequency, max_token_length, threads)
-    native = _native.train_files(
-        _paths(files),
-        vocab_size=vocab_size,
-        scheme=scheme,
-        pretokenizer=pretokenizer,
-        special_tokens=_special_list(special_tokens),
-        min_frequency=min_frequency,
-        max_token_length=max_token_length,
-        threads=threads,
-        progress=_progress_arg(progress),
-        character_coverage=float(character_coverage),
-        end_of_word_suffix=end_of_word_suffix,
-        unk_token=unk_token,
-        documents=bool(documents),
-        separator=separator,
-    )
-    return Tokenizer(native)
+    args = _train_args(**{k: v for k, v in locals().items() if k not in ("files", "progress")})
+    return Tokenizer(_native.train_files(_paths(files), args, _progress_arg(progress)))
 
 
 def train_from_iterator(
@@ -153,6 +152,10 @@ def train_from_iterator(
     character_coverage: float = 1.0,
     end_of_word_suffix: str | None = None,
     unk_token: str = "<unk>",
+    min_word_count: int = 1,
+    resume_from: PathLike | Tokenizer | None = None,
+    checkpoint_path: PathLike | None = None,
+    checkpoint_every: int = 1000,
 ) -> Tokenizer:
     """Train on any iterable of ``str`` (each item is one text).
 
@@ -166,24 +169,60 @@ def train_from_iterator(
         >>> tok.vocab_size
         260
     """
-    _check_common(vocab_size, min_frequency, max_token_length, threads)
     if isinstance(texts, (str, bytes)):
         raise ParameterError("texts must be an iterable of str, not a single string (wrap it in a list)")
-    native = _native.train_iterator(
-        texts,
-        vocab_size=vocab_size,
-        scheme=scheme,
-        pretokenizer=pretokenizer,
-        special_tokens=_special_list(special_tokens),
-        min_frequency=min_frequency,
-        max_token_length=max_token_length,
-        threads=threads,
-        progress=_progress_arg(progress),
-        character_coverage=float(character_coverage),
-        end_of_word_suffix=end_of_word_suffix,
-        unk_token=unk_token,
-    )
-    return Tokenizer(native)
+    args = _train_args(**{k: v for k, v in locals().items() if k not in ("texts", "progress")})
+    return Tokenizer(_native.train_iterator(texts, args, _progress_arg(progress)))
+
+
+def _train_args(
+    *,
+    vocab_size: int,
+    scheme: str,
+    pretokenizer: str,
+    special_tokens: Iterable[str],
+    min_frequency: int,
+    max_token_length: int | None,
+    threads: int | None,
+    character_coverage: float,
+    end_of_word_suffix: str | None,
+    unk_token: str,
+    documents: bool = False,
+    separator: str | None = None,
+    min_word_count: int = 1,
+    resume_from: PathLike | Tokenizer | None = None,
+    checkpoint_path: PathLike | None = None,
+    checkpoint_every: int = 1000,
+) -> dict[str, Any]:
+    """Checks the training keywords and packs them for the engine."""
+    _check_common(vocab_size, min_frequency, max_token_length, threads)
+    if isinstance(min_word_count, bool) or not isinstance(min_word_count, int) or min_word_count < 1:
+        raise ParameterError(f"min_word_count must be a positive integer, got {min_word_count!r}")
+    if isinstance(checkpoint_every, bool) or not isinstance(checkpoint_every, int) or checkpoint_every < 1:
+        raise ParameterError(f"checkpoint_every must be a positive integer, got {checkpoint_every!r}")
+    resume_json: bytes | None = None
+    if isinstance(resume_from, Tokenizer):
+        resume_json = resume_from.to_json().encode("utf-8")
+    elif resume_from is not None:
+        resume_json = load(resume_from).to_json().encode("utf-8")
+    return {
+        "vocab_size": vocab_size,
+        "scheme": scheme,
+        "pretokenizer": pretokenizer,
+        "special_tokens": _special_list(special_tokens),
+        "min_frequency": min_frequency,
+        "max_token_length": max_token_length,
+        "threads": threads,
+        "character_coverage": float(character_coverage),
+        "end_of_word_suffix": end_of_word_suffix,
+        "unk_token": unk_token,
+        "documents": bool(documents),
+        "separator": separator,
+        "min_word_count": min_word_count,
+        "resume_from": resume_json,
+        "checkpoint_path": os.fspath(checkpoint_path) if checkpoint_path is not None else None,
+        "checkpoint_every": checkpoint_every,
+    }
 
 
 def load(path: PathLike) -> Tokenizer:
@@ -245,8 +284,7 @@ class Tokenizer:
     def merges(self) -> list[tuple[bytes, bytes]]:
         """The merges in the order learned, as ``(left bytes, right bytes)``."""
         if self._merges is None:
-            tokens = self._native.tokens()
-            self._merges = [(tokens[a], tokens[b]) for a, b in self._native.merge_ids]
+            self._merges = self._native.merges()
         return list(self._merges)
 
     @property
@@ -298,13 +336,26 @@ class Tokenizer:
             disallowed = set(disallowed_special)
         return sorted(names[t] for t in allowed), sorted(names[t] for t in disallowed if t in names)
 
-    def encode(self, text: str, *, allowed_special: SpecialSet = (), disallowed_special: SpecialSet = "all") -> list[int]:
+    def encode(
+        self,
+        text: str,
+        *,
+        allowed_special: SpecialSet = (),
+        disallowed_special: SpecialSet = "all",
+        dropout: float = 0.0,
+        seed: int | None = None,
+    ) -> list[int]:
         """Encode ``text`` to ids.
 
         Special tokens follow tiktoken's safe default: special-token text in
         ``text`` raises :class:`bpeforge.SpecialTokenError` unless it is in
         ``allowed_special`` (then it becomes its id) or left out of
         ``disallowed_special`` (then it is encoded as ordinary text).
+
+        ``dropout=p`` applies BPE-dropout (Provilkov et al., 2020): at each
+        merge step every applicable merge is skipped with probability ``p``.
+        The same ``seed`` gives the same result; ``p=0`` is plain encoding and
+        ``p=1`` leaves the base symbols.
 
         Example:
             >>> tok = train_from_iterator(["ab ab ab"], vocab_size=258, special_tokens=["<s>"], progress=False)
@@ -313,16 +364,48 @@ class Tokenizer:
         """
         if not isinstance(text, str):
             raise TypeError(f"text must be str, got {type(text).__name__}")
+        p, s = _dropout_args(dropout, seed)
         if not self._specials:
-            return self._native.encode(text)
+            return self._native.encode(text, None, None, p, s)
         allowed, disallowed = self._rules(allowed_special, disallowed_special)
-        return self._native.encode(text, allowed, disallowed)
+        return self._native.encode(text, allowed, disallowed, p, s)
 
     def encode_ordinary(self, text: str) -> list[int]:
         """Encode ``text`` treating special-token text as ordinary text."""
         if not isinstance(text, str):
             raise TypeError(f"text must be str, got {type(text).__name__}")
         return self._native.encode(text)
+
+    def encode_file(
+        self,
+        src: PathLike | Sequence[PathLike],
+        dst: PathLike,
+        *,
+        format: Literal["ids", "npy", "bin"] = "ids",
+        threads: int | None = None,
+        allowed_special: SpecialSet = "all",
+        disallowed_special: SpecialSet = "all",
+        progress: bool | str = False,
+    ) -> dict[str, Any]:
+        """Stream a corpus of any size (plain or compressed, one text per line)
+        into ids, with bounded memory, on all cores.
+
+        ``format="ids"``: one line of space-separated ids per input line.
+        ``"npy"``: a 1-D uint16 array (uint32 above 65,536 ids) of all ids;
+        ``"bin"``: the same as raw little-endian integers. Both come with
+        ``<dst>.offsets.npy`` (int64, one offset per line + 1), so line ``i``
+        is ``ids[offsets[i]:offsets[i + 1]]``. Outputs appear atomically.
+        Special-token text is encoded as the special id by default here.
+
+        Returns ``{"lines", "tokens", "bytes", "seconds", "id_bytes"}``.
+        """
+        if threads is not None and (not isinstance(threads, int) or threads < 1):
+            raise ParameterError(f"threads must be a positive integer or None, got {threads!r}")
+        allowed, disallowed = self._rules(allowed_special, disallowed_special) if self._specials else (None, None)
+        lines, tokens, nbytes, seconds, id_bytes = self._native.encode_file(
+            _paths(src), os.fspath(dst), format, threads, allowed, disallowed, _progress_arg(progress)
+        )
+        return {"lines": lines, "tokens": tokens, "bytes": nbytes, "seconds": seconds, "id_bytes": id_bytes}
 
     def encode_batch(
         self,
@@ -332,6 +415,8 @@ class Tokenizer:
         allowed_special: SpecialSet = (),
         disallowed_special: SpecialSet = "all",
         as_numpy: bool = False,
+        dropout: float = 0.0,
+        seed: int | None = None,
     ) -> list[list[int]] | tuple[np.ndarray, np.ndarray]:
         """Encode many texts on ``threads`` threads (None: all cores), GIL released.
 
@@ -339,6 +424,7 @@ class Tokenizer:
         ``as_numpy=True`` the result is ``(ids, offsets)``: one flat uint32
         array and an int64 array of ``len(texts) + 1`` offsets, so text ``i``
         is ``ids[offsets[i]:offsets[i + 1]]`` (no Python object per token).
+        With ``dropout``, text ``i`` uses seed ``seed + i`` (thread-independent).
         """
         if threads is not None and (not isinstance(threads, int) or threads < 1):
             raise ParameterError(f"threads must be a positive integer or None, got {threads!r}")
@@ -348,6 +434,16 @@ class Tokenizer:
             allowed, disallowed = self._rules(allowed_special, disallowed_special)
         else:
             allowed, disallowed = None, None
+        p, s = _dropout_args(dropout, seed)
+        if p is not None:
+            batch = self._native.encode_batch(texts, threads, allowed, disallowed, p, s)
+            if not as_numpy:
+                return batch
+            import numpy as np
+
+            offsets = np.zeros(len(batch) + 1, dtype=np.int64)
+            np.cumsum([len(b) for b in batch], out=offsets[1:])
+            return np.fromiter((i for b in batch for i in b), dtype=np.uint32, count=int(offsets[-1])), offsets
         if as_numpy:
             import numpy as np
 
@@ -357,7 +453,13 @@ class Tokenizer:
 
     # ---- decoding ---------------------------------------------------------
     def decode_bytes(self, ids: Iterable[int]) -> bytes:
-        """The bytes that ``ids`` stand for (exact, even mid-character)."""
+        """The bytes that ``ids`` stand for (exact, even mid-character).
+
+        ``ids`` may be a list of ints or a numpy integer array (decoded from
+        one raw buffer, without a Python object per id)."""
+        raw = _raw_ids(ids)
+        if raw is not None:
+            return self._native.decode_raw(raw)
         return self._native.decode_bytes(_id_list(ids))
 
     def decode(self, ids: Iterable[int], errors: Literal["replace", "strict"] = "replace") -> str:
@@ -368,11 +470,27 @@ class Tokenizer:
             raise ParameterError(f"errors must be 'replace' or 'strict', got {errors!r}")
         return self.decode_bytes(ids).decode("utf-8", errors=errors)
 
-    def decode_batch(self, batch: Iterable[Iterable[int]], errors: Literal["replace", "strict"] = "replace") -> list[str]:
-        """Decode several id sequences."""
+    def decode_batch(
+        self,
+        batch: Iterable[Iterable[int]] | tuple[np.ndarray, np.ndarray],
+        errors: Literal["replace", "strict"] = "replace",
+        *,
+        threads: int | None = None,
+    ) -> list[str]:
+        """Decode several id sequences on ``threads`` threads (None: all cores).
+
+        ``batch`` is a list of id lists, or the ``(ids, offsets)`` pair that
+        ``encode_batch(..., as_numpy=True)`` returns."""
         if errors not in ("replace", "strict"):
             raise ParameterError(f"errors must be 'replace' or 'strict', got {errors!r}")
-        return [b.decode("utf-8", errors=errors) for b in self._native.decode_batch_bytes([_id_list(x) for x in batch])]
+        if isinstance(batch, tuple) and len(batch) == 2 and hasattr(batch[0], "dtype"):
+            import numpy as np
+
+            ids, offsets = batch
+            raw = self._native.decode_batch_raw(_raw_ids(ids), np.asarray(offsets, dtype="<i8").tobytes(), threads)
+        else:
+            raw = self._native.decode_batch_bytes([_id_list(x) for x in batch], threads)
+        return [b.decode("utf-8", errors=errors) for b in raw]
 
     # ---- persistence ------------------------------------------------------
     def save(self, path: PathLike) -> None:
@@ -391,6 +509,31 @@ class Tokenizer:
             text = text.encode("utf-8")
         return cls(_native.NativeTokenizer.from_json(text))
 
+    # ---- interoperability (implemented in bpeforge.interop) ---------------
+    def to_huggingface(self, path: PathLike) -> str:
+        """Write a Hugging Face ``tokenizer.json`` giving this model's ids
+        (see :func:`bpeforge.interop.to_huggingface`). Returns the file written."""
+        from . import interop
+
+        return interop.to_huggingface(self, path)
+
+    def to_tiktoken(self, path: PathLike, *, name: str | None = None) -> tuple[str, str]:
+        """Write a ``.tiktoken`` rank file and ``path + ".json"`` (pattern,
+        special tokens); load them with :func:`bpeforge.interop.tiktoken_encoding`.
+        Bytes scheme only. Returns both paths."""
+        from . import interop
+
+        return interop.to_tiktoken(self, path, name=name)
+
+    def to_sentencepiece(
+        self, path: PathLike, *, whitespace: str = "all", control_tokens: Collection[str] | None = None
+    ) -> str:
+        """Write a SentencePiece BPE ``.model`` (chars scheme, ``whitespace`` or
+        ``none`` pre-tokenizer; see :func:`bpeforge.interop.to_sentencepiece`)."""
+        from . import interop
+
+        return interop.to_sentencepiece(self, path, whitespace=whitespace, control_tokens=control_tokens)
+
     def __len__(self) -> int:
         return self.vocab_size
 
@@ -398,12 +541,35 @@ class Tokenizer:
         return f"Tokenizer(scheme={self.scheme!r}, pretokenizer={self.pretokenizer!r}, vocab_size={self.vocab_size})"
 
 
+def _dropout_args(dropout: float, seed: int | None) -> tuple[float | None, int]:
+    if isinstance(dropout, bool) or not isinstance(dropout, (int, float)) or not 0.0 <= dropout <= 1.0:
+        raise ParameterError(f"dropout must be a probability between 0 and 1, got {dropout!r}")
+    if seed is None:
+        seed = random.getrandbits(64)
+    elif not isinstance(seed, int) or isinstance(seed, bool):
+        raise ParameterError(f"seed must be an integer or None, got {seed!r}")
+    return (float(dropout) if dropout > 0 else None), seed % (1 << 64)
+
+
 def _id_list(ids: Iterable[int]) -> list[int]:
+    """Ids as a list of ints (range checks happen in the engine)."""
+    if isinstance(ids, list):
+        return ids
     try:
-        out = [int(i) for i in ids]
+        return [int(i) for i in ids]
     except (TypeError, ValueError) as e:
         raise ParameterError(f"ids must be integers: {e}") from e
-    for i in out:
-        if i < 0 or i > 0xFFFFFFFF:
-            raise ParameterError(f"token id {i} is outside the vocabulary")
-    return out
+
+
+def _raw_ids(ids: Any) -> bytes | None:
+    """A numpy integer array as little-endian uint32 bytes (None otherwise)."""
+    dtype = getattr(ids, "dtype", None)
+    if dtype is None or getattr(dtype, "kind", "") not in "iu":
+        return None
+    import numpy as np
+
+    arr = np.asarray(ids).ravel()
+    if arr.size and (int(arr.min()) < 0 or int(arr.max()) > 0xFFFFFFFF):
+        bad = int(arr.min()) if int(arr.min()) < 0 else int(arr.max())
+        raise ParameterError(f"token id {bad} is outside the vocabulary")
+    return arr.astype("<u4", copy=False).tobytes()

@@ -15,6 +15,7 @@ import lzma
 import os
 import sys
 import time
+import warnings
 from collections.abc import Iterator, Sequence
 from typing import IO, Any
 
@@ -162,14 +163,26 @@ def _special_mode(tok: Tokenizer, mode: str) -> dict[str, Any]:
 
 def cmd_encode(args: argparse.Namespace) -> int:
     tok = load(args.model)
+    kw = _special_mode(tok, args.specials)
+    if args.input and args.input != "-" and args.output and args.output != "-" and not args.dropout:
+        # Streamed in the engine: bounded memory, all cores, atomic outputs.
+        stats = tok.encode_file(args.input, args.output, format=args.format, threads=args.threads,
+                                progress="off" if args.quiet else args.progress, **kw)
+        if not args.quiet:
+            print(f"encoded {stats['lines']} lines, {stats['bytes'] / 1e6:.1f} MB -> {stats['tokens']} tokens "
+                  f"in {stats['seconds']:.2f}s ({stats['bytes'] / 1e6 / max(stats['seconds'], 1e-9):.1f} MB/s)",
+                  file=sys.stderr)
+        return 0
+    if args.format != "ids":
+        raise ParameterError("--format npy/bin needs an INPUT file and an --output file")
     name = args.input or "<stdin>"
     handle = _open_text(args.input)
     out, tmp = _out(args.output)
     ok = False
     try:
-        kw = _special_mode(tok, args.specials)
         for batch in _batches(_lines(handle, name), BATCH_LINES):
-            for ids in tok.encode_batch(batch, threads=args.threads, **kw):
+            extra: dict[str, Any] = {"dropout": args.dropout, "seed": args.seed} if args.dropout else {}
+            for ids in tok.encode_batch(batch, threads=args.threads, **kw, **extra):
                 out.write(" ".join(map(str, ids)))
                 out.write("\n")
         ok = True
@@ -244,6 +257,93 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     return 0
 
 
+# ---- interoperability: `export` and `import` (bpeforge.interop) ----------
+# Kept in one block: the subcommands, their parser and their warning output.
+
+EXPORT_FORMATS = ("huggingface", "tiktoken", "sentencepiece")
+
+
+def _report_warnings(caught: list[warnings.WarningMessage]) -> None:
+    for w in caught:
+        print(f"bpeforge: warning: {w.message}", file=sys.stderr)
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    tok = load(args.model)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        if args.to == "huggingface":
+            written = [tok.to_huggingface(args.output)]
+        elif args.to == "tiktoken":
+            written = list(tok.to_tiktoken(args.output))
+        else:
+            written = [tok.to_sentencepiece(args.output, whitespace=args.sp_whitespace)]
+    _report_warnings(caught)
+    if not args.quiet:
+        print(f"exported {tok!r} as {args.to}: {', '.join(written)}", file=sys.stderr)
+    return 0
+
+
+def _special_ids(items: list[str] | None) -> dict[str, int] | None:
+    if not items:
+        return None
+    out: dict[str, int] = {}
+    for item in items:
+        name, sep, value = item.rpartition("=")
+        if not sep or not name:
+            raise ParameterError(f"--special-token expects TOKEN=ID, got {item!r}")
+        try:
+            out[name] = int(value)
+        except ValueError as e:
+            raise ParameterError(f"--special-token {item!r}: {value!r} is not an integer id") from e
+    return out
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    from . import interop
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        if args.source_format == "huggingface":
+            tok = interop.from_huggingface(args.input, ignore_normalizer=args.ignore_normalizer)
+        elif args.source_format == "tiktoken":
+            tok = interop.from_tiktoken(args.input, pattern=args.pattern, special_tokens=_special_ids(args.special_token))
+        else:
+            tok = interop.from_sentencepiece(args.input, ignore_normalizer=args.ignore_normalizer)
+    _report_warnings(caught)
+    tok.save(args.output)
+    if not args.quiet:
+        print(f"imported {args.input} ({args.source_format}) as {tok!r}; saved to {args.output}", file=sys.stderr)
+    return 0
+
+
+def _add_interop_commands(sub: Any) -> None:
+    x = sub.add_parser("export", help="write a model as a Hugging Face tokenizer.json, tiktoken or SentencePiece file")
+    x.add_argument("--model", "-m", required=True, help="bpeforge model file")
+    x.add_argument("--to", required=True, choices=EXPORT_FORMATS)
+    x.add_argument("--output", "-o", required=True,
+                   help="tokenizer.json (or a directory), FILE.tiktoken (+ FILE.tiktoken.json), or FILE.model")
+    x.add_argument("--sp-whitespace", choices=["all", "space"], default="all",
+                   help="sentencepiece: map all whitespace to spaces like bpeforge (all), or split at spaces only")
+    x.add_argument("--quiet", "-q", action="store_true")
+    x.set_defaults(func=cmd_export)
+
+    m = sub.add_parser("import", help="turn a Hugging Face, tiktoken or SentencePiece BPE vocabulary into a bpeforge model")
+    m.add_argument("--from", dest="source_format", required=True, choices=EXPORT_FORMATS)
+    m.add_argument("input", help="tokenizer.json (or its directory), FILE.tiktoken, or FILE.model")
+    m.add_argument("--output", "-o", required=True, help="bpeforge model file to write (.json or .json.gz)")
+    m.add_argument("--pattern", default=None,
+                   help="tiktoken: the pre-tokenizer regex or gpt2/cl100k_base/o200k_base (default: FILE.tiktoken.json)")
+    m.add_argument("--special-token", action="append", metavar="TOKEN=ID", help="tiktoken: a special token and its id (repeatable)")
+    m.add_argument("--ignore-normalizer", action="store_true",
+                   help="import despite a normalizer bpeforge cannot apply (ids then differ where it changes text)")
+    m.add_argument("--quiet", "-q", action="store_true")
+    m.set_defaults(func=cmd_import)
+
+
+# ---- end of the interoperability block ------------------------------------
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="bpeforge", description="Train and apply BPE vocabularies, fast.")
     p.add_argument("--version", action="version", version=f"bpeforge {__version__}")
@@ -275,6 +375,12 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--threads", type=int, default=None)
     e.add_argument("--specials", choices=["allow", "ordinary", "error"], default="allow",
                    help="special-token text: its id (allow), plain text (ordinary), or an error")
+    e.add_argument("--format", choices=["ids", "npy", "bin"], default="ids",
+                   help="ids: a line of ids per line; npy/bin: flat uint16/uint32 ids + OUTPUT.offsets.npy")
+    e.add_argument("--dropout", type=float, default=0.0, help="BPE-dropout probability (default 0: exact)")
+    e.add_argument("--seed", type=int, default=None, help="seed for --dropout")
+    e.add_argument("--progress", choices=["auto", "human", "json", "off"], default="auto")
+    e.add_argument("--quiet", "-q", action="store_true")
     e.set_defaults(func=cmd_encode)
 
     d = sub.add_parser("decode", help="decode id lines to text lines")
@@ -289,6 +395,7 @@ def build_parser() -> argparse.ArgumentParser:
     i.add_argument("--vocab", type=int, default=30, help="how many ids to list at each end")
     i.add_argument("--all", action="store_true", help="list every merge and every token")
     i.set_defaults(func=cmd_inspect)
+    _add_interop_commands(sub)
     return p
 
 

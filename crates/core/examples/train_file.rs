@@ -1,5 +1,4 @@
 //! Profiling driver: `cargo run --release --example train_file -- FILE VOCAB THREADS [bytes|chars] [pretok]`.
-use bpeforge_core::input::TextMode;
 use bpeforge_core::model::Scheme;
 use bpeforge_core::pretok::PreTokenizerSpec;
 use bpeforge_core::progress::{ProgressFormat, ProgressPrinter};
@@ -17,16 +16,8 @@ fn main() {
         _ => Scheme::Bytes,
     };
     let pretok = PreTokenizerSpec::from_name(args.get(5).map_or("gpt2", String::as_str));
-    let config = TrainConfig {
-        vocab_size: vocab,
-        scheme,
-        pretokenizer: pretok,
-        special_tokens: vec![],
-        min_frequency: 2,
-        max_token_length: None,
-        threads,
-        text_mode: TextMode::Lines,
-    };
+    let mut config = TrainConfig::new(vocab, scheme, pretok);
+    config.threads = threads;
     let mut obs = ProgressPrinter::new(ProgressFormat::Off);
     let t = std::time::Instant::now();
     let model = train_files(&[path], &config, &mut obs).unwrap();

@@ -134,6 +134,69 @@ impl WordCounts {
     }
 }
 
+const COUNTS_MAGIC: &[u8; 8] = b"BPFCNT01";
+
+impl WordCounts {
+    /// A compact binary form (for sending counts between processes, e.g. Ray
+    /// tasks): magic, 4 stats, then `len u32, bytes, count u64` per type.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(40 + self.len() * 20);
+        out.extend_from_slice(COUNTS_MAGIC);
+        for v in [self.stats.bytes, self.stats.texts, self.stats.pieces, self.stats.specials, self.len() as u64] {
+            out.extend_from_slice(&v.to_le_bytes());
+        }
+        self.for_each(|k, v| {
+            out.extend_from_slice(&(k.len() as u32).to_le_bytes());
+            out.extend_from_slice(k);
+            out.extend_from_slice(&v.to_le_bytes());
+        });
+        out
+    }
+
+    /// Reads `to_bytes` output, checking every length.
+    pub fn from_bytes(data: &[u8]) -> Result<WordCounts> {
+        let bad = || Error::input("word counts: the data is truncated or not from WordCounts::to_bytes");
+        if data.len() < 48 || &data[..8] != COUNTS_MAGIC {
+            return Err(bad());
+        }
+        let u64_at = |p: usize| -> Result<u64> {
+            data.get(p..p + 8).map(|b| u64::from_le_bytes(b.try_into().unwrap_or([0; 8]))).ok_or_else(bad)
+        };
+        let mut counts = WordCounts::new();
+        counts.stats = CountStats { bytes: u64_at(8)?, texts: u64_at(16)?, pieces: u64_at(24)?, specials: u64_at(32)? };
+        let n = u64_at(40)?;
+        let mut p = 48;
+        for _ in 0..n {
+            let len = data.get(p..p + 4).map(|b| u32::from_le_bytes(b.try_into().unwrap_or([0; 4]))).ok_or_else(bad)? as usize;
+            p += 4;
+            let key = data.get(p..p + len).ok_or_else(bad)?;
+            p += len;
+            let v = u64_at(p)?;
+            p += 8;
+            counts.add(key, v);
+        }
+        if p != data.len() {
+            return Err(bad());
+        }
+        Ok(counts)
+    }
+
+    /// Drops word types seen fewer than `min` times; returns how many.
+    pub fn prune(&mut self, min: u64) -> usize {
+        let before = self.len();
+        self.short.retain(|_, v| *v >= min);
+        self.long.retain(|_, v| *v >= min);
+        before - self.len()
+    }
+
+    /// Approximate heap bytes of the table (for reporting bytes per type).
+    pub fn memory_bytes(&self) -> usize {
+        let short = self.short.capacity() * (16 + 8 + 1);
+        let long = self.long.capacity() * (16 + 8 + 1) + self.long.keys().map(|k| k.len().max(16)).sum::<usize>();
+        short + long
+    }
+}
+
 /// Counts the pre-tokens of texts.
 pub struct Counter<'a> {
     pub pretokenizer: &'a PreTokenizer,

@@ -41,6 +41,43 @@ impl Cache {
     }
 }
 
+/// How pieces are merged: exact BPE (optionally cached) or with dropout.
+enum Merging<'a> {
+    Exact(Option<&'a mut Cache>),
+    Dropout(&'a mut Dropout),
+}
+
+/// BPE-dropout state: the skip probability and a SplitMix64 generator.
+pub struct Dropout {
+    p: f64,
+    state: u64,
+}
+
+impl Dropout {
+    pub fn new(p: f64, seed: u64) -> Self {
+        Dropout { p, state: seed ^ 0x9E37_79B9_7F4A_7C15 }
+    }
+    #[inline]
+    fn next(&mut self) -> u64 {
+        self.state = self.state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+    /// True with probability p.
+    #[inline]
+    fn drop(&mut self) -> bool {
+        if self.p <= 0.0 {
+            return false;
+        }
+        if self.p >= 1.0 {
+            return true;
+        }
+        ((self.next() >> 11) as f64) * (1.0 / (1u64 << 53) as f64) < self.p
+    }
+}
+
 /// Which special tokens may appear in a text.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Specials {
@@ -67,6 +104,9 @@ pub struct Encoder {
     symbol_ids: Map<String, u32>,
     base_start: u32,
     unk: Option<u32>,
+    /// Internal -> external ids, and back (`u32::MAX` for unused external ids).
+    to_ext: Option<Vec<u32>>,
+    to_int: Option<Vec<u32>>,
     whitespace: bool,
     suffix: Option<String>,
 }
@@ -145,7 +185,17 @@ impl Encoder {
                 symbol_ids.insert(s.clone(), model.base_start() as u32 + k as u32);
             }
         }
+        let to_int = model.ids.as_ref().map(|ids| {
+            let n = ids.iter().map(|&e| e as usize + 1).max().unwrap_or(0);
+            let mut inv = vec![u32::MAX; n];
+            for (i, &e) in ids.iter().enumerate() {
+                inv[e as usize] = i as u32;
+            }
+            inv
+        });
         let mut enc = Encoder {
+            to_ext: model.ids.clone(),
+            to_int,
             base_start: model.base_start() as u32,
             unk: model.unk_id(),
             raw: Arena::new(tokens.iter().cloned()),
@@ -186,20 +236,51 @@ impl Encoder {
         &self.model
     }
 
+    /// One more than the largest id (external ids may leave gaps).
     pub fn vocab_size(&self) -> usize {
-        self.raw.len()
+        match &self.to_int {
+            Some(inv) => inv.len(),
+            None => self.raw.len(),
+        }
+    }
+
+    /// External id -> internal id, if the id exists.
+    #[inline]
+    fn internal(&self, id: u32) -> Option<u32> {
+        match &self.to_int {
+            Some(inv) => inv.get(id as usize).copied().filter(|&i| i != u32::MAX),
+            None => ((id as usize) < self.raw.len()).then_some(id),
+        }
+    }
+
+    #[inline]
+    fn external(&self, id: u32) -> u32 {
+        match &self.to_ext {
+            Some(map) => map[id as usize],
+            None => id,
+        }
     }
 
     pub fn id_to_token(&self, id: u32) -> Option<&[u8]> {
-        ((id as usize) < self.raw.len()).then(|| self.raw.get(id as usize))
+        self.internal(id).map(|i| self.raw.get(i as usize))
     }
 
     pub fn token_to_id(&self, token: &[u8]) -> Option<u32> {
-        self.token_ids.get(token).copied()
+        self.token_ids.get(token).map(|&i| self.external(i))
+    }
+
+    /// The merges as (left, right) token bytes, in order.
+    pub fn merge_bytes(&self) -> Vec<(&[u8], &[u8])> {
+        self.model.merges.iter().map(|&(a, b)| (self.raw.get(a as usize), self.raw.get(b as usize))).collect()
     }
 
     pub fn special_tokens(&self) -> &[String] {
         &self.model.special_tokens
+    }
+
+    /// Applies the model's merges to internal symbol ids in place (exact BPE).
+    pub fn apply_merges(&self, syms: &mut Vec<u32>) {
+        self.bpe(syms)
     }
 
     /// Applies merges by rank to `syms` in place.
@@ -298,48 +379,19 @@ impl Encoder {
         *syms = out;
     }
 
-    /// Encodes one pre-token (its raw bytes) and appends the ids.
-    fn encode_piece(&self, piece: &[u8], out: &mut Vec<u32>, cache: Option<&mut Cache>) {
+    /// The base symbols of one pre-token (its raw bytes).
+    fn piece_symbols(&self, piece: &[u8], syms: &mut Vec<u32>) {
+        syms.clear();
         match &self.model.scheme {
             Scheme::Bytes => {
-                if !self.whitespace {
-                    if let Some(&id) = self.whole.get(piece) {
-                        out.push(id);
-                        return;
-                    }
-                }
-                let cache = if piece.len() <= CACHE_MAX_PIECE { cache } else { None };
-                if let Some(c) = &cache {
-                    if let Some(ids) = c.map.get(piece) {
-                        out.extend_from_slice(ids);
-                        return;
-                    }
-                }
-                let mut syms: Vec<u32> = Vec::with_capacity(piece.len() + 1);
                 if self.whitespace {
                     syms.push(self.base_start + b' ' as u32);
                 }
                 syms.extend(piece.iter().map(|&b| self.base_start + b as u32));
-                self.bpe(&mut syms);
-                if let Some(c) = cache {
-                    if c.map.len() >= CACHE_CAPACITY {
-                        c.map.clear();
-                    }
-                    c.map.insert(piece.into(), syms.clone().into_boxed_slice());
-                }
-                out.extend_from_slice(&syms);
             }
             Scheme::Chars { .. } => {
-                let cache = if piece.len() <= CACHE_MAX_PIECE { cache } else { None };
-                if let Some(c) = &cache {
-                    if let Some(ids) = c.map.get(piece) {
-                        out.extend_from_slice(ids);
-                        return;
-                    }
-                }
                 let text = String::from_utf8_lossy(piece);
                 let unk = self.unk.unwrap_or(0);
-                let mut syms: Vec<u32> = Vec::with_capacity(text.len() + 1);
                 let mut buf = String::new();
                 let lookup = |s: &str| self.symbol_ids.get(s).copied().unwrap_or(unk);
                 match &self.suffix {
@@ -369,25 +421,86 @@ impl Encoder {
                         }
                     }
                 }
-                self.bpe(&mut syms);
-                if let Some(c) = cache {
-                    if c.map.len() >= CACHE_CAPACITY {
-                        c.map.clear();
-                    }
-                    c.map.insert(piece.into(), syms.clone().into_boxed_slice());
-                }
-                out.extend_from_slice(&syms);
             }
+        }
+    }
+
+    /// Encodes one pre-token (its raw bytes) and appends the ids.
+    fn encode_piece(&self, piece: &[u8], out: &mut Vec<u32>, how: &mut Merging) {
+        let cache = match how {
+            Merging::Dropout(d) => {
+                let mut syms = Vec::with_capacity(piece.len() + 1);
+                self.piece_symbols(piece, &mut syms);
+                self.bpe_dropout(&mut syms, d);
+                out.extend_from_slice(&syms);
+                return;
+            }
+            Merging::Exact(cache) => cache,
+        };
+        // `whole` is keyed by a piece's own bytes, so it only applies where
+        // the symbols are exactly those bytes (no added space marker).
+        if !self.whitespace {
+            if let Some(&id) = self.whole.get(piece) {
+                out.push(id);
+                return;
+            }
+        }
+        let cache = if piece.len() <= CACHE_MAX_PIECE { cache.as_deref_mut() } else { None };
+        if let Some(c) = &cache {
+            if let Some(ids) = c.map.get(piece) {
+                out.extend_from_slice(ids);
+                return;
+            }
+        }
+        let mut syms = Vec::with_capacity(piece.len() + 1);
+        self.piece_symbols(piece, &mut syms);
+        self.bpe(&mut syms);
+        if let Some(c) = cache {
+            if c.map.len() >= CACHE_CAPACITY {
+                c.map.clear();
+            }
+            c.map.insert(piece.into(), syms.clone().into_boxed_slice());
+        }
+        out.extend_from_slice(&syms);
+    }
+
+    /// BPE-dropout (Provilkov et al., 2020): at every step each applicable
+    /// merge is skipped with probability p; the lowest-rank survivor (leftmost
+    /// among equal ranks) is applied; when none survives, the piece is done.
+    /// p = 0 is exact BPE; p = 1 leaves the base symbols. Quadratic per piece,
+    /// which is fine for the short pieces it is used on in training pipelines.
+    fn bpe_dropout(&self, syms: &mut Vec<u32>, d: &mut Dropout) {
+        loop {
+            let mut best = NO_RANK;
+            let mut at = 0;
+            let mut new_id = 0;
+            for i in 0..syms.len().saturating_sub(1) {
+                let (rank, id) = self.rank(syms[i], syms[i + 1]);
+                if rank == NO_RANK || d.drop() {
+                    continue;
+                }
+                if rank < best {
+                    best = rank;
+                    at = i;
+                    new_id = id;
+                }
+            }
+            if best == NO_RANK {
+                return;
+            }
+            syms[at] = new_id;
+            syms.remove(at + 1);
         }
     }
 
     /// Encodes text with no special handling (bytes that are not valid UTF-8
     /// are kept as their own pieces, as in training).
-    fn encode_plain(&self, text: &[u8], out: &mut Vec<u32>, mut cache: Option<&mut Cache>) -> Result<()> {
+    fn encode_plain(&self, text: &[u8], out: &mut Vec<u32>, how: &mut Merging) -> Result<()> {
         utf8_runs(text, &mut |run| match run {
-            Ok(s) => self.pretok.split(s, &mut |piece| self.encode_piece(piece.as_bytes(), out, cache.as_deref_mut())),
+            Ok(s) => self.pretok.split(s, &mut |piece| self.encode_piece(piece.as_bytes(), out, how)),
             Err(bad) => {
-                self.encode_piece(bad, out, None);
+                let mut none = Merging::Exact(None);
+                self.encode_piece(bad, out, if matches!(how, Merging::Dropout(_)) { &mut *how } else { &mut none });
                 Ok(())
             }
         })
@@ -400,12 +513,35 @@ impl Encoder {
         Ok(out)
     }
 
-    pub fn encode_into(&self, text: &[u8], specials: &Specials, out: &mut Vec<u32>, mut cache: Option<&mut Cache>) -> Result<()> {
+    /// Encodes with BPE-dropout probability `p`, reproducibly from `seed`.
+    pub fn encode_dropout(&self, text: &[u8], specials: &Specials, p: f64, seed: u64) -> Result<Vec<u32>> {
+        let mut out = Vec::with_capacity(text.len() / 3 + 1);
+        let mut d = Dropout::new(p, seed);
+        self.encode_with(text, specials, &mut out, &mut Merging::Dropout(&mut d))?;
+        Ok(out)
+    }
+
+    pub fn encode_into(&self, text: &[u8], specials: &Specials, out: &mut Vec<u32>, cache: Option<&mut Cache>) -> Result<()> {
+        self.encode_with(text, specials, out, &mut Merging::Exact(cache))
+    }
+
+    fn encode_with(&self, text: &[u8], specials: &Specials, out: &mut Vec<u32>, how: &mut Merging) -> Result<()> {
+        let start = out.len();
+        self.encode_internal(text, specials, out, how)?;
+        if let Some(map) = &self.to_ext {
+            for id in &mut out[start..] {
+                *id = map[*id as usize];
+            }
+        }
+        Ok(())
+    }
+
+    fn encode_internal(&self, text: &[u8], specials: &Specials, out: &mut Vec<u32>, how: &mut Merging) -> Result<()> {
         match specials {
-            Specials::Ordinary => self.encode_plain(text, out, cache),
+            Specials::Ordinary => self.encode_plain(text, out, how),
             Specials::Rules { allowed, disallowed } => {
                 if self.all_specials.is_empty() {
-                    return self.encode_plain(text, out, cache);
+                    return self.encode_plain(text, out, how);
                 }
                 // Allowed specials become their ids; disallowed ones are an
                 // error; any other special text stays ordinary text.
@@ -417,7 +553,7 @@ impl Encoder {
                         Segment::Special(k) => {
                             let name = &self.model.special_tokens[k];
                             if allowed.get(k).copied().unwrap_or(false) {
-                                self.encode_plain(&text[pending_start..pos], out, cache.as_deref_mut())?;
+                                self.encode_plain(&text[pending_start..pos], out, how)?;
                                 out.push(k as u32);
                                 pending_start = pos + name.len();
                             } else if disallowed.get(k).copied().unwrap_or(false) {
@@ -430,7 +566,7 @@ impl Encoder {
                     }
                     Ok(())
                 })?;
-                self.encode_plain(&text[pending_start..], out, cache)
+                self.encode_plain(&text[pending_start..], out, how)
             }
         }
     }
@@ -441,6 +577,21 @@ impl Encoder {
             block
                 .iter()
                 .map(|t| self.encode(t, specials, Some(cache)))
+                .collect::<Result<Vec<_>>>()
+        })?;
+        Ok(blocks.into_iter().flatten().collect())
+    }
+
+    /// `encode_batch` with BPE-dropout; text `i` uses seed `seed + i`, so the
+    /// result does not depend on the thread count.
+    pub fn encode_batch_dropout(&self, texts: &[&[u8]], specials: &Specials, threads: usize, p: f64, seed: u64) -> Result<Vec<Vec<u32>>> {
+        let base = texts.as_ptr() as usize;
+        let blocks = self.run_blocks(texts, threads, |block, _cache| {
+            let first = (block.as_ptr() as usize - base) / std::mem::size_of::<&[u8]>();
+            block
+                .iter()
+                .enumerate()
+                .map(|(k, t)| self.encode_dropout(t, specials, p, seed.wrapping_add((first + k) as u64)))
                 .collect::<Result<Vec<_>>>()
         })?;
         Ok(blocks.into_iter().flatten().collect())
@@ -516,23 +667,47 @@ impl Encoder {
     /// Token bytes concatenated (decoded text bytes for the chars scheme).
     pub fn decode_bytes(&self, ids: &[u32]) -> Result<Vec<u8>> {
         let mut out = Vec::with_capacity(ids.len() * 4);
-        let n = self.shown.len();
         for &id in ids {
-            if id as usize >= n {
+            let Some(i) = self.internal(id) else {
                 return Err(Error::parameter(format!(
                     "token id {id} is outside the vocabulary (0..{}); was it encoded with another model?",
-                    n - 1
+                    self.vocab_size().saturating_sub(1)
                 )));
-            }
-            out.extend_from_slice(self.shown.get(id as usize));
+            };
+            out.extend_from_slice(self.shown.get(i as usize));
         }
         let specials = self.model.special_tokens.len();
         let strip_leading = self.whitespace && self.suffix.is_none();
-        if strip_leading && out.first() == Some(&b' ') && ids.first().is_some_and(|&i| i as usize >= specials) {
+        let ordinary = |id: &u32| self.internal(*id).is_some_and(|i| i as usize >= specials);
+        if strip_leading && out.first() == Some(&b' ') && ids.first().is_some_and(ordinary) {
             out.remove(0);
         }
-        if self.suffix.is_some() && out.last() == Some(&b' ') && ids.last().is_some_and(|&i| i as usize >= specials) {
+        if self.suffix.is_some() && out.last() == Some(&b' ') && ids.last().is_some_and(ordinary) {
             out.pop();
+        }
+        Ok(out)
+    }
+
+    /// Decodes many id sequences on `threads` threads, in order.
+    pub fn decode_batch(&self, batch: &[Vec<u32>], threads: usize) -> Result<Vec<Vec<u8>>> {
+        let total: usize = batch.iter().map(Vec::len).sum();
+        if threads <= 1 || total < 1 << 16 {
+            return batch.iter().map(|ids| self.decode_bytes(ids)).collect();
+        }
+        let per = batch.len().div_ceil(threads);
+        let parts: Vec<Result<Vec<Vec<u8>>>> = std::thread::scope(|s| {
+            let handles: Vec<_> = batch
+                .chunks(per.max(1))
+                .map(|chunk| s.spawn(move || chunk.iter().map(|ids| self.decode_bytes(ids)).collect::<Result<Vec<_>>>()))
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().unwrap_or_else(|_| Err(Error::training("a decoding worker crashed (bug)"))))
+                .collect()
+        });
+        let mut out = Vec::with_capacity(batch.len());
+        for p in parts {
+            out.extend(p?);
         }
         Ok(out)
     }

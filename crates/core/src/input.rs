@@ -52,7 +52,7 @@ pub struct Chunk {
 
 impl Chunk {
     /// Calls `f(text, byte_offset_in_chunk)` for every text of the chunk.
-    pub fn for_each_text<E>(&self, f: &mut impl FnMut(&[u8], usize) -> std::result::Result<(), E>) -> std::result::Result<(), E> {
+    pub fn for_each_text<'s, E>(&'s self, f: &mut impl FnMut(&'s [u8], usize) -> std::result::Result<(), E>) -> std::result::Result<(), E> {
         let data = &self.data[..];
         match &self.layout {
             Layout::Lines => {
@@ -158,6 +158,59 @@ pub fn total_size(paths: &[PathBuf]) -> Result<u64> {
     Ok(total)
 }
 
+/// Reads the lines of a plain (uncompressed) file that *start* in the byte
+/// range `[start, end)`: a shard of a larger file. Shards that tile a file
+/// see every line exactly once.
+pub fn read_range_chunks(
+    path: &Path,
+    start: u64,
+    end: u64,
+    raw_counter: Arc<AtomicU64>,
+    sink: &mut dyn FnMut(Chunk) -> Result<()>,
+) -> Result<()> {
+    use std::io::{BufRead, Seek, SeekFrom};
+    let name = path.to_string_lossy().to_ascii_lowercase();
+    if [".gz", ".xz", ".bz2", ".zst", ".zstd"].iter().any(|e| name.ends_with(e)) {
+        return Err(Error::parameter(format!(
+            "{}: a compressed file cannot be split by byte range; give it as a whole shard",
+            path.display()
+        )));
+    }
+    let err = |e: std::io::Error| Error::io_read(path, &e);
+    let mut file = BufReader::with_capacity(1 << 20, File::open(path).map_err(err)?);
+    let mut pos = start;
+    let mut line_no: u64 = 1;
+    if start > 0 {
+        // The line containing byte start-1 belongs to the previous shard.
+        file.seek(SeekFrom::Start(start - 1)).map_err(err)?;
+        let mut skip = Vec::new();
+        let n = file.read_until(b'\n', &mut skip).map_err(err)?;
+        pos = start - 1 + n as u64;
+        line_no = 0; // unknown: numbers below count from the shard start
+    }
+    let source: Arc<str> = Arc::from(format!("{} (bytes {start}..{end})", path.display()));
+    let mut first_line = line_no.max(1);
+    while pos < end {
+        let mut data = Vec::with_capacity(CHUNK_SIZE + 4096);
+        while pos < end && data.len() < CHUNK_SIZE {
+            let n = file.read_until(b'\n', &mut data).map_err(err)?;
+            if n == 0 {
+                pos = end;
+                break;
+            }
+            pos += n as u64;
+        }
+        raw_counter.fetch_add(data.len() as u64, Ordering::Relaxed);
+        if data.is_empty() {
+            break;
+        }
+        let lines = memchr::memchr_iter(b'\n', &data).count() as u64;
+        sink(Chunk { data, layout: Layout::Lines, source: source.clone(), first_line })?;
+        first_line += lines;
+    }
+    Ok(())
+}
+
 /// Reads every file in order and hands whole-text chunks to `sink`.
 pub fn read_chunks(
     paths: &[PathBuf],
@@ -248,6 +301,33 @@ mod tests {
         let c = Chunk { data: b"a\r\nb\n\nc".to_vec(), layout: Layout::Lines, source: Arc::from("x"), first_line: 1 };
         assert_eq!(texts(&c), vec![b"a".to_vec(), b"b".to_vec(), b"".to_vec(), b"c".to_vec()]);
         assert_eq!(c.line_of(3), 2);
+    }
+
+    #[test]
+    fn byte_ranges_tile_a_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("t.txt");
+        let mut f = File::create(&p).unwrap();
+        let mut expected = Vec::new();
+        for i in 0..5000 {
+            let line = format!("line {i} {}", "x".repeat(i % 37));
+            writeln!(f, "{line}").unwrap();
+            expected.push(line.into_bytes());
+        }
+        drop(f);
+        let size = std::fs::metadata(&p).unwrap().len();
+        for shards in [1u64, 2, 3, 7, 50] {
+            let mut all = Vec::new();
+            for k in 0..shards {
+                let (s, e) = (size * k / shards, size * (k + 1) / shards);
+                read_range_chunks(&p, s, e, Arc::new(AtomicU64::new(0)), &mut |c| {
+                    all.extend(texts(&c));
+                    Ok(())
+                })
+                .unwrap();
+            }
+            assert_eq!(all, expected, "{shards} shards");
+        }
     }
 
     #[test]

@@ -12,6 +12,7 @@
 
 pub mod count;
 pub mod encode;
+pub mod encode_file;
 pub mod error;
 pub mod input;
 pub mod merge;

@@ -210,19 +210,34 @@ pub struct MergeParams {
     pub unk: Option<u32>,
 }
 
-/// Called every few merges: `(merges done, current best count)`; returning
-/// `true` stops the loop with `Interrupted`.
-pub type MergeTick<'a> = dyn FnMut(usize, u64) -> bool + 'a;
+/// Called before every merge with the merges learned so far and the count of
+/// the pair about to be merged; returning `Stop` ends the loop early (the
+/// merges so far are returned with `interrupted = true`).
+pub type MergeTick<'a> = dyn FnMut(&[(u32, u32, u64)], u64) -> Result<Flow> + 'a;
 
-/// The learned merges `(left, right, count)`; `tokens` is extended in place
-/// with each new token's bytes, and `token_ids` with its id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Flow {
+    Continue,
+    Stop,
+}
+
+/// The merge loop's result.
+pub struct Learned {
+    /// `(left, right, count)` in order.
+    pub merges: Vec<(u32, u32, u64)>,
+    /// True when the tick asked to stop.
+    pub interrupted: bool,
+}
+
+/// Learns merges; `tokens` is extended in place with each new token's bytes,
+/// and `token_ids` with its id.
 pub fn learn_merges(
     table: WordTable,
     tokens: &mut Vec<Vec<u8>>,
     token_ids: &mut Map<Vec<u8>, u32>,
     params: &MergeParams,
     tick: &mut MergeTick,
-) -> Result<Vec<(u32, u32, u64)>> {
+) -> Result<Learned> {
     let n = table.sym.len();
     let mut nodes: Vec<Node> = Vec::with_capacity(n);
     let mut big_weights: Vec<u64> = Vec::new();
@@ -303,8 +318,8 @@ pub fn learn_merges(
             pairs.remove(&key);
             continue;
         }
-        if tick(merges.len(), top.count) {
-            return Err(Error::interrupted());
+        if tick(&merges, top.count)? == Flow::Stop {
+            return Ok(Learned { merges, interrupted: true });
         }
         let Some(info) = pairs.remove(&key) else { continue };
         let r = tokens.len() as u32;
@@ -357,7 +372,7 @@ pub fn learn_merges(
         merges.push((a, b, top.count));
     }
     let _ = heap.len();
-    Ok(merges)
+    Ok(Learned { merges, interrupted: false })
 }
 
 /// Records an occurrence of a pair that contains the new symbol.
@@ -425,8 +440,9 @@ mod tests {
     fn run(words: &[(&str, u64)], max_merges: usize) -> Vec<(String, String, u64)> {
         let (table, mut tokens, mut ids) = setup(words);
         let params = MergeParams { max_merges, min_frequency: 1, max_token_length: None, unk: None };
-        let merges = learn_merges(table, &mut tokens, &mut ids, &params, &mut |_, _| false).unwrap();
-        merges
+        let learned = learn_merges(table, &mut tokens, &mut ids, &params, &mut |_, _| Ok(Flow::Continue)).unwrap();
+        learned
+            .merges
             .into_iter()
             .map(|(a, b, c)| {
                 (

@@ -73,6 +73,10 @@ pub struct Model {
     pub merge_counts: Vec<u64>,
     #[serde(default)]
     pub metadata: serde_json::Value,
+    /// Optional external ids: `ids[i]` is the id callers see for the token
+    /// with internal id `i` (imported vocabularies keep their own numbering).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ids: Option<Vec<u32>>,
 }
 
 impl Model {
@@ -92,6 +96,7 @@ impl Model {
             merges: Vec::new(),
             merge_counts: Vec::new(),
             metadata: serde_json::Value::Object(Default::default()),
+            ids: None,
         }
     }
 
@@ -218,6 +223,24 @@ impl Model {
                 }
             }
         }
+        if let Some(ids) = &self.ids {
+            if ids.len() != self.vocab_size() {
+                return Err(Error::model(format!(
+                    "'ids' has {} entries but the vocabulary has {} tokens",
+                    ids.len(),
+                    self.vocab_size()
+                )));
+            }
+            let mut seen = std::collections::HashSet::with_capacity(ids.len());
+            for &e in ids {
+                if e >= 1 << 31 {
+                    return Err(Error::model(format!("external id {e} is too large (max 2^31 - 1)")));
+                }
+                if !seen.insert(e) {
+                    return Err(Error::model(format!("external id {e} is used twice in 'ids'")));
+                }
+            }
+        }
         crate::pretok::PreTokenizer::new(self.pretokenizer.clone())
             .map_err(|e| Error::model(format!("pretokenizer: {}", e.message)))?;
         let tokens = self.token_bytes()?;
@@ -257,6 +280,10 @@ impl Model {
         }
         out.extend_from_slice(b"\n  ],\n  \"merge_counts\": ");
         serde_json::to_writer(&mut out, &self.merge_counts).map_err(|e| Error::output(e.to_string()))?;
+        if let Some(ids) = &self.ids {
+            out.extend_from_slice(b",\n  \"ids\": ");
+            serde_json::to_writer(&mut out, ids).map_err(|e| Error::output(e.to_string()))?;
+        }
         out.extend_from_slice(b",\n  \"metadata\": ");
         serde_json::to_writer_pretty(&mut out, &self.metadata).map_err(|e| Error::output(e.to_string()))?;
         out.extend_from_slice(b"\n}\n");

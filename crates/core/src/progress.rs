@@ -96,10 +96,9 @@ impl ProgressPrinter {
     fn json(&mut self, value: serde_json::Value) {
         self.line(&value.to_string());
     }
-}
 
-impl Observer for ProgressPrinter {
-    fn counting(&mut self, p: &CountProgress) {
+    /// Progress of a phase that reads input: bytes read, rate, ETA.
+    fn reading(&mut self, phase: &str, p: &CountProgress) {
         if !self.due() {
             return;
         }
@@ -108,14 +107,20 @@ impl Observer for ProgressPrinter {
             ProgressFormat::Human => {
                 let total = p.raw_bytes_total.map_or(String::new(), |t| format!(" / {:.1} MB", mb(t)));
                 let eta = p.raw_bytes_total.map_or("-".into(), |t| eta(p.raw_bytes_done as f64, t as f64, p.elapsed));
-                self.live(&format!("counting: {:.1} MB{total} read ({rate:.1} MB/s, ETA {eta})", mb(p.raw_bytes_done)));
+                self.live(&format!("{phase}: {:.1} MB{total} read ({rate:.1} MB/s, ETA {eta})", mb(p.raw_bytes_done)));
             }
             ProgressFormat::Json => self.json(serde_json::json!({
-                "phase": "counting", "bytes_read": p.raw_bytes_done, "bytes_total": p.raw_bytes_total,
+                "phase": phase, "bytes_read": p.raw_bytes_done, "bytes_total": p.raw_bytes_total,
                 "mb_per_s": (rate * 10.0).round() / 10.0, "elapsed_s": (p.elapsed * 100.0).round() / 100.0,
             })),
             ProgressFormat::Off => {}
         }
+    }
+}
+
+impl Observer for ProgressPrinter {
+    fn counting(&mut self, p: &CountProgress) {
+        self.reading("counting", p)
     }
 
     fn counted(&mut self, stats: &CountStats, word_types: usize, seconds: f64) {
@@ -152,6 +157,28 @@ impl Observer for ProgressPrinter {
             ProgressFormat::Json => self.json(serde_json::json!({
                 "phase": "merging", "merges": p.done, "target": p.target, "pair_count": p.pair_count,
                 "elapsed_s": (p.elapsed * 100.0).round() / 100.0,
+            })),
+            ProgressFormat::Off => {}
+        }
+    }
+
+    fn encoding(&mut self, p: &CountProgress) {
+        self.reading("encoding", p)
+    }
+
+    fn encoded(&mut self, s: &crate::encode_file::EncodeStats) {
+        match self.format {
+            ProgressFormat::Human => self.line(&format!(
+                "encoded: {} lines, {:.1} MB, {} tokens in {:.2}s ({:.1} MB/s)",
+                s.lines,
+                mb(s.bytes),
+                s.tokens,
+                s.seconds,
+                mb(s.bytes) / s.seconds.max(1e-9)
+            )),
+            ProgressFormat::Json => self.json(serde_json::json!({
+                "phase": "encoding", "done": true, "lines": s.lines, "bytes": s.bytes, "tokens": s.tokens,
+                "seconds": (s.seconds * 1000.0).round() / 1000.0,
             })),
             ProgressFormat::Off => {}
         }

@@ -3,7 +3,8 @@
 use crate::count::{count_parallel, new_map, CountStats, Counter, Map, WordCounts};
 use crate::error::{Error, Result};
 use crate::input::{read_chunks, total_size, Chunk, TextMode};
-use crate::merge::{learn_merges, MergeParams, WordTable};
+use crate::encode::Encoder;
+use crate::merge::{learn_merges, Flow, MergeParams, WordTable};
 use crate::model::{Model, Scheme, SPACE_MARKER};
 use crate::pretok::{PreTokenizer, PreTokenizerSpec, SpecialSplitter};
 use std::path::PathBuf;
@@ -23,9 +24,48 @@ pub struct TrainConfig {
     pub max_token_length: Option<usize>,
     pub threads: usize,
     pub text_mode: TextMode,
+    /// Word types seen fewer times than this are dropped after counting
+    /// (1 keeps all). Saves memory and merge time on huge corpora; merges
+    /// then only see frequent word types.
+    pub min_word_count: u64,
+    /// Continue this model's merges (its scheme, pre-tokenizer, special
+    /// tokens and alphabet win over the fields above).
+    pub resume_from: Option<Model>,
+    /// Save the model every `n` merges to this path (and when interrupted).
+    pub checkpoint: Option<(PathBuf, usize)>,
 }
 
 impl TrainConfig {
+    /// A configuration with the usual defaults.
+    pub fn new(vocab_size: usize, scheme: Scheme, pretokenizer: PreTokenizerSpec) -> Self {
+        TrainConfig {
+            vocab_size,
+            scheme,
+            pretokenizer,
+            special_tokens: Vec::new(),
+            min_frequency: 2,
+            max_token_length: None,
+            threads: 0,
+            text_mode: TextMode::Lines,
+            min_word_count: 1,
+            resume_from: None,
+            checkpoint: None,
+        }
+    }
+
+    /// Takes scheme, pre-tokenizer and special tokens from `resume_from`.
+    pub fn adopt_resumed_settings(&mut self) {
+        if let Some(m) = &self.resume_from {
+            self.scheme = m.scheme.clone();
+            self.pretokenizer = m.pretokenizer.clone();
+            let unk = match &m.scheme {
+                Scheme::Chars { unk_token, .. } => Some(unk_token.clone()),
+                Scheme::Bytes => None,
+            };
+            self.special_tokens = m.special_tokens.iter().filter(|t| Some(*t) != unk.as_ref()).cloned().collect();
+        }
+    }
+
     /// Checks the settings before any input is read.
     pub fn validate(&self) -> Result<()> {
         if self.vocab_size == 0 {
@@ -119,6 +159,9 @@ pub trait Observer {
     fn counted(&mut self, _stats: &CountStats, _word_types: usize, _seconds: f64) {}
     fn merging(&mut self, _p: &MergeProgress) {}
     fn merged(&mut self, _merges: usize, _seconds: f64) {}
+    /// Progress of `encode_file`.
+    fn encoding(&mut self, _p: &CountProgress) {}
+    fn encoded(&mut self, _stats: &crate::encode_file::EncodeStats) {}
 }
 
 /// An observer that sees nothing and never stops.
@@ -231,20 +274,52 @@ pub fn train_from_counts(
     observer.counted(&counts.stats, word_types, count_seconds);
     let specials = config.all_special_tokens();
     let merge_start = Instant::now();
+    let resumed = config.resume_from.as_ref();
+    if let Some(m) = resumed {
+        if m.special_tokens != specials || m.scheme != config.scheme || m.pretokenizer != config.pretokenizer {
+            return Err(Error::parameter(
+                "resume_from: the model's scheme, pre-tokenizer and special tokens must be kept when resuming",
+            ));
+        }
+        if m.ids.is_some() {
+            return Err(Error::parameter(
+                "resume_from: imported models with their own id numbering cannot be extended; train a bpeforge model",
+            ));
+        }
+    }
+    // A resumed model's merges are replayed on every word type, which puts
+    // the word table exactly where the original run left it.
+    let replay = match resumed {
+        Some(m) => Some(Encoder::new(m.clone())?),
+        None => None,
+    };
 
     // Base symbols and the word table.
     let mut tokens: Vec<Vec<u8>> = specials.iter().map(|s| s.as_bytes().to_vec()).collect();
     let base_start = tokens.len() as u32;
     let mut table = WordTable::new();
     let whitespace = config.pretokenizer == PreTokenizerSpec::Whitespace;
+    let min_count = config.min_word_count.max(1);
+    let mut pruned_types = 0usize;
+    let push_word = |table: &mut WordTable, mut syms: Vec<u32>, count: u64| -> Result<()> {
+        if let Some(enc) = &replay {
+            enc.apply_merges(&mut syms);
+        }
+        table.push(syms, count)
+    };
     let (alphabet, unk) = match &config.scheme {
         Scheme::Bytes => {
             tokens.extend((0..=255u8).map(|b| vec![b]));
             let lead = if whitespace { Some(base_start + b' ' as u32) } else { None };
             let mut result = Ok(());
             counts.for_each(|piece, count| {
+                if count < min_count {
+                    pruned_types += 1;
+                    return;
+                }
                 if result.is_ok() {
-                    result = table.push(lead.into_iter().chain(piece.iter().map(|&b| base_start + b as u32)), count);
+                    let syms: Vec<u32> = lead.into_iter().chain(piece.iter().map(|&b| base_start + b as u32)).collect();
+                    result = push_word(&mut table, syms, count);
                 }
             });
             result?;
@@ -258,6 +333,10 @@ pub fn train_from_counts(
             let mut words: Vec<(Vec<u32>, u64)> = Vec::with_capacity(counts.len());
             let mut buf = Vec::new();
             counts.for_each(|piece, count| {
+                if count < min_count {
+                    pruned_types += 1;
+                    return;
+                }
                 // Counting already checked UTF-8 for the chars scheme.
                 let piece = String::from_utf8_lossy(piece);
                 char_symbols(&piece, whitespace, end_of_word_suffix.as_deref(), &mut buf);
@@ -277,37 +356,47 @@ pub fn train_from_counts(
                 words.push((ids, count));
             });
             drop(counts);
-            let mut order: Vec<u32> = (0..names.len() as u32).collect();
-            order.sort_by(|&x, &y| {
-                freq[y as usize].cmp(&freq[x as usize]).then_with(|| names[x as usize].as_bytes().cmp(names[y as usize].as_bytes()))
-            });
-            let total: u64 = freq.iter().sum();
-            let mut keep = order.len();
-            if *character_coverage < 1.0 {
-                let mut cum = 0u64;
-                for (k, &s) in order.iter().enumerate() {
-                    cum += freq[s as usize];
-                    // The covered share, as the contract states it (cum / total >= c);
-                    // cum >= c * total rounds differently at exact boundaries.
-                    if (cum as f64) / (total as f64) >= *character_coverage {
-                        keep = k + 1;
-                        break;
+            let unk = specials
+                .iter()
+                .position(|t| matches!(&config.scheme, Scheme::Chars { unk_token, .. } if t == unk_token))
+                .map(|u| u as u32)
+                .ok_or_else(|| Error::training("unk_token missing"))?;
+            let alphabet: Vec<String> = match resumed {
+                // Extending keeps every old id: the alphabet is the model's.
+                Some(m) => m.alphabet.clone().unwrap_or_default(),
+                None => {
+                    let mut order: Vec<u32> = (0..names.len() as u32).collect();
+                    order.sort_by(|&x, &y| {
+                        freq[y as usize]
+                            .cmp(&freq[x as usize])
+                            .then_with(|| names[x as usize].as_bytes().cmp(names[y as usize].as_bytes()))
+                    });
+                    let total: u64 = freq.iter().sum();
+                    let mut keep = order.len();
+                    if *character_coverage < 1.0 {
+                        let mut cum = 0u64;
+                        for (k, &s) in order.iter().enumerate() {
+                            cum += freq[s as usize];
+                            // The covered share, as the contract states it (cum / total >= c);
+                            // cum >= c * total rounds differently at exact boundaries.
+                            if (cum as f64) / (total as f64) >= *character_coverage {
+                                keep = k + 1;
+                                break;
+                            }
+                        }
                     }
+                    order.iter().take(keep).map(|&s| names[s as usize].clone()).collect()
                 }
+            };
+            let mut position: Map<&str, u32> = new_map();
+            for (k, sym) in alphabet.iter().enumerate() {
+                position.insert(sym.as_str(), base_start + k as u32);
+                tokens.push(sym.as_bytes().to_vec());
             }
-            let unk = config.all_special_tokens().iter().position(|t| {
-                matches!(&config.scheme, Scheme::Chars { unk_token, .. } if t == unk_token)
-            });
-            let unk = unk.map(|u| u as u32).ok_or_else(|| Error::training("unk_token missing"))?;
-            let mut remap = vec![unk; names.len()];
-            let mut alphabet = Vec::with_capacity(keep);
-            for (k, &s) in order.iter().take(keep).enumerate() {
-                remap[s as usize] = base_start + k as u32;
-                alphabet.push(names[s as usize].clone());
-                tokens.push(names[s as usize].as_bytes().to_vec());
-            }
+            let remap: Vec<u32> = names.iter().map(|n| position.get(n.as_str()).copied().unwrap_or(unk)).collect();
+            drop(position);
             for (ids, count) in words {
-                table.push(ids.into_iter().map(|s| remap[s as usize]), count)?;
+                push_word(&mut table, ids.into_iter().map(|s| remap[s as usize]).collect(), count)?;
             }
             (Some(alphabet), Some(unk))
         }
@@ -324,38 +413,69 @@ pub fn train_from_counts(
             fixed
         )));
     }
+    let mut old_merges: Vec<(u32, u32, u64)> = Vec::new();
+    if let Some(m) = resumed {
+        let counts = if m.merge_counts.len() == m.merges.len() { m.merge_counts.clone() } else { vec![0; m.merges.len()] };
+        old_merges = m.merges.iter().zip(counts).map(|(&(a, b), c)| (a, b, c)).collect();
+        tokens = m.token_bytes()?;
+        if config.vocab_size < tokens.len() {
+            return Err(Error::parameter(format!(
+                "vocab_size {} is below the resumed model's {} tokens; resuming only grows a vocabulary",
+                config.vocab_size,
+                tokens.len()
+            )));
+        }
+    }
     let mut token_ids: Map<Vec<u8>, u32> = new_map();
     for (i, t) in tokens.iter().enumerate() {
         token_ids.entry(t.clone()).or_insert(i as u32);
     }
     let target = config.vocab_size - fixed;
     let params = MergeParams {
-        max_merges: target,
+        max_merges: target - old_merges.len(),
         min_frequency: config.min_frequency,
         max_token_length: config.max_token_length,
         unk,
     };
+    let make_model = |merges: &[(u32, u32, u64)]| {
+        let mut model = Model::new(config.scheme.clone(), config.pretokenizer.clone(), specials.clone(), alphabet.clone());
+        model.merges = old_merges.iter().chain(merges).map(|&(a, b, _)| (a, b)).collect();
+        model.merge_counts = old_merges.iter().chain(merges).map(|&(_, _, c)| c).collect();
+        model
+    };
     let mut last = 0.0f64;
-    let mut tick = |done: usize, pair_count: u64| -> bool {
+    let mut last_checkpoint = 0usize;
+    let mut tick = |merges: &[(u32, u32, u64)], pair_count: u64| -> Result<Flow> {
+        let done = old_merges.len() + merges.len();
+        if let Some((path, every)) = &config.checkpoint {
+            if *every > 0 && merges.len() >= last_checkpoint + every {
+                last_checkpoint = merges.len();
+                make_model(merges).save(path)?;
+            }
+        }
         let t = merge_start.elapsed().as_secs_f64();
-        if t - last >= POLL_SECONDS || done == 0 {
+        if t - last >= POLL_SECONDS || merges.is_empty() {
             last = t;
             if observer.should_stop() {
-                return true;
+                return Ok(Flow::Stop);
             }
             observer.merging(&MergeProgress { done, target, pair_count, elapsed: t });
         }
-        false
+        Ok(Flow::Continue)
     };
     let word_table_types = table.len();
     let word_table_symbols = table.sym.len();
-    let merges = learn_merges(table, &mut tokens, &mut token_ids, &params, &mut tick)?;
+    let learned = learn_merges(table, &mut tokens, &mut token_ids, &params, &mut tick)?;
     let merge_seconds = merge_start.elapsed().as_secs_f64();
-    observer.merged(merges.len(), merge_seconds);
+    if learned.interrupted {
+        if let Some((path, _)) = &config.checkpoint {
+            make_model(&learned.merges).save(path)?;
+        }
+        return Err(Error::interrupted());
+    }
+    observer.merged(learned.merges.len(), merge_seconds);
 
-    let mut model = Model::new(config.scheme.clone(), config.pretokenizer.clone(), specials, alphabet);
-    model.merges = merges.iter().map(|&(a, b, _)| (a, b)).collect();
-    model.merge_counts = merges.iter().map(|&(_, _, c)| c).collect();
+    let mut model = make_model(&learned.merges);
     let stopped_early = model.merges.len() < target;
     model.metadata = serde_json::json!({
         "library": format!("bpeforge {}", env!("CARGO_PKG_VERSION")),
@@ -366,6 +486,7 @@ pub fn train_from_counts(
             "pretokenizer": config.pretokenizer.name(),
             "min_frequency": config.min_frequency,
             "max_token_length": config.max_token_length,
+            "min_word_count": config.min_word_count,
             "threads": if config.threads == 0 { default_threads() } else { config.threads },
             "text_mode": match &config.text_mode {
                 TextMode::Lines => "lines".to_string(),
@@ -381,7 +502,9 @@ pub fn train_from_counts(
         },
         "timings": {"count_seconds": round3(count_seconds), "merge_seconds": round3(merge_seconds)},
         "word_types": word_types,
+        "word_types_pruned": pruned_types,
         "word_table": {"types_with_pairs": word_table_types, "symbols": word_table_symbols},
+        "resumed_merges": old_merges.len(),
         "stopped_early": stopped_early,
     });
     Ok(model)

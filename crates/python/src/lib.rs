@@ -1,8 +1,9 @@
 //! PyO3 glue for bpeforge: type conversion, GIL release, error mapping.
 //! No algorithm lives here; see `bpeforge-core`.
 
-use bpeforge_core::count::CountStats;
+use bpeforge_core::count::{CountStats, WordCounts};
 use bpeforge_core::encode::{Cache, Encoder, Specials};
+use bpeforge_core::encode_file::{encode_file, EncodeStats, IdFormat};
 use bpeforge_core::error::{Error, ErrorKind};
 use bpeforge_core::input::{Chunk, Layout, TextMode};
 use bpeforge_core::model::{Model, Scheme};
@@ -83,6 +84,12 @@ impl Observer for PyObserver {
     fn merged(&mut self, merges: usize, seconds: f64) {
         self.printer.merged(merges, seconds)
     }
+    fn encoding(&mut self, p: &CountProgress) {
+        self.printer.encoding(p)
+    }
+    fn encoded(&mut self, stats: &EncodeStats) {
+        self.printer.encoded(stats)
+    }
 }
 
 /// Finishes a training call: a stored Ctrl-C wins over the engine's error.
@@ -96,11 +103,13 @@ fn finish(result: Result<Model, Error>, observer: PyObserver) -> PyResult<Native
     }
 }
 
-#[allow(clippy::too_many_arguments)]
-fn make_config(
+/// Training options, passed from the Python facade as one dict.
+#[derive(FromPyObject)]
+#[pyo3(from_item_all)]
+struct TrainArgs {
     vocab_size: usize,
-    scheme: &str,
-    pretokenizer: &str,
+    scheme: String,
+    pretokenizer: String,
     special_tokens: Vec<String>,
     min_frequency: u64,
     max_token_length: Option<usize>,
@@ -110,65 +119,120 @@ fn make_config(
     unk_token: String,
     documents: bool,
     separator: Option<String>,
-) -> PyResult<TrainConfig> {
-    let scheme = match scheme {
+    min_word_count: u64,
+    /// JSON of a model to continue.
+    resume_from: Option<Vec<u8>>,
+    checkpoint_path: Option<PathBuf>,
+    checkpoint_every: usize,
+}
+
+fn make_config(a: TrainArgs) -> PyResult<TrainConfig> {
+    let scheme = match a.scheme.as_str() {
         "bytes" => Scheme::Bytes,
-        "chars" => Scheme::Chars { unk_token, end_of_word_suffix, character_coverage },
+        "chars" => Scheme::Chars {
+            unk_token: a.unk_token,
+            end_of_word_suffix: a.end_of_word_suffix,
+            character_coverage: a.character_coverage,
+        },
         other => {
             return Err(to_pyerr(Error::parameter(format!("scheme must be \"bytes\" or \"chars\", got {other:?}"))));
         }
     };
-    let text_mode = match (documents, separator) {
+    let text_mode = match (a.documents, a.separator) {
         (_, Some(sep)) => TextMode::Records(sep.into_bytes()),
         (true, None) => TextMode::WholeFile,
         (false, None) => TextMode::Lines,
     };
-    if threads == Some(0) {
+    if a.threads == Some(0) {
         return Err(to_pyerr(Error::parameter("threads must be at least 1 (or None for all cores)")));
     }
-    let config = TrainConfig {
-        vocab_size,
-        scheme,
-        pretokenizer: PreTokenizerSpec::from_name(pretokenizer),
-        special_tokens,
-        min_frequency,
-        max_token_length,
-        threads: threads.unwrap_or(0),
-        text_mode,
-    };
+    let mut config = TrainConfig::new(a.vocab_size, scheme, PreTokenizerSpec::from_name(&a.pretokenizer));
+    config.special_tokens = a.special_tokens;
+    config.min_frequency = a.min_frequency;
+    config.max_token_length = a.max_token_length;
+    config.threads = a.threads.unwrap_or(0);
+    config.text_mode = text_mode;
+    config.min_word_count = a.min_word_count.max(1);
+    if let Some(json) = a.resume_from {
+        config.resume_from = Some(Model::from_json(&json).map_err(to_pyerr)?);
+        config.adopt_resumed_settings();
+    }
+    if let Some(path) = a.checkpoint_path {
+        if a.checkpoint_every == 0 {
+            return Err(to_pyerr(Error::parameter("checkpoint_every must be at least 1 when a checkpoint path is given")));
+        }
+        config.checkpoint = Some((path, a.checkpoint_every));
+    }
     config.validate().map_err(to_pyerr)?;
     Ok(config)
 }
 
 /// Trains on files (the engine reads and decompresses them itself).
 #[pyfunction]
-#[pyo3(signature = (paths, *, vocab_size, scheme, pretokenizer, special_tokens, min_frequency,
-    max_token_length, threads, progress, character_coverage, end_of_word_suffix, unk_token,
-    documents, separator))]
-#[allow(clippy::too_many_arguments)]
-fn train_files(
-    py: Python<'_>,
-    paths: Vec<PathBuf>,
-    vocab_size: usize,
-    scheme: &str,
-    pretokenizer: &str,
-    special_tokens: Vec<String>,
-    min_frequency: u64,
-    max_token_length: Option<usize>,
-    threads: Option<usize>,
-    progress: &str,
-    character_coverage: f64,
-    end_of_word_suffix: Option<String>,
-    unk_token: String,
-    documents: bool,
-    separator: Option<String>,
-) -> PyResult<NativeTokenizer> {
-    let config = make_config(
-        vocab_size, scheme, pretokenizer, special_tokens, min_frequency, max_token_length, threads,
-        character_coverage, end_of_word_suffix, unk_token, documents, separator,
-    )?;
+fn train_files(py: Python<'_>, paths: Vec<PathBuf>, args: TrainArgs, progress: &str) -> PyResult<NativeTokenizer> {
+    let config = make_config(args)?;
     let mut observer = PyObserver::new(progress)?;
     let result = py.detach(|| train::train_files(&paths, &config, &mut observer));
+    finish(result, observer)
+}
+
+/// Counts the word types of files (or of a byte range of one plain file) and
+/// returns them serialized: one shard of a distributed count.
+#[pyfunction]
+#[pyo3(signature = (paths, args, progress, byte_range=None))]
+fn count_files<'py>(
+    py: Python<'py>,
+    paths: Vec<PathBuf>,
+    args: TrainArgs,
+    progress: &str,
+    byte_range: Option<(u64, u64)>,
+) -> PyResult<Bound<'py, PyBytes>> {
+    let config = make_config(args)?;
+    let mut observer = PyObserver::new(progress)?;
+    let result = py.detach(|| {
+        let raw = Arc::new(std::sync::atomic::AtomicU64::new(0));
+        train::count_words(&config, &mut observer, |sink, observer| {
+            if observer.should_stop() {
+                return Err(Error::interrupted());
+            }
+            match byte_range {
+                Some((start, end)) => {
+                    if paths.len() != 1 {
+                        return Err(Error::parameter("byte_range needs exactly one input file"));
+                    }
+                    bpeforge_core::input::read_range_chunks(&paths[0], start, end, raw.clone(), sink)
+                }
+                None => {
+                    bpeforge_core::input::total_size(&paths)?;
+                    bpeforge_core::input::read_chunks(&paths, &config.text_mode, raw.clone(), sink)
+                }
+            }
+        })
+        .map(|c| c.to_bytes())
+    });
+    match result {
+        Ok(bytes) => Ok(PyBytes::new(py, &bytes)),
+        Err(e) => Err(match (e.kind.clone(), observer.signal) {
+            (ErrorKind::Interrupted, Some(sig)) => sig,
+            _ => to_pyerr(e),
+        }),
+    }
+}
+
+/// Sums serialized word counts (from `count_files`) and runs the merge loop.
+#[pyfunction]
+fn train_counts(py: Python<'_>, parts: Vec<Vec<u8>>, args: TrainArgs, progress: &str, inputs: Vec<String>) -> PyResult<NativeTokenizer> {
+    let config = make_config(args)?;
+    let mut observer = PyObserver::new(progress)?;
+    let start = Instant::now();
+    let result = py.detach(|| {
+        let mut total = WordCounts::new();
+        for p in &parts {
+            total.merge(WordCounts::from_bytes(p)?);
+        }
+        let seconds = start.elapsed().as_secs_f64();
+        train::train_from_counts(total, &config, &mut observer, serde_json::json!(inputs), seconds)
+    });
     finish(result, observer)
 }
 
@@ -179,28 +243,8 @@ const ITER_CHUNK_ITEMS: usize = 65_536;
 /// Trains on a Python iterable of `str`: the calling thread pulls texts under
 /// the GIL while worker threads count earlier chunks without it.
 #[pyfunction]
-#[pyo3(signature = (texts, *, vocab_size, scheme, pretokenizer, special_tokens, min_frequency,
-    max_token_length, threads, progress, character_coverage, end_of_word_suffix, unk_token))]
-#[allow(clippy::too_many_arguments)]
-fn train_iterator(
-    py: Python<'_>,
-    texts: &Bound<'_, PyAny>,
-    vocab_size: usize,
-    scheme: &str,
-    pretokenizer: &str,
-    special_tokens: Vec<String>,
-    min_frequency: u64,
-    max_token_length: Option<usize>,
-    threads: Option<usize>,
-    progress: &str,
-    character_coverage: f64,
-    end_of_word_suffix: Option<String>,
-    unk_token: String,
-) -> PyResult<NativeTokenizer> {
-    let config = make_config(
-        vocab_size, scheme, pretokenizer, special_tokens, min_frequency, max_token_length, threads,
-        character_coverage, end_of_word_suffix, unk_token, false, None,
-    )?;
+fn train_iterator(py: Python<'_>, texts: &Bound<'_, PyAny>, args: TrainArgs, progress: &str) -> PyResult<NativeTokenizer> {
+    let config = make_config(args)?;
     let mut observer = PyObserver::new(progress)?;
     let iter = texts.try_iter().map_err(|_| {
         PyTypeError::new_err(format!(
@@ -313,6 +357,14 @@ fn specials_rule(enc: &Encoder, allowed: Option<Vec<usize>>, disallowed: Option<
     Ok(Specials::Rules { allowed: a, disallowed: d })
 }
 
+fn check_dropout(dropout: Option<f64>) -> PyResult<Option<f64>> {
+    match dropout {
+        None => Ok(None),
+        Some(p) if (0.0..=1.0).contains(&p) => Ok(if p == 0.0 { None } else { Some(p) }),
+        Some(p) => Err(to_pyerr(Error::parameter(format!("dropout must be between 0 and 1, got {p}")))),
+    }
+}
+
 /// Borrows the UTF-8 of each str in a list (no copies).
 fn borrow_texts<'a>(list: &'a [Bound<'a, PyString>]) -> PyResult<Vec<&'a [u8]>> {
     list.iter().map(|s| s.to_str().map(str::as_bytes)).collect()
@@ -380,9 +432,9 @@ impl NativeTokenizer {
         self.enc.special_tokens().to_vec()
     }
 
-    #[getter]
-    fn merge_ids(&self) -> Vec<(u32, u32)> {
-        self.enc.model().merges.clone()
+    /// The merges as (left bytes, right bytes), in order.
+    fn merges<'py>(&self, py: Python<'py>) -> Vec<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)> {
+        self.enc.merge_bytes().into_iter().map(|(a, b)| (PyBytes::new(py, a), PyBytes::new(py, b))).collect()
     }
 
     #[getter]
@@ -423,10 +475,21 @@ impl NativeTokenizer {
         PyList::new(py, items)
     }
 
-    #[pyo3(signature = (text, allowed=None, disallowed=None))]
-    fn encode(&self, py: Python<'_>, text: &str, allowed: Option<Vec<usize>>, disallowed: Option<Vec<usize>>) -> PyResult<Vec<u32>> {
+    #[pyo3(signature = (text, allowed=None, disallowed=None, dropout=None, seed=0))]
+    fn encode(
+        &self,
+        py: Python<'_>,
+        text: &str,
+        allowed: Option<Vec<usize>>,
+        disallowed: Option<Vec<usize>>,
+        dropout: Option<f64>,
+        seed: u64,
+    ) -> PyResult<Vec<u32>> {
         let rule = specials_rule(&self.enc, allowed, disallowed)?;
         let bytes = text.as_bytes();
+        if let Some(p) = check_dropout(dropout)? {
+            return py.detach(|| self.enc.encode_dropout(bytes, &rule, p, seed)).map_err(to_pyerr);
+        }
         let run = |cache: Option<&mut Cache>| self.enc.encode(bytes, &rule, cache);
         let result = if bytes.len() > DETACH_BYTES {
             py.detach(|| match self.cache.try_lock() {
@@ -442,7 +505,8 @@ impl NativeTokenizer {
         result.map_err(to_pyerr)
     }
 
-    #[pyo3(signature = (texts, threads=None, allowed=None, disallowed=None))]
+    #[pyo3(signature = (texts, threads=None, allowed=None, disallowed=None, dropout=None, seed=0))]
+    #[allow(clippy::too_many_arguments)]
     fn encode_batch(
         &self,
         py: Python<'_>,
@@ -450,12 +514,46 @@ impl NativeTokenizer {
         threads: Option<usize>,
         allowed: Option<Vec<usize>>,
         disallowed: Option<Vec<usize>>,
+        dropout: Option<f64>,
+        seed: u64,
     ) -> PyResult<Vec<Vec<u32>>> {
         let rule = specials_rule(&self.enc, allowed, disallowed)?;
         let owned = collect_strs(texts)?;
         let borrowed = borrow_texts(&owned)?;
         let threads = threads.unwrap_or_else(train::default_threads);
-        py.detach(|| self.enc.encode_batch(&borrowed, &rule, threads)).map_err(to_pyerr)
+        match check_dropout(dropout)? {
+            Some(p) => py.detach(|| self.enc.encode_batch_dropout(&borrowed, &rule, threads, p, seed)),
+            None => py.detach(|| self.enc.encode_batch(&borrowed, &rule, threads)),
+        }
+        .map_err(to_pyerr)
+    }
+
+    /// Streams text files into ids; returns (lines, tokens, bytes, seconds, id_bytes).
+    #[pyo3(signature = (src, dst, format, threads=None, allowed=None, disallowed=None, progress="off"))]
+    #[allow(clippy::too_many_arguments)]
+    fn encode_file(
+        &self,
+        py: Python<'_>,
+        src: Vec<PathBuf>,
+        dst: PathBuf,
+        format: &str,
+        threads: Option<usize>,
+        allowed: Option<Vec<usize>>,
+        disallowed: Option<Vec<usize>>,
+        progress: &str,
+    ) -> PyResult<(u64, u64, u64, f64, usize)> {
+        let rule = specials_rule(&self.enc, allowed, disallowed)?;
+        let format = IdFormat::parse(format).map_err(to_pyerr)?;
+        let threads = threads.unwrap_or_else(train::default_threads);
+        let mut observer = PyObserver::new(progress)?;
+        let result = py.detach(|| encode_file(&self.enc, &src, &dst, format, &rule, threads, &mut observer));
+        match result {
+            Ok(s) => Ok((s.lines, s.tokens, s.bytes, s.seconds, s.id_bytes)),
+            Err(e) => Err(match (e.kind.clone(), observer.signal) {
+                (ErrorKind::Interrupted, Some(sig)) => sig,
+                _ => to_pyerr(e),
+            }),
+        }
     }
 
     /// One flat little-endian u32 id buffer and u64 offsets, for numpy.
@@ -478,19 +576,66 @@ impl NativeTokenizer {
         Ok((PyBytes::new(py, &id_bytes), PyBytes::new(py, &off_bytes)))
     }
 
-    fn decode_bytes<'py>(&self, py: Python<'py>, ids: Vec<u32>) -> PyResult<Bound<'py, PyBytes>> {
+    fn decode_bytes<'py>(&self, py: Python<'py>, ids: Vec<i64>) -> PyResult<Bound<'py, PyBytes>> {
+        let ids = checked_ids(&ids)?;
         let out = self.enc.decode_bytes(&ids).map_err(to_pyerr)?;
         Ok(PyBytes::new(py, &out))
     }
 
+    /// Decodes a little-endian u32 id buffer (e.g. a numpy array's bytes).
+    fn decode_raw<'py>(&self, py: Python<'py>, ids: &[u8]) -> PyResult<Bound<'py, PyBytes>> {
+        let ids = raw_u32(ids)?;
+        let out = py.detach(|| self.enc.decode_bytes(&ids)).map_err(to_pyerr)?;
+        Ok(PyBytes::new(py, &out))
+    }
+
     #[pyo3(signature = (batch, threads=None))]
-    fn decode_batch_bytes<'py>(&self, py: Python<'py>, batch: Vec<Vec<u32>>, threads: Option<usize>) -> PyResult<Vec<Bound<'py, PyBytes>>> {
-        let _ = threads;
-        let outs = py
-            .detach(|| batch.iter().map(|ids| self.enc.decode_bytes(ids)).collect::<Result<Vec<_>, _>>())
-            .map_err(to_pyerr)?;
+    fn decode_batch_bytes<'py>(&self, py: Python<'py>, batch: Vec<Vec<i64>>, threads: Option<usize>) -> PyResult<Vec<Bound<'py, PyBytes>>> {
+        let batch: Vec<Vec<u32>> = batch.iter().map(|ids| checked_ids(ids)).collect::<PyResult<_>>()?;
+        let threads = threads.unwrap_or_else(train::default_threads);
+        let outs = py.detach(|| self.enc.decode_batch(&batch, threads)).map_err(to_pyerr)?;
         Ok(outs.iter().map(|o| PyBytes::new(py, o)).collect())
     }
+
+    /// Decodes a flat little-endian u32 id buffer cut by i64 offsets.
+    #[pyo3(signature = (ids, offsets, threads=None))]
+    fn decode_batch_raw<'py>(&self, py: Python<'py>, ids: &[u8], offsets: &[u8], threads: Option<usize>) -> PyResult<Vec<Bound<'py, PyBytes>>> {
+        let ids = raw_u32(ids)?;
+        if offsets.len() % 8 != 0 {
+            return Err(to_pyerr(Error::parameter("offsets must be int64")));
+        }
+        let offs: Vec<i64> = offsets.chunks_exact(8).map(|c| i64::from_le_bytes(c.try_into().unwrap_or([0; 8]))).collect();
+        let mut batch = Vec::with_capacity(offs.len().saturating_sub(1));
+        for w in offs.windows(2) {
+            let (a, b) = (w[0], w[1]);
+            if a < 0 || b < a || b as usize > ids.len() {
+                return Err(to_pyerr(Error::parameter(format!(
+                    "offsets must be non-decreasing and within the {} ids (got {a}..{b})",
+                    ids.len()
+                ))));
+            }
+            batch.push(ids[a as usize..b as usize].to_vec());
+        }
+        let threads = threads.unwrap_or_else(train::default_threads);
+        let outs = py.detach(|| self.enc.decode_batch(&batch, threads)).map_err(to_pyerr)?;
+        Ok(outs.iter().map(|o| PyBytes::new(py, o)).collect())
+    }
+}
+
+/// Ids from Python ints, with a clear error for negative or huge values.
+fn checked_ids(ids: &[i64]) -> PyResult<Vec<u32>> {
+    ids.iter()
+        .map(|&i| {
+            u32::try_from(i).map_err(|_| to_pyerr(Error::parameter(format!("token id {i} is outside the vocabulary"))))
+        })
+        .collect()
+}
+
+fn raw_u32(ids: &[u8]) -> PyResult<Vec<u32>> {
+    if ids.len() % 4 != 0 {
+        return Err(to_pyerr(Error::parameter("raw ids must be a buffer of 4-byte integers")));
+    }
+    Ok(ids.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect())
 }
 
 impl NativeTokenizer {
@@ -518,6 +663,8 @@ fn default_threads() -> usize {
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(train_files, m)?)?;
     m.add_function(wrap_pyfunction!(train_iterator, m)?)?;
+    m.add_function(wrap_pyfunction!(count_files, m)?)?;
+    m.add_function(wrap_pyfunction!(train_counts, m)?)?;
     m.add_function(wrap_pyfunction!(pretokenize, m)?)?;
     m.add_function(wrap_pyfunction!(default_threads, m)?)?;
     m.add_class::<NativeTokenizer>()?;

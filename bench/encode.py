@@ -1,0 +1,909 @@
+#!/usr/bin/env python3
+"""Side-by-side BPE *encoding and decoding* benchmark: bpeforge against peers.
+
+What it measures
+----------------
+Throughput in MB/s (10^6 bytes per second) of UTF-8 text, line terminators
+excluded: for encoding, the bytes of the input lines; for decoding, the bytes
+of the decoded text. Each (mode, thread count, tool) row is run ``--repeats``
+times, each time in a fresh Python subprocess that imports the tool, loads its
+model and the corpus lines (the first ``--lines`` lines, default all) into
+memory, makes one warm-up call on the first line, and then times exactly one
+call (or one loop of calls) over all the lines with ``time.perf_counter``.
+The table shows the median MB/s over the repeats and
+
+* **× bpeforge** -- the row's time divided by bpeforge's time for the same
+  mode and thread count (= bpeforge MB/s / row MB/s; above 1 means that tool
+  is slower than bpeforge), as in ``bench/train.py``;
+* **bytes/token** -- input bytes per token produced (encoding rows).
+
+Jobs run round-robin (repeat 1 of every row, then repeat 2, ...) so that slow
+drifts in the load of a shared machine spread over all tools. A failing,
+missing or timed-out tool gets a row that says so; the benchmark carries on.
+
+Modes
+-----
+* ``encode/line`` (1 thread), one call per line: bpeforge ``tok.encode(line)``,
+  tiktoken ``enc.encode_ordinary(line)``, HF ``tk.encode(line,
+  add_special_tokens=False).ids``, SentencePiece ``sp.encode(line)``.
+* ``encode/batch`` (each ``--threads`` N), one call for all lines: bpeforge
+  ``tok.encode_batch(lines, threads=N)`` and the same with ``as_numpy=True``;
+  tiktoken ``enc.encode_ordinary_batch(lines, num_threads=N)``; HF
+  ``[e.ids for e in tk.encode_batch(lines, add_special_tokens=False)]``;
+  SentencePiece ``sp.encode(lines, num_threads=N)``.
+* ``decode/line`` (1 thread), one call per line: ``tok.decode(ids)``,
+  ``enc.decode(ids)``, ``tk.decode(ids)``, ``sp.decode(ids)``.
+* ``decode/batch`` (each N): ``tok.decode_batch(ids_list)`` (it has no thread
+  setting), ``enc.decode_batch(ids_list, num_threads=N)``,
+  ``tk.decode_batch(ids_list)``, ``sp.decode(ids_list, num_threads=N)``.
+  The id lists are made (untimed) by the same tool's batch encoder.
+
+Every child gets ``RAYON_NUM_THREADS=N`` and ``TOKENIZERS_PARALLELISM=true``
+in its environment (HF tokenizers' thread pool follows the former).
+
+Models (setup, not timed, in one subprocess)
+--------------------------------------------
+A compressed corpus (.xz, .gz) is first decompressed to a temporary file.
+
+* bpeforge: ``bpeforge.train([corpus], vocab_size=V, scheme="bytes",
+  pretokenizer="gpt2", progress=False)`` on the whole corpus. No special
+  tokens, so ids 0..255 are the bytes and merges follow.
+* tiktoken: ``tiktoken.Encoding(name="bpeforge", pat_str=GPT-2's regex,
+  mergeable_ranks={tok.id_to_token(i): i ...}, special_tokens={})`` -- the
+  same vocabulary, saved as a base64 ``token rank`` file.
+* HF tokenizers: ``models.BPE`` built from the same vocabulary and merges
+  spelled in GPT-2's byte-to-unicode alphabet, with
+  ``pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)`` and
+  ``decoders.ByteLevel()``.
+* SentencePiece: its own BPE model of the same size trained on the same
+  corpus (``model_type="bpe", character_coverage=1.0, input_sentence_size=0,
+  max_sentence_length=1<<20, normalization_rule_name="identity",
+  byte_fallback=True``). Its ids differ: it is a speed comparison only.
+
+The setup checks that bpeforge, tiktoken and HF give identical id lists on
+the first 2,000 timed lines and prints how many lines differ per tool.
+
+Reproduce
+---------
+::
+
+    pip install tiktoken tokenizers sentencepiece numpy
+    pip install -e .        # or maturin develop --release: bpeforge itself
+
+    python bench/encode.py --corpus /work/shared/corpora/multi-200k.txt.xz \\
+        --repeats 3 --threads 1,2 --markdown --json bench-encode-200k.json
+
+Batch results are held in memory: about 40 bytes per token as Python lists,
+so the whole of a 1M-line corpus needs a few GB; use ``--lines`` to bound it.
+Quote ratios from one run rather than absolute MB/s on a shared machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import dataclasses
+import importlib
+import json
+import os
+import resource
+import sys
+import tempfile
+import time
+import traceback
+from pathlib import Path
+from typing import Any, Callable
+
+import _harness as H
+
+#: GPT-2's published pre-tokenization regex, exactly as in docs/SEMANTICS.md
+#: (bpeforge's ``gpt2`` preset, HF ByteLevel's regex).
+GPT2_PATTERN = (r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+"
+                r"| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+")
+
+#: Lines compared in the identical-ids check.
+CHECK_LINES = 2_000
+
+#: Differing lines listed (at most) per tool in the check's report.
+CHECK_EXAMPLES = 3
+
+#: Model and data file names inside the models directory.
+LINES_FILE = "lines.json"  # the timed lines, exactly
+BPEFORGE_FILE = "bpeforge.json"
+TIKTOKEN_FILE = "bpeforge.tiktoken"
+HF_FILE = "hf-tokenizer.json"
+SPM_PREFIX = "spm"
+SETUP_RESULT = "setup.json"
+
+
+# ==========================================================================
+# Corpus lines
+# ==========================================================================
+
+
+def load_lines(path: Path, limit: int | None = None) -> list[str]:
+    """The first ``limit`` lines of a UTF-8 file, without terminators.
+
+    Lines are split at ``\\n`` only and a ``\\r`` right before it is dropped,
+    as bpeforge reads files (docs/SEMANTICS.md, section 1).
+    """
+    lines = []
+    with open(path, "rb") as f:
+        for raw in f:
+            if limit is not None and len(lines) >= limit:
+                break
+            if raw.endswith(b"\n"):
+                raw = raw[:-1]
+            if raw.endswith(b"\r"):
+                raw = raw[:-1]
+            lines.append(raw.decode("utf-8"))
+    return lines
+
+
+def utf8_bytes(texts: list[str]) -> int:
+    """Total UTF-8 size of ``texts``."""
+    return sum(len(t.encode("utf-8")) for t in texts)
+
+
+# ==========================================================================
+# GPT-2 byte-to-unicode alphabet (for HF's ByteLevel vocabularies)
+# ==========================================================================
+
+
+def byte_alphabet() -> list[str]:
+    """The character standing for each byte value in GPT-2's vocabularies.
+
+    Printable Latin-1 bytes (``!``..``~``, ``¡``..``¬``, ``®``..``ÿ``) stand
+    for themselves; the other 68 bytes, in byte order, take the characters
+    U+0100, U+0101, ... in turn.
+    """
+    printable = set(range(ord("!"), ord("~") + 1))
+    printable |= set(range(ord("¡"), ord("¬") + 1))
+    printable |= set(range(ord("®"), ord("ÿ") + 1))
+    chars, extra = [], 0
+    for byte in range(256):
+        if byte in printable:
+            chars.append(chr(byte))
+        else:
+            chars.append(chr(256 + extra))
+            extra += 1
+    return chars
+
+
+def bytes_to_symbols(token: bytes, alphabet: list[str]) -> str:
+    """A token's bytes spelled in the byte-level alphabet."""
+    return "".join(alphabet[b] for b in token)
+
+
+# ==========================================================================
+# Setup (one child): train, convert, save, check
+# ==========================================================================
+
+
+def _train_bpeforge(corpus: Path, vocab_size: int, models: Path) -> dict:
+    """Train the byte-level bpeforge model and save it."""
+    import bpeforge
+
+    start = time.perf_counter()
+    tok = bpeforge.train([str(corpus)], vocab_size=vocab_size, scheme="bytes",
+                         pretokenizer="gpt2", progress=False)
+    seconds = time.perf_counter() - start
+    tok.save(str(models / BPEFORGE_FILE))
+    return {"train_s": seconds, "vocab_size": tok.vocab_size,
+            "merges": len(tok.merges)}
+
+
+def _bpeforge_tokens(models: Path) -> list[bytes]:
+    """Every token's bytes by id, from the saved bpeforge model."""
+    import bpeforge
+
+    tok = bpeforge.load(str(models / BPEFORGE_FILE))
+    return [tok.id_to_token(i) for i in range(tok.vocab_size)]
+
+
+def _write_tiktoken_ranks(models: Path) -> dict:
+    """Save bpeforge's vocabulary as tiktoken ranks (``base64 rank`` lines)."""
+    tokens = _bpeforge_tokens(models)
+    with open(models / TIKTOKEN_FILE, "w", encoding="ascii") as f:
+        for rank, token in enumerate(tokens):
+            f.write(f"{base64.b64encode(token).decode('ascii')} {rank}\n")
+    return {"ranks": len(tokens)}
+
+
+def _write_hf_tokenizer(models: Path) -> dict:
+    """Build an HF ByteLevel BPE tokenizer from bpeforge's vocabulary and merges."""
+    import bpeforge
+    from tokenizers import Tokenizer, decoders, models as hf_models, pre_tokenizers
+
+    tok = bpeforge.load(str(models / BPEFORGE_FILE))
+    alphabet = byte_alphabet()
+    vocab = {bytes_to_symbols(tok.id_to_token(i), alphabet): i
+             for i in range(tok.vocab_size)}
+    merges = [(bytes_to_symbols(a, alphabet), bytes_to_symbols(b, alphabet))
+              for a, b in tok.merges]
+    hf = Tokenizer(hf_models.BPE(vocab=vocab, merges=merges))
+    hf.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
+    hf.decoder = decoders.ByteLevel()
+    hf.save(str(models / HF_FILE))
+    return {"vocab": len(vocab), "merges": len(merges)}
+
+
+def _train_sentencepiece(corpus: Path, vocab_size: int, models: Path) -> dict:
+    """Train SentencePiece's own BPE model of the same size."""
+    import sentencepiece as spm
+
+    start = time.perf_counter()
+    spm.SentencePieceTrainer.train(
+        input=str(corpus), model_prefix=str(models / SPM_PREFIX),
+        vocab_size=vocab_size, model_type="bpe", character_coverage=1.0,
+        input_sentence_size=0, max_sentence_length=1 << 20,
+        normalization_rule_name="identity", byte_fallback=True,
+        num_threads=os.cpu_count() or 1, minloglevel=2,
+    )
+    return {"train_s": time.perf_counter() - start}
+
+
+def _first_difference(a: list[int], b: list[int]) -> int:
+    """Index of the first position where two id lists differ."""
+    for i, (x, y) in enumerate(zip(a, b)):
+        if x != y:
+            return i
+    return min(len(a), len(b))
+
+
+def check_identical_ids(models: Path, lines: list[str]) -> dict:
+    """Compare tiktoken's and HF's ids with bpeforge's, line by line.
+
+    The models are loaded from their saved files, as the timed jobs load them.
+    """
+    reference = ADAPTERS["bpeforge"].load(models)
+    expected = [reference.encode(line) for line in lines]
+    report: dict = {"lines": len(lines)}
+    for key in ("tiktoken", "hf"):
+        try:
+            adapter = ADAPTERS[key].load(models)
+            got = [adapter.encode(line) for line in lines]
+        except Exception as exc:
+            traceback.print_exc()
+            report[key] = {"error": f"{type(exc).__name__}: {exc}"}
+            continue
+        differing = [i for i, (e, g) in enumerate(zip(expected, got)) if e != g]
+        examples = [{"line": i, "at_token": _first_difference(expected[i], got[i]),
+                     "bpeforge_tokens": len(expected[i]), "tool_tokens": len(got[i]),
+                     "text": lines[i][:120]}
+                    for i in differing[:CHECK_EXAMPLES]]
+        report[key] = {"differing_lines": len(differing), "examples": examples,
+                       "tokens": count_tokens(got)}
+    report["bpeforge_tokens"] = count_tokens(expected)
+    return report
+
+
+def _setup_step(name: str, steps: dict, fn: Callable[[], dict]) -> None:
+    """Run one setup step; record its result or its failure."""
+    try:
+        steps[name] = {"status": "ok", **fn()}
+    except Exception as exc:
+        traceback.print_exc()
+        steps[name] = {"status": "error", "error": f"{type(exc).__name__}: {exc}"}
+
+
+def setup_main(args: argparse.Namespace) -> int:
+    """Child: write the timed lines, build every model, run the check."""
+    corpus, models = Path(args.corpus), Path(args.workdir)
+    lines = load_lines(corpus, args.lines)
+    (models / LINES_FILE).write_text(json.dumps(lines), encoding="utf-8")
+    steps: dict = {}
+    _setup_step("bpeforge", steps, lambda: _train_bpeforge(corpus, args.vocab_size, models))
+    if steps["bpeforge"]["status"] == "ok":
+        _setup_step("tiktoken", steps, lambda: _write_tiktoken_ranks(models))
+        _setup_step("hf", steps, lambda: _write_hf_tokenizer(models))
+    _setup_step("sentencepiece", steps,
+                lambda: _train_sentencepiece(corpus, args.vocab_size, models))
+    result: dict = {"status": "ok", "steps": steps, "lines": len(lines), "text_bytes": utf8_bytes(lines)}
+    if steps["bpeforge"]["status"] == "ok":
+        _setup_step("check", steps, lambda: check_identical_ids(models, lines[:CHECK_LINES]))
+    Path(args.result).write_text(json.dumps(result), encoding="utf-8")
+    return 0
+
+
+# ==========================================================================
+# Tool adapters (used inside the children)
+# ==========================================================================
+
+
+def count_tokens(batch: list[list[int]]) -> int:
+    """Number of ids in a list of id lists."""
+    return sum(map(len, batch))
+
+
+class BpeforgeAdapter:
+    """bpeforge's ``Tokenizer``."""
+
+    def __init__(self, tok) -> None:
+        self.tok = tok
+
+    @classmethod
+    def load(cls, models: Path) -> "BpeforgeAdapter":
+        import bpeforge
+        return cls(bpeforge.load(str(models / BPEFORGE_FILE)))
+
+    def encode(self, line: str) -> list[int]:
+        return self.tok.encode(line)
+
+    def encode_batch(self, lines: list[str], threads: int):
+        return self.tok.encode_batch(lines, threads=threads)
+
+    def decode(self, ids: list[int]) -> str:
+        return self.tok.decode(ids)
+
+    def decode_batch(self, ids_list: list[list[int]], threads: int) -> list[str]:
+        return self.tok.decode_batch(ids_list)  # no thread setting
+
+    count = staticmethod(count_tokens)
+
+
+class BpeforgeNumpyAdapter(BpeforgeAdapter):
+    """bpeforge's batch encoder returning flat numpy arrays."""
+
+    def encode_batch(self, lines: list[str], threads: int):
+        return self.tok.encode_batch(lines, threads=threads, as_numpy=True)
+
+    def ids_lists(self, lines: list[str], threads: int) -> list[list[int]]:
+        ids, offsets = self.encode_batch(lines, threads)
+        return [ids[a:b].tolist() for a, b in zip(offsets[:-1], offsets[1:])]
+
+    @staticmethod
+    def count(batch) -> int:
+        ids, _offsets = batch
+        return len(ids)
+
+
+class TiktokenAdapter:
+    """A ``tiktoken.Encoding`` over bpeforge's vocabulary."""
+
+    def __init__(self, enc) -> None:
+        self.enc = enc
+
+    @classmethod
+    def load(cls, models: Path) -> "TiktokenAdapter":
+        import tiktoken
+        ranks = {}
+        with open(models / TIKTOKEN_FILE, encoding="ascii") as f:
+            for line in f:
+                token, rank = line.split()
+                ranks[base64.b64decode(token)] = int(rank)
+        return cls(tiktoken.Encoding(name="bpeforge", pat_str=GPT2_PATTERN,
+                                     mergeable_ranks=ranks, special_tokens={}))
+
+    def encode(self, line: str) -> list[int]:
+        return self.enc.encode_ordinary(line)
+
+    def encode_batch(self, lines: list[str], threads: int):
+        return self.enc.encode_ordinary_batch(lines, num_threads=threads)
+
+    def decode(self, ids: list[int]) -> str:
+        return self.enc.decode(ids)
+
+    def decode_batch(self, ids_list: list[list[int]], threads: int) -> list[str]:
+        return self.enc.decode_batch(ids_list, num_threads=threads)
+
+    count = staticmethod(count_tokens)
+
+
+class HfAdapter:
+    """An HF ``tokenizers.Tokenizer`` over bpeforge's vocabulary and merges."""
+
+    def __init__(self, tk) -> None:
+        self.tk = tk
+
+    @classmethod
+    def load(cls, models: Path) -> "HfAdapter":
+        from tokenizers import Tokenizer
+        return cls(Tokenizer.from_file(str(models / HF_FILE)))
+
+    def encode(self, line: str) -> list[int]:
+        return self.tk.encode(line, add_special_tokens=False).ids
+
+    def encode_batch(self, lines: list[str], threads: int):
+        return [e.ids for e in self.tk.encode_batch(lines, add_special_tokens=False)]
+
+    def decode(self, ids: list[int]) -> str:
+        return self.tk.decode(ids)
+
+    def decode_batch(self, ids_list: list[list[int]], threads: int) -> list[str]:
+        return self.tk.decode_batch(ids_list)
+
+    count = staticmethod(count_tokens)
+
+
+class SentencePieceAdapter:
+    """SentencePiece's own BPE model (different ids: speed only)."""
+
+    def __init__(self, sp) -> None:
+        self.sp = sp
+
+    @classmethod
+    def load(cls, models: Path) -> "SentencePieceAdapter":
+        import sentencepiece as spm
+        model = models / f"{SPM_PREFIX}.model"
+        return cls(spm.SentencePieceProcessor(model_file=str(model)))
+
+    def encode(self, line: str) -> list[int]:
+        return self.sp.encode(line)
+
+    def encode_batch(self, lines: list[str], threads: int):
+        return self.sp.encode(lines, num_threads=threads)
+
+    def decode(self, ids: list[int]) -> str:
+        return self.sp.decode(ids)
+
+    def decode_batch(self, ids_list: list[list[int]], threads: int) -> list[str]:
+        return self.sp.decode(ids_list, num_threads=threads)
+
+    count = staticmethod(count_tokens)
+
+
+@dataclasses.dataclass(frozen=True)
+class Tool:
+    """One tool column of the benchmark."""
+
+    name: str  # shown in the table
+    label: str  # shown after the version
+    module: str  # import name
+    dist: str  # distribution name, for the version
+    modes: tuple[str, ...]  # the modes it takes part in
+
+
+ALL_MODES = ("encode/line", "encode/batch", "decode/line", "decode/batch")
+
+TOOLS: dict[str, Tool] = {
+    "bpeforge": Tool("bpeforge", "", "bpeforge", "bpeforge", ALL_MODES),
+    "bpeforge-numpy": Tool("bpeforge", "as_numpy", "bpeforge", "bpeforge",
+                           ("encode/batch",)),
+    "tiktoken": Tool("tiktoken", "", "tiktoken", "tiktoken", ALL_MODES),
+    "hf": Tool("HF tokenizers", "", "tokenizers", "tokenizers", ALL_MODES),
+    "sentencepiece": Tool("SentencePiece", "own BPE model", "sentencepiece",
+                          "sentencepiece", ALL_MODES),
+}
+
+ADAPTERS: dict[str, Any] = {
+    "bpeforge": BpeforgeAdapter,
+    "bpeforge-numpy": BpeforgeNumpyAdapter,
+    "tiktoken": TiktokenAdapter,
+    "hf": HfAdapter,
+    "sentencepiece": SentencePieceAdapter,
+}
+
+#: Which setup step builds the model a tool loads.
+MODEL_STEP = {"bpeforge": "bpeforge", "bpeforge-numpy": "bpeforge",
+              "tiktoken": "tiktoken", "hf": "hf", "sentencepiece": "sentencepiece"}
+
+
+# ==========================================================================
+# Timed job (one child per repeat of a row)
+# ==========================================================================
+
+
+def _cpu_seconds() -> float:
+    """User + system CPU time of this process so far (all threads)."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _timed(call: Callable[[], Any]) -> tuple[Any, float, float]:
+    """Run ``call`` once; return its result, wall seconds and CPU seconds."""
+    cpu = _cpu_seconds()
+    start = time.perf_counter()
+    out = call()
+    return out, time.perf_counter() - start, _cpu_seconds() - cpu
+
+
+def _ids_for_decoding(adapter, lines: list[str], threads: int) -> list[list[int]]:
+    """Id lists to decode, made by the tool's own batch encoder (untimed)."""
+    if hasattr(adapter, "ids_lists"):
+        return adapter.ids_lists(lines, threads)
+    return [list(ids) for ids in adapter.encode_batch(lines, threads)]
+
+
+def _encode_call(adapter, mode: str, lines: list[str], threads: int) -> Callable:
+    """The timed encoding call of ``mode``."""
+    if mode == "encode/line":
+        encode = adapter.encode
+        return lambda: [encode(line) for line in lines]
+    return lambda: adapter.encode_batch(lines, threads)
+
+
+def _decode_call(adapter, mode: str, ids_list: list[list[int]], threads: int) -> Callable:
+    """The timed decoding call of ``mode``."""
+    if mode == "decode/line":
+        decode = adapter.decode
+        return lambda: [decode(ids) for ids in ids_list]
+    return lambda: adapter.decode_batch(ids_list, threads)
+
+
+def _measure(adapter, mode: str, lines: list[str], threads: int) -> dict:
+    """Warm up on one line, then time ``mode`` over all lines once."""
+    if mode.startswith("encode"):
+        _encode_call(adapter, mode, lines[:1], threads)()
+        out, wall, cpu = _timed(_encode_call(adapter, mode, lines, threads))
+        return {"wall_s": wall, "cpu_s": cpu, "bytes": utf8_bytes(lines),
+                "tokens": adapter.count(out)}
+    ids_list = _ids_for_decoding(adapter, lines, threads)
+    _decode_call(adapter, mode, ids_list[:1], threads)()
+    texts, wall, cpu = _timed(_decode_call(adapter, mode, ids_list, threads))
+    mismatched = sum(1 for t, line in zip(texts, lines) if t != line)
+    return {"wall_s": wall, "cpu_s": cpu, "bytes": utf8_bytes(texts),
+            "tokens": count_tokens(ids_list), "roundtrip_mismatch": mismatched}
+
+
+def worker_main(args: argparse.Namespace) -> int:
+    """Child: load one tool's model and the lines, time one job, write JSON."""
+    result: dict = {"status": "ok"}
+    try:
+        importlib.import_module(TOOLS[args.worker].module)
+    except Exception as exc:  # ImportError, or a broken native extension
+        result.update(status="missing", error=f"{type(exc).__name__}: {exc}")
+    else:
+        try:
+            models = Path(args.workdir)
+            adapter = ADAPTERS[args.worker].load(models)
+            lines = json.loads((models / LINES_FILE).read_text(encoding="utf-8"))
+            result.update(_measure(adapter, args.mode, lines, args.threads[0]))
+        except Exception as exc:
+            traceback.print_exc()
+            result.update(status="error", error=f"{type(exc).__name__}: {exc}")
+    Path(args.result).write_text(json.dumps(result), encoding="utf-8")
+    return 0
+
+
+# ==========================================================================
+# Parent: scheduling
+# ==========================================================================
+
+
+@dataclasses.dataclass
+class Row:
+    """The accumulated runs of one (mode, threads, tool) triple."""
+
+    mode: str
+    threads: int
+    tool: str
+    runs: list = dataclasses.field(default_factory=list)
+    note: str = ""  # why the row has no (more) numbers
+
+    @property
+    def ok_runs(self) -> list:
+        return [r for r in self.runs if r.get("status") == "ok"]
+
+
+def make_rows(tools: list[str], thread_counts: list[int]) -> list[Row]:
+    """Every row of the table, grouped by mode and thread count."""
+    rows = []
+    for mode in ALL_MODES:
+        counts = [1] if mode.endswith("/line") else thread_counts
+        for threads in counts:
+            rows += [Row(mode, threads, t) for t in tools if mode in TOOLS[t].modes]
+    return rows
+
+
+def _child_env(threads: int) -> dict:
+    """The parent's environment with the thread count for rayon pools."""
+    env = dict(os.environ)
+    env["RAYON_NUM_THREADS"] = str(threads)
+    env["TOKENIZERS_PARALLELISM"] = "true"
+    return env
+
+
+def _script_argv(*extra: str) -> list[str]:
+    """Command line that runs this script in a child."""
+    return [sys.executable, "-u", str(Path(__file__).resolve()), *extra]
+
+
+def _read_result(child: H.ChildResult, result_path: Path, timeout: float) -> dict:
+    """The child's JSON result, or a failure record."""
+    run = {"job_wall_s": child.wall_s, "job_maxrss_bytes": child.maxrss_bytes,
+           "returncode": child.returncode}
+    if child.timed_out:
+        return {**run, "status": "timeout", "error": f"timeout after {timeout:g} s"}
+    try:
+        return {**run, **json.loads(result_path.read_text(encoding="utf-8"))}
+    except (OSError, ValueError):
+        last = child.stderr_tail.splitlines()[-1:]
+        error = f"exit code {child.returncode}" + (f"; {last[0]}" if last else "")
+        return {**run, "status": "crash", "error": error, "stderr": child.stderr_tail}
+
+
+def run_setup(corpus: Path, models: Path, args) -> dict:
+    """Build all models and run the identical-ids check in one child."""
+    result_path = models / SETUP_RESULT
+    argv = _script_argv("--setup", "--corpus", str(corpus), "--vocab-size",
+                        str(args.vocab_size), "--workdir", str(models),
+                        "--result", str(result_path))
+    argv += ["--lines", str(args.lines)] if args.lines else []
+    child = H.run_child(argv, _child_env(max(args.threads)), args.timeout,
+                        models.parent / "setup-logs")
+    return _read_result(child, result_path, args.timeout)
+
+
+def run_job(row: Row, repeat: int, models: Path, args, tmp: Path) -> dict:
+    """Run one repeat of one row in a fresh child and record it."""
+    workdir = tmp / "jobs" / f"{row.mode.replace('/', '-')}-t{row.threads}-{row.tool}-r{repeat}"
+    result_path = workdir / "result.json"
+    argv = _script_argv("--worker", row.tool, "--mode", row.mode,
+                        "--threads", str(row.threads), "--workdir", str(models),
+                        "--result", str(result_path))
+    load_before = os.getloadavg()[0]
+    child = H.run_child(argv, _child_env(row.threads), args.timeout, workdir)
+    run = _read_result(child, result_path, args.timeout)
+    run.update(repeat=repeat, loadavg_1min_before=load_before)
+    row.runs.append(run)
+    if run["status"] != "ok":
+        row.note = f"{run['status']}: {run.get('error', '')}"
+    return run
+
+
+def _log_run(row: Row, run: dict, done: int, total: int) -> None:
+    """One progress line on stderr."""
+    head = f"[{done}/{total}] {row.mode} threads={row.threads} {row.tool} r{run['repeat']}"
+    if run["status"] == "ok":
+        text = f"{run['bytes'] / run['wall_s'] / 1e6:.2f} MB/s ({run['wall_s']:.2f} s)"
+    else:
+        text = row.note
+    print(f"{head}: {text}", file=sys.stderr, flush=True)
+
+
+def run_all(rows: list[Row], models: Path, args, tmp: Path) -> None:
+    """Run every repeat of every row, round-robin, skipping failed rows."""
+    total = args.repeats * len(rows)
+    done = 0
+    for repeat in range(1, args.repeats + 1):
+        for row in rows:
+            done += 1
+            if row.note:
+                continue
+            _log_run(row, run_job(row, repeat, models, args, tmp), done, total)
+
+
+def mark_unbuilt(rows: list[Row], setup: dict) -> None:
+    """Give rows whose model could not be built a note instead of jobs."""
+    steps = setup.get("steps", {})
+    for row in rows:
+        step = steps.get(MODEL_STEP[row.tool])
+        if setup.get("status") != "ok":
+            row.note = f"setup failed: {setup.get('error', '')}"
+        elif step is None:
+            row.note = "skipped: its model was not built (bpeforge failed)"
+        elif step["status"] != "ok":
+            row.note = f"model build failed: {step.get('error', '')}"
+
+
+# ==========================================================================
+# Parent: report
+# ==========================================================================
+
+
+def summarize(row: Row) -> dict:
+    """Median figures of a row's successful runs."""
+    ok = row.ok_runs
+    out: dict = {"mode": row.mode, "threads": row.threads, "tool": row.tool,
+                 "note": row.note, "repeats_ok": len(ok)}
+    if not ok:
+        return out
+    out["mb_s"] = H.median([r["bytes"] / r["wall_s"] / 1e6 for r in ok])
+    out["cpu_s"] = H.median([r["cpu_s"] for r in ok])
+    out["tokens"] = ok[0]["tokens"]
+    out["bytes"] = ok[0]["bytes"]
+    if row.mode.startswith("encode") and out["tokens"]:
+        out["bytes_per_token"] = out["bytes"] / out["tokens"]
+    mismatch = ok[0].get("roundtrip_mismatch")
+    if mismatch:
+        out["note"] = out["note"] or f"decoded text differs from the input on {mismatch:,} lines"
+    return out
+
+
+def _ratio(summary: dict, reference: dict | None) -> str:
+    """Row time over bpeforge time (= bpeforge MB/s over row MB/s)."""
+    if not reference or "mb_s" not in reference or "mb_s" not in summary:
+        return "–"
+    return f"{reference['mb_s'] / summary['mb_s']:.2f}×"
+
+
+def _tool_title(key: str, versions: dict) -> str:
+    """Table name of a tool: name, version and label."""
+    tool = TOOLS[key]
+    title = f"{tool.name} {versions.get(tool.dist) or ''}".strip()
+    return f"{title} ({tool.label})" if tool.label else title
+
+
+def _shorten(text: str, limit: int = 90) -> str:
+    """One line of at most ``limit`` characters (full text is in the JSON)."""
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
+def _fmt(value: float | None, spec: str) -> str:
+    """Format a number, or a dash when it is missing."""
+    return "–" if value is None else format(value, spec)
+
+
+def build_table(summaries: list[dict], versions: dict, markdown: bool) -> str:
+    """The side-by-side table (plain text or Markdown)."""
+    refs = {(s["mode"], s["threads"]): s for s in summaries if s["tool"] == "bpeforge"}
+    headers = ["mode", "threads", "tool", "MB/s", "× bpeforge", "bytes/token"]
+    with_notes = any(s["note"] for s in summaries)
+    headers += ["note"] if with_notes else []
+    rows = []
+    for s in summaries:
+        cells = [s["mode"], str(s["threads"]), _tool_title(s["tool"], versions),
+                 _fmt(s.get("mb_s"), ".2f"), _ratio(s, refs.get((s["mode"], s["threads"]))),
+                 _fmt(s.get("bytes_per_token"), ".3f")]
+        cells += [_shorten(s["note"])] if with_notes else []
+        rows.append(cells)
+    right = [False, True, False, True, True, True] + ([False] if with_notes else [])
+    return H.format_table(headers, rows, markdown=markdown, right=right)
+
+
+def describe_check(setup: dict) -> str:
+    """Text block: the identical-ids check, one line per tool."""
+    check = setup.get("steps", {}).get("check")
+    if not check:
+        return "identical-ids check: not run (bpeforge model missing)"
+    if check["status"] != "ok":
+        return f"identical-ids check: failed: {check.get('error', '')}"
+    out = [f"identical-ids check on the first {check['lines']:,} lines "
+           f"(bpeforge: {check['bpeforge_tokens']:,} tokens):"]
+    for key in ("tiktoken", "hf"):
+        item = check.get(key, {})
+        if "error" in item:
+            out.append(f"  {TOOLS[key].name}: failed: {item['error']}")
+            continue
+        out.append(f"  {TOOLS[key].name}: {item['differing_lines']:,} lines differ "
+                   f"from bpeforge ({item['tokens']:,} tokens)")
+        for ex in item["examples"]:
+            out.append(f"    line {ex['line']}: first difference at token {ex['at_token']} "
+                       f"({ex['bpeforge_tokens']} vs {ex['tool_tokens']} tokens): "
+                       f"{ex['text'][:60]!r}")
+    return "\n".join(out)
+
+
+def _describe_step(name: str, step: dict) -> str:
+    """``name: ok (1.2 s)`` or ``name: error: ...`` for one setup step."""
+    if step["status"] != "ok":
+        return f"{name}: {step['status']}: {step.get('error', '')}"
+    return f"{name}: ok" + (f" (trained in {step['train_s']:.1f} s)" if "train_s" in step else "")
+
+
+def describe_setup(machine: dict, versions: dict, corpus: dict, setup: dict, args) -> str:
+    """Text block: machine, tool versions, corpus, models and settings."""
+    mem = f", {machine['memory_gib']} GiB" if machine["memory_gib"] else ""
+    load = ", ".join(f"{x:.2f}" for x in machine["loadavg"])
+    tools = ", ".join(f"{name} {v or 'not installed'}" for name, v in versions.items())
+    steps = setup.get("steps", {})
+    trained = "; ".join(_describe_step(name, step) for name, step in steps.items()
+                        if name != "check")
+    return "\n".join([
+        f"machine: {machine['nproc']} usable cores ({machine['cpu_count']} online), "
+        f"{machine['cpu_model']}{mem}; load average {load}",
+        f"python {machine['python']} on {machine['platform']}",
+        f"versions: {tools}",
+        f"corpus: {corpus['path']}: {corpus['lines']:,} lines, "
+        f"{corpus['text_bytes']:,} UTF-8 bytes (without line ends)",
+        f"timed input: {setup.get('lines', 0):,} lines, "
+        f"{setup.get('text_bytes', 0):,} UTF-8 bytes",
+        f"models (setup, not timed): {trained or 'none'}",
+        f"settings: vocab_size={args.vocab_size}, repeats={args.repeats}, "
+        f"threads={args.threads}, timeout={args.timeout:g} s",
+    ])
+
+
+# ==========================================================================
+# Command line
+# ==========================================================================
+
+
+def _int_list(text: str) -> list[int]:
+    """Parse ``"1,2"`` into ``[1, 2]``."""
+    try:
+        values = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a list of integers: {text!r}")
+    if not values or min(values) < 1:
+        raise argparse.ArgumentTypeError("thread counts must be >= 1")
+    return list(dict.fromkeys(values))
+
+
+def _tool_list(text: str) -> list[str]:
+    """Parse and validate a comma-separated list of tool keys."""
+    names = [x.strip() for x in text.split(",") if x.strip()]
+    unknown = [n for n in names if n not in TOOLS]
+    if unknown or not names:
+        raise argparse.ArgumentTypeError(
+            f"unknown tool(s) {unknown}; choose from {', '.join(TOOLS)}")
+    return list(dict.fromkeys(names))
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    """Command-line options (``--setup`` and ``--worker`` ones are internal)."""
+    p = argparse.ArgumentParser(
+        description="Benchmark BPE encoding and decoding throughput: bpeforge "
+                    "vs tiktoken, HF tokenizers and SentencePiece.")
+    p.add_argument("--corpus", help="corpus file (.xz, .gz or plain), one text per line")
+    p.add_argument("--vocab-size", type=int, default=32_000)
+    p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--threads", type=_int_list, default=[1, 2],
+                   help="comma-separated thread counts of the batch modes (default 1,2)")
+    p.add_argument("--lines", type=int, help="time only the first N lines (default all)")
+    p.add_argument("--tools", type=_tool_list, default=list(TOOLS),
+                   help=f"comma-separated, from {', '.join(TOOLS)} (default all)")
+    p.add_argument("--timeout", type=float, default=900.0, help="seconds per job")
+    p.add_argument("--json", type=Path, help="write all runs and the summary here")
+    p.add_argument("--markdown", action="store_true", help="print a Markdown table")
+    # Internal: the setup child and the timed children.
+    p.add_argument("--setup", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--worker", choices=list(TOOLS), help=argparse.SUPPRESS)
+    p.add_argument("--mode", choices=ALL_MODES, help=argparse.SUPPRESS)
+    p.add_argument("--workdir", help=argparse.SUPPRESS)
+    p.add_argument("--result", help=argparse.SUPPRESS)
+    args = p.parse_args(argv)
+    if not args.worker and not args.corpus:
+        p.error("--corpus is required")
+    if args.repeats < 1 or (args.lines is not None and args.lines < 1):
+        p.error("--repeats and --lines must be >= 1")
+    if "bpeforge" not in args.tools:
+        args.tools.insert(0, "bpeforge")  # the reference of every ratio
+    return args
+
+
+def _versions(tool_keys: list[str]) -> dict:
+    """Installed versions of the selected tools' distributions."""
+    dists = dict.fromkeys(TOOLS[k].dist for k in tool_keys)
+    return {d: H.package_version(d) for d in dists}
+
+
+def write_json(path: Path, machine: dict, versions: dict, corpus: dict,
+               setup: dict, rows: list[Row], args) -> None:
+    """All settings, the setup's results and every run."""
+    settings = {k: getattr(args, k) for k in
+                ("vocab_size", "repeats", "threads", "lines", "tools", "timeout")}
+    report = {"machine": machine, "versions": versions, "corpus": corpus,
+              "settings": settings, "setup": setup,
+              "rows": [{**summarize(r), "runs": r.runs} for r in rows]}
+    path.write_text(json.dumps(report, indent=2, default=str), encoding="utf-8")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the parent (or, internally, of a child)."""
+    args = parse_args(argv)
+    if args.setup:
+        return setup_main(args)
+    if args.worker:
+        return worker_main(args)
+    started = time.perf_counter()
+    machine, versions = H.machine_info(), _versions(args.tools)
+    rows = make_rows(args.tools, args.threads)
+    with tempfile.TemporaryDirectory(prefix="bpeforge-bench-encode-") as tmp_name:
+        tmp = Path(tmp_name)
+        models = tmp / "models"
+        models.mkdir()
+        corpus = H.materialize_corpus(Path(args.corpus), tmp)
+        stats = {"path": str(args.corpus), **H.corpus_stats(corpus)}
+        setup = run_setup(corpus, models, args)
+        print(describe_setup(machine, versions, stats, setup, args), flush=True)
+        print(describe_check(setup), flush=True)
+        mark_unbuilt(rows, setup)
+        run_all(rows, models, args, tmp)
+    summaries = [summarize(r) for r in rows]
+    print()
+    print(build_table(summaries, versions, args.markdown))
+    elapsed = time.perf_counter() - started
+    load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
+    print(f"\n(MB/s = median over {args.repeats} run(s) of UTF-8 bytes per second; "
+          f"× bpeforge = row time / bpeforge time, same mode and threads; "
+          f"total benchmark time {elapsed:.0f} s; load average at the end {load})")
+    if args.json:
+        write_json(args.json, machine, versions, stats, setup, rows, args)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,261 @@
+//! Streaming a corpus of any size into ids: text lines, `.npy` or raw binary.
+//!
+//! Lines are read in chunks of a few MiB (plain or compressed input), each
+//! chunk is encoded on all threads, and the ids are written in input order,
+//! so memory stays bounded by the chunk size whatever the corpus size.
+//! Outputs go to temporary files beside the destination and are renamed into
+//! place only when everything succeeded: a failed run leaves earlier outputs
+//! intact and no partial file behind.
+//!
+//! Formats:
+//! * `ids`: one line of space-separated ids per input line.
+//! * `npy`: a 1-D `.npy` array of all ids (uint16 when the vocabulary fits,
+//!   else uint32), plus `<dst>.offsets.npy`: int64 offsets, one per line + 1,
+//!   so line `i` is `ids[offsets[i]:offsets[i+1]]`.
+//! * `bin`: the same ids as raw little-endian uint16/uint32 (nanoGPT style),
+//!   with the same `.offsets.npy` beside it.
+
+use crate::encode::{Encoder, Specials};
+use crate::error::{Error, Result};
+use crate::input::{read_chunks, total_size, TextMode};
+use crate::train::{CountProgress, Observer};
+use std::io::{BufWriter, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IdFormat {
+    Ids,
+    Npy,
+    Bin,
+}
+
+impl IdFormat {
+    pub fn parse(s: &str) -> Result<Self> {
+        match s {
+            "ids" | "text" | "txt" => Ok(Self::Ids),
+            "npy" => Ok(Self::Npy),
+            "bin" => Ok(Self::Bin),
+            other => Err(Error::parameter(format!("format must be \"ids\", \"npy\" or \"bin\", got {other:?}"))),
+        }
+    }
+}
+
+/// What an encode run did.
+#[derive(Debug, Clone, Default)]
+pub struct EncodeStats {
+    pub lines: u64,
+    pub tokens: u64,
+    pub bytes: u64,
+    pub seconds: f64,
+    /// Bytes per id in `npy`/`bin` output (2 or 4).
+    pub id_bytes: usize,
+}
+
+/// The `.offsets.npy` file that goes with a `npy`/`bin` output.
+pub fn offsets_path(dst: &Path) -> PathBuf {
+    let mut s = dst.as_os_str().to_owned();
+    s.push(".offsets.npy");
+    PathBuf::from(s)
+}
+
+/// A `.npy` file written as a stream: a fixed-size header whose shape is
+/// filled in when the length is known.
+struct NpyStream {
+    file: BufWriter<tempfile::NamedTempFile>,
+    descr: &'static str,
+    count: u64,
+}
+
+const NPY_HEADER: usize = 128;
+
+fn npy_header(descr: &str, count: u64) -> Vec<u8> {
+    let dict = format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': ({count},), }}");
+    let mut h = Vec::with_capacity(NPY_HEADER);
+    h.extend_from_slice(b"\x93NUMPY\x01\x00");
+    let len = NPY_HEADER - 10;
+    h.extend_from_slice(&(len as u16).to_le_bytes());
+    h.extend_from_slice(dict.as_bytes());
+    while h.len() < NPY_HEADER - 1 {
+        h.push(b' ');
+    }
+    h.push(b'\n');
+    h
+}
+
+impl NpyStream {
+    fn new(tmp: tempfile::NamedTempFile, descr: &'static str) -> std::io::Result<Self> {
+        let mut file = BufWriter::with_capacity(1 << 20, tmp);
+        file.write_all(&npy_header(descr, 0))?;
+        Ok(NpyStream { file, descr, count: 0 })
+    }
+    fn finish(self) -> std::io::Result<tempfile::NamedTempFile> {
+        let mut tmp = self.file.into_inner().map_err(|e| e.into_error())?;
+        tmp.seek(SeekFrom::Start(0))?;
+        tmp.write_all(&npy_header(self.descr, self.count))?;
+        tmp.as_file().sync_all()?;
+        Ok(tmp)
+    }
+}
+
+fn temp_beside(dst: &Path) -> Result<tempfile::NamedTempFile> {
+    let dir = match dst.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    if !dir.is_dir() {
+        return Err(Error::output(format!("cannot write {}: directory {} does not exist", dst.display(), dir.display())));
+    }
+    tempfile::Builder::new()
+        .prefix(".bpeforge-")
+        .suffix(".tmp")
+        .tempfile_in(&dir)
+        .map_err(|e| Error::output(format!("cannot write {}: {e}", dst.display())))
+}
+
+fn persist(tmp: tempfile::NamedTempFile, dst: &Path) -> Result<()> {
+    tmp.persist(dst).map_err(|e| Error::output(format!("cannot write {}: {}", dst.display(), e.error)))?;
+    Ok(())
+}
+
+/// Encodes every line of `src` into `dst`.
+pub fn encode_file(
+    enc: &Encoder,
+    src: &[PathBuf],
+    dst: &Path,
+    format: IdFormat,
+    specials: &Specials,
+    threads: usize,
+    observer: &mut dyn Observer,
+) -> Result<EncodeStats> {
+    let werr = |e: std::io::Error| Error::output(format!("cannot write {}: {e}", dst.display()));
+    if dst.is_dir() {
+        return Err(Error::output(format!("cannot write {}: it is a directory", dst.display())));
+    }
+    let total = total_size(src)?;
+    let wide = enc.vocab_size() > 1 << 16;
+    let id_bytes = if wide { 4 } else { 2 };
+    let start = Instant::now();
+    let raw = Arc::new(AtomicU64::new(0));
+    let mut stats = EncodeStats { id_bytes, ..Default::default() };
+
+    enum Sink {
+        Text(BufWriter<tempfile::NamedTempFile>),
+        Npy(NpyStream, NpyStream),
+        Bin(BufWriter<tempfile::NamedTempFile>, NpyStream),
+    }
+    let mut sink = match format {
+        IdFormat::Ids => Sink::Text(BufWriter::with_capacity(1 << 20, temp_beside(dst)?)),
+        IdFormat::Npy => Sink::Npy(
+            NpyStream::new(temp_beside(dst)?, if wide { "<u4" } else { "<u2" }).map_err(werr)?,
+            NpyStream::new(temp_beside(&offsets_path(dst))?, "<i8").map_err(werr)?,
+        ),
+        IdFormat::Bin => Sink::Bin(
+            BufWriter::with_capacity(1 << 20, temp_beside(dst)?),
+            NpyStream::new(temp_beside(&offsets_path(dst))?, "<i8").map_err(werr)?,
+        ),
+    };
+    if let Sink::Npy(_, off) | Sink::Bin(_, off) = &mut sink {
+        off.file.write_all(&0i64.to_le_bytes()).map_err(werr)?;
+        off.count = 1;
+    }
+    let mut last_poll = 0.0f64;
+    let mut line_buf: Vec<u8> = Vec::new();
+    read_chunks(src, &TextMode::Lines, raw.clone(), &mut |chunk| {
+        let mut texts: Vec<&[u8]> = Vec::new();
+        chunk.for_each_text::<()>(&mut |t, _| {
+            texts.push(t);
+            Ok(())
+        })
+        .ok();
+        let (ids, offsets) = enc.encode_batch_flat(&texts, specials, threads).map_err(|e| {
+            Error::new(e.kind, format!("{}, lines {}..: {}", chunk.source, chunk.first_line, e.message))
+        })?;
+        stats.lines += texts.len() as u64;
+        stats.bytes += texts.iter().map(|t| t.len() as u64).sum::<u64>();
+        let base = stats.tokens;
+        stats.tokens += ids.len() as u64;
+        match &mut sink {
+            Sink::Text(w) => {
+                for k in 0..texts.len() {
+                    line_buf.clear();
+                    let line = &ids[offsets[k] as usize..offsets[k + 1] as usize];
+                    for (n, id) in line.iter().enumerate() {
+                        if n > 0 {
+                            line_buf.push(b' ');
+                        }
+                        line_buf.extend_from_slice(id.to_string().as_bytes());
+                    }
+                    line_buf.push(b'\n');
+                    w.write_all(&line_buf).map_err(werr)?;
+                }
+            }
+            Sink::Npy(NpyStream { file, count, .. }, off) => {
+                write_ids(file, &ids, wide).map_err(werr)?;
+                *count += ids.len() as u64;
+                write_offsets(off, &offsets[1..], base).map_err(werr)?;
+            }
+            Sink::Bin(file, off) => {
+                write_ids(file, &ids, wide).map_err(werr)?;
+                write_offsets(off, &offsets[1..], base).map_err(werr)?;
+            }
+        }
+        let t = start.elapsed().as_secs_f64();
+        if t - last_poll >= 0.05 {
+            last_poll = t;
+            if observer.should_stop() {
+                return Err(Error::interrupted());
+            }
+            observer.encoding(&CountProgress { raw_bytes_done: raw.load(Ordering::Relaxed), raw_bytes_total: Some(total), elapsed: t });
+        }
+        Ok(())
+    })?;
+    match sink {
+        Sink::Text(w) => {
+            let tmp = w.into_inner().map_err(|e| werr(e.into_error()))?;
+            tmp.as_file().sync_all().map_err(werr)?;
+            persist(tmp, dst)?;
+        }
+        Sink::Npy(ids, off) => {
+            let ids = ids.finish().map_err(werr)?;
+            let off = off.finish().map_err(werr)?;
+            persist(off, &offsets_path(dst))?;
+            persist(ids, dst)?;
+        }
+        Sink::Bin(w, off) => {
+            let tmp = w.into_inner().map_err(|e| werr(e.into_error()))?;
+            tmp.as_file().sync_all().map_err(werr)?;
+            let off = off.finish().map_err(werr)?;
+            persist(off, &offsets_path(dst))?;
+            persist(tmp, dst)?;
+        }
+    }
+    stats.seconds = start.elapsed().as_secs_f64();
+    observer.encoded(&stats);
+    Ok(stats)
+}
+
+fn write_ids(w: &mut impl Write, ids: &[u32], wide: bool) -> std::io::Result<()> {
+    let mut buf = Vec::with_capacity(ids.len() * 4);
+    if wide {
+        for &id in ids {
+            buf.extend_from_slice(&id.to_le_bytes());
+        }
+    } else {
+        for &id in ids {
+            buf.extend_from_slice(&(id as u16).to_le_bytes());
+        }
+    }
+    w.write_all(&buf)
+}
+
+fn write_offsets(off: &mut NpyStream, ends: &[u64], base: u64) -> std::io::Result<()> {
+    let mut buf = Vec::with_capacity(ends.len() * 8);
+    for &e in ends {
+        buf.extend_from_slice(&((e + base) as i64).to_le_bytes());
+    }
+    off.count += ends.len() as u64;
+    off.file.write_all(&buf)
+}

@@ -1,0 +1,170 @@
+"""Encoding and decoding: exactness against the merge-list oracle, special
+tokens in text, BPE-dropout, batches, files, long and empty inputs."""
+
+from __future__ import annotations
+
+import lzma
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import bpeforge
+from bpeforge import SpecialTokenError
+
+from reference import reference_encode, reference_model_from_merges
+
+CORPUS = [
+    "the quick brown fox jumps over the lazy dog",
+    "the lazy dog sleeps; the quick fox runs fast",
+    "Привет мир, привет всем людям",
+    "日本語のテキストと日本語の文",
+    "emoji 😀😀 and more 😀 here",
+    "aaaaaaaaaaaaaaaaaaaa bbbbbbbbbbbb ababababab",
+] * 30
+
+
+@pytest.fixture(scope="module", params=["bytes", "chars"])
+def tok(request) -> bpeforge.Tokenizer:
+    kw = {"pretokenizer": "whitespace"} if request.param == "chars" else {}
+    size = 500 if request.param == "bytes" else 250
+    return bpeforge.train_from_iterator(CORPUS, vocab_size=size, scheme=request.param, special_tokens=["<|eot|>", "<s>"],
+                                        min_frequency=1, progress=False, **kw)
+
+
+_ORACLES: dict[int, object] = {}
+
+
+def oracle_encode(tok: bpeforge.Tokenizer, text: str) -> list[int]:
+    """Apply the merge list in order to every pre-token (SEMANTICS §7)."""
+    model = _ORACLES.get(id(tok))
+    if model is None:
+        users = [t for t in tok.special_tokens if t != "<unk>"] if tok.scheme == "chars" else tok.special_tokens
+        model = reference_model_from_merges(tok.merges, scheme=tok.scheme, pretokenizer=tok.pretokenizer,
+                                            special_tokens=users, alphabet=tok.alphabet)
+        _ORACLES[id(tok)] = model
+    return reference_encode(model, text, ordinary=True)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.text(alphabet=st.sampled_from(list("the quick brown fox lazy dog aаб😀日本 \t\n'1234")), max_size=60))
+def test_encode_equals_in_order_merges(tok: bpeforge.Tokenizer, text: str) -> None:
+    assert tok.encode_ordinary(text) == oracle_encode(tok, text)
+
+
+def test_in_order_equality_on_shared_corpus(tok: bpeforge.Tokenizer, corpus_slice) -> None:
+    lines = corpus_slice[:500]
+    got = tok.encode_batch(lines, threads=2, disallowed_special=())
+    for line, ids in zip(lines, got):
+        assert ids == oracle_encode(tok, line), line
+
+
+def test_special_token_cases(tok: bpeforge.Tokenizer) -> None:
+    eot, s = tok.token_to_id("<|eot|>"), tok.token_to_id("<s>")
+    allow = {"allowed_special": "all"}
+    # adjacent specials
+    assert tok.encode("<s><s><|eot|>", **allow) == [s, s, eot]
+    # specials inside words
+    ids = tok.encode("dog<s>fox", **allow)
+    assert ids.count(s) == 1
+    # bytes: lossless; chars/whitespace: every word gets its own ▁ (SEMANTICS §4)
+    assert tok.decode(ids) == ("dog<s>fox" if tok.scheme == "bytes" else "dog<s> fox")
+    assert ids[: ids.index(s)] == tok.encode_ordinary("dog")
+    assert ids[ids.index(s) + 1 :] == tok.encode_ordinary("fox")
+    # partial special text is ordinary text
+    for partial in ("<|eot", "<|eot|", "|eot|>", "<s", "s>", "< s>"):
+        assert tok.encode(partial) == tok.encode_ordinary(partial)
+    # disallowed raises, names the token
+    with pytest.raises(SpecialTokenError, match="eot"):
+        tok.encode("a <|eot|> b")
+    # only some allowed; the other is ordinary text
+    ids = tok.encode("<s> <|eot|>", allowed_special={"<s>"}, disallowed_special=())
+    assert ids[0] == s and eot not in ids
+
+
+def test_dropout_properties(tok: bpeforge.Tokenizer) -> None:
+    text = "the quick brown fox jumps over the lazy dog " * 3
+    if tok.pretokenizer == "whitespace":
+        text = text.strip()  # the whitespace preset does not keep trailing spaces
+    plain = tok.encode(text)
+    assert tok.encode(text, dropout=0.0) == plain
+    base = tok.encode(text, dropout=1.0, seed=1)
+    assert tok.decode(base) == text
+    if tok.scheme == "bytes":
+        assert len(base) == len(text.encode())
+    a = tok.encode(text, dropout=0.3, seed=42)
+    assert a == tok.encode(text, dropout=0.3, seed=42)
+    assert tok.decode(a) == text
+    assert len(plain) <= len(a) <= len(base)
+    variants = {tuple(tok.encode(text, dropout=0.3, seed=k)) for k in range(20)}
+    assert len(variants) > 1
+    batch = [text, "lazy dog", text]
+    b1 = tok.encode_batch(batch, dropout=0.2, seed=7, threads=1)
+    assert b1 == tok.encode_batch(batch, dropout=0.2, seed=7, threads=2)
+    assert all(tok.decode(x) == t for x, t in zip(b1, batch))
+    with pytest.raises(bpeforge.ParameterError, match="dropout"):
+        tok.encode(text, dropout=1.5)
+
+
+def test_thread_count_independence(tok: bpeforge.Tokenizer) -> None:
+    texts = CORPUS * 40
+    one = tok.encode_batch(texts, threads=1)
+    assert tok.encode_batch(texts, threads=2) == one
+    assert tok.encode_batch(texts, threads=7) == one
+
+
+def test_long_and_empty_inputs(tok: bpeforge.Tokenizer) -> None:
+    assert tok.encode("") == []
+    assert tok.encode_batch([]) == []
+    assert tok.encode_batch(["", ""]) == [[], []]
+    assert tok.decode([]) == ""
+    long_run = "a" * 1_000_000
+    ids = tok.encode(long_run)
+    assert tok.decode(ids) == (long_run if tok.scheme == "bytes" else long_run)
+    mixed = ("the quick brown fox " * 50_000)
+    assert tok.decode(tok.encode(mixed)) == mixed.strip() if tok.pretokenizer == "whitespace" else mixed
+
+
+def test_decode_batch_and_bytes(tok: bpeforge.Tokenizer) -> None:
+    texts = CORPUS[:6]
+    ids = tok.encode_batch(texts)
+    assert tok.decode_batch(ids) == [t if tok.pretokenizer != "whitespace" else " ".join(t.split()) for t in texts]
+    assert b"".join(tok.decode_bytes(x) for x in ids[:1]) == tok.decode_bytes(ids[0])
+    with pytest.raises(bpeforge.ParameterError):
+        tok.decode_batch([[tok.vocab_size + 5]])
+
+
+@pytest.mark.parametrize("fmt", ["ids", "npy", "bin"])
+def test_encode_file_decodes_back_byte_for_byte(tmp_path, corpus_slice, fmt) -> None:
+    np = pytest.importorskip("numpy")
+    tok = bpeforge.train_from_iterator(corpus_slice[:2000], vocab_size=800, progress=False)
+    src = tmp_path / "src.txt.xz"
+    text = "\n".join(corpus_slice[:2000]) + "\n"
+    src.write_bytes(lzma.compress(text.encode("utf-8")))
+    dst = tmp_path / f"out.{fmt}"
+    stats = tok.encode_file(src, dst, format=fmt, threads=2)
+    assert stats["lines"] == 2000 and stats["bytes"] == len(text.encode()) - 2000
+    if fmt == "ids":
+        lines = dst.read_text().splitlines()
+        seqs = [[int(x) for x in line.split()] for line in lines]
+    else:
+        if fmt == "npy":
+            ids = np.load(dst)
+        else:
+            ids = np.fromfile(dst, dtype="<u2" if stats["id_bytes"] == 2 else "<u4")
+        offsets = np.load(str(dst) + ".offsets.npy")
+        assert offsets.dtype == np.int64 and len(offsets) == 2001 and offsets[-1] == len(ids) == stats["tokens"]
+        seqs = [ids[offsets[i] : offsets[i + 1]].tolist() for i in range(2000)]
+    decoded = b"".join(tok.decode_bytes(s) + b"\n" for s in seqs)
+    assert decoded == text.encode("utf-8")
+    assert seqs[:50] == tok.encode_batch(corpus_slice[:50])
+
+
+def test_encode_file_failure_leaves_nothing(tmp_path) -> None:
+    tok = bpeforge.train_from_iterator(["hello world"] * 5, vocab_size=260, progress=False)
+    dst = tmp_path / "out.npy"
+    dst.write_bytes(b"earlier output")
+    with pytest.raises(bpeforge.InputError):
+        tok.encode_file(tmp_path / "missing.txt", dst, format="npy")
+    assert dst.read_bytes() == b"earlier output"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.npy"]
