@@ -33,6 +33,9 @@ Modes
   SentencePiece ``sp.encode(lines, num_threads=N)``.
 * ``decode/line`` (1 thread), one call per line: ``tok.decode(ids)``,
   ``enc.decode(ids)``, ``tk.decode(ids)``, ``sp.decode(ids)``.
+* ``decode/flat`` (1 call): the ids of every line in one flat sequence decoded
+  to bytes at once: bpeforge ``decode_bytes(numpy array)``, tiktoken
+  ``decode_bytes(list)``; the raw decode-table throughput.
 * ``decode/batch`` (each N): ``tok.decode_batch(ids_list)`` (it has no thread
   setting), ``enc.decode_batch(ids_list, num_threads=N)``,
   ``tk.decode_batch(ids_list)``, ``sp.decode(ids_list, num_threads=N)``.
@@ -337,16 +340,34 @@ class BpeforgeAdapter:
         return self.tok.decode(ids)
 
     def decode_batch(self, ids_list: list[list[int]], threads: int) -> list[str]:
-        return self.tok.decode_batch(ids_list)  # no thread setting
+        return self.tok.decode_batch(ids_list, threads=threads)
+
+    def decode_flat(self, flat: list[int]) -> bytes:
+        return self.tok.decode_bytes(flat)
 
     count = staticmethod(count_tokens)
 
 
 class BpeforgeNumpyAdapter(BpeforgeAdapter):
-    """bpeforge's batch encoder returning flat numpy arrays."""
+    """bpeforge with numpy arrays in and out: ``encode_batch(as_numpy=True)``
+    gives ``(ids, offsets)``; decoding takes that pair (or one flat array)
+    through a raw buffer, without a Python int per token."""
 
     def encode_batch(self, lines: list[str], threads: int):
         return self.tok.encode_batch(lines, threads=threads, as_numpy=True)
+
+    def ids_lists(self, lines: list[str], threads: int):
+        return self.tok.encode_batch(lines, threads=threads, as_numpy=True)
+
+    def decode_batch(self, batch, threads: int) -> list[str]:
+        return self.tok.decode_batch(batch, threads=threads)
+
+    def flatten(self, batch):
+        return batch[0]
+
+    @staticmethod
+    def count(out) -> int:
+        return len(out[0]) if isinstance(out, tuple) else count_tokens(out)
 
     def ids_lists(self, lines: list[str], threads: int) -> list[list[int]]:
         ids, offsets = self.encode_batch(lines, threads)
@@ -386,6 +407,9 @@ class TiktokenAdapter:
 
     def decode_batch(self, ids_list: list[list[int]], threads: int) -> list[str]:
         return self.enc.decode_batch(ids_list, num_threads=threads)
+
+    def decode_flat(self, flat: list[int]) -> bytes:
+        return self.enc.decode_bytes(flat)
 
     count = staticmethod(count_tokens)
 
@@ -455,12 +479,14 @@ class Tool:
 
 
 ALL_MODES = ("encode/line", "encode/batch", "decode/line", "decode/batch")
+#: One decode call over the whole corpus's ids (raw decode throughput).
+FLAT = "decode/flat"
 
 TOOLS: dict[str, Tool] = {
     "bpeforge": Tool("bpeforge", "", "bpeforge", "bpeforge", ALL_MODES),
     "bpeforge-numpy": Tool("bpeforge", "as_numpy", "bpeforge", "bpeforge",
-                           ("encode/batch",)),
-    "tiktoken": Tool("tiktoken", "", "tiktoken", "tiktoken", ALL_MODES),
+                           ("encode/batch", "decode/batch", FLAT)),
+    "tiktoken": Tool("tiktoken", "", "tiktoken", "tiktoken", ALL_MODES + (FLAT,)),
     "hf": Tool("HF tokenizers", "", "tokenizers", "tokenizers", ALL_MODES),
     "sentencepiece": Tool("SentencePiece", "own BPE model", "sentencepiece",
                           "sentencepiece", ALL_MODES),
@@ -518,6 +544,8 @@ def _decode_call(adapter, mode: str, ids_list: list[list[int]], threads: int) ->
     if mode == "decode/line":
         decode = adapter.decode
         return lambda: [decode(ids) for ids in ids_list]
+    if mode == FLAT:
+        return lambda: adapter.decode_flat(ids_list)
     return lambda: adapter.decode_batch(ids_list, threads)
 
 
@@ -529,6 +557,19 @@ def _measure(adapter, mode: str, lines: list[str], threads: int) -> dict:
         return {"wall_s": wall, "cpu_s": cpu, "bytes": utf8_bytes(lines),
                 "tokens": adapter.count(out)}
     ids_list = _ids_for_decoding(adapter, lines, threads)
+    if mode == FLAT:
+        flat = adapter.flatten(ids_list) if hasattr(adapter, "flatten") else [i for ids in ids_list for i in ids]
+        _decode_call(adapter, mode, flat[:10], threads)()
+        out, wall, cpu = _timed(_decode_call(adapter, mode, flat, threads))
+        expected = "".join(lines).encode("utf-8")
+        return {"wall_s": wall, "cpu_s": cpu, "bytes": len(out), "tokens": len(flat),
+                "roundtrip_mismatch": int(out != expected)}
+    if isinstance(ids_list, tuple):
+        _decode_call(adapter, mode, ids_list, threads)()
+        texts, wall, cpu = _timed(_decode_call(adapter, mode, ids_list, threads))
+        mismatched = sum(1 for t, line in zip(texts, lines) if t != line)
+        return {"wall_s": wall, "cpu_s": cpu, "bytes": utf8_bytes(texts),
+                "tokens": len(ids_list[0]), "roundtrip_mismatch": mismatched}
     _decode_call(adapter, mode, ids_list[:1], threads)()
     texts, wall, cpu = _timed(_decode_call(adapter, mode, ids_list, threads))
     mismatched = sum(1 for t, line in zip(texts, lines) if t != line)
@@ -579,8 +620,8 @@ class Row:
 def make_rows(tools: list[str], thread_counts: list[int]) -> list[Row]:
     """Every row of the table, grouped by mode and thread count."""
     rows = []
-    for mode in ALL_MODES:
-        counts = [1] if mode.endswith("/line") else thread_counts
+    for mode in ALL_MODES + (FLAT,):
+        counts = [1] if mode.endswith("/line") or mode == FLAT else thread_counts
         for threads in counts:
             rows += [Row(mode, threads, t) for t in tools if mode in TOOLS[t].modes]
     return rows
@@ -841,7 +882,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     # Internal: the setup child and the timed children.
     p.add_argument("--setup", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--worker", choices=list(TOOLS), help=argparse.SUPPRESS)
-    p.add_argument("--mode", choices=ALL_MODES, help=argparse.SUPPRESS)
+    p.add_argument("--mode", choices=ALL_MODES + (FLAT,), help=argparse.SUPPRESS)
     p.add_argument("--workdir", help=argparse.SUPPRESS)
     p.add_argument("--result", help=argparse.SUPPRESS)
     args = p.parse_args(argv)

@@ -569,6 +569,8 @@ def _raw_ids(ids: Any) -> bytes | None:
     import numpy as np
 
     arr = np.asarray(ids).ravel()
+    if arr.dtype == np.dtype("<u4"):
+        return arr.tobytes()  # in range by construction; checked against the vocabulary in the engine
     if arr.size and (int(arr.min()) < 0 or int(arr.max()) > 0xFFFFFFFF):
         bad = int(arr.min()) if int(arr.min()) < 0 else int(arr.max())
         raise ParameterError(f"token id {bad} is outside the vocabulary")

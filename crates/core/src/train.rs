@@ -263,6 +263,7 @@ pub fn train_from_counts(
 ) -> Result<Model> {
     config.validate()?;
     let word_types = counts.len();
+    let table_bytes = counts.memory_bytes();
     let stats = counts.stats.clone();
     if counts.is_empty() {
         return Err(Error::training(format!(
@@ -502,6 +503,10 @@ pub fn train_from_counts(
         },
         "timings": {"count_seconds": round3(count_seconds), "merge_seconds": round3(merge_seconds)},
         "word_types": word_types,
+        "word_count_table": {
+            "bytes": table_bytes,
+            "bytes_per_type": if word_types > 0 { (table_bytes as f64 / word_types as f64 * 10.0).round() / 10.0 } else { 0.0 },
+        },
         "word_types_pruned": pruned_types,
         "word_table": {"types_with_pairs": word_table_types, "symbols": word_table_symbols},
         "resumed_merges": old_merges.len(),

@@ -584,8 +584,21 @@ impl NativeTokenizer {
 
     /// Decodes a little-endian u32 id buffer (e.g. a numpy array's bytes).
     fn decode_raw<'py>(&self, py: Python<'py>, ids: &[u8]) -> PyResult<Bound<'py, PyBytes>> {
-        let ids = raw_u32(ids)?;
-        let out = py.detach(|| self.enc.decode_bytes(&ids)).map_err(to_pyerr)?;
+        if ids.len() % 4 != 0 {
+            return Err(to_pyerr(Error::parameter("raw ids must be a buffer of 4-byte integers")));
+        }
+        // Zero-copy when the buffer is aligned (the usual case for bytes).
+        // SAFETY: u32 has no invalid bit patterns; align_to only yields a
+        // middle slice of properly aligned, in-bounds u32 values.
+        let (head, aligned, tail) = unsafe { ids.align_to::<u32>() };
+        let owned;
+        let ids: &[u32] = if head.is_empty() && tail.is_empty() && cfg!(target_endian = "little") {
+            aligned
+        } else {
+            owned = raw_u32(ids)?;
+            &owned
+        };
+        let out = py.detach(|| self.enc.decode_bytes(ids)).map_err(to_pyerr)?;
         Ok(PyBytes::new(py, &out))
     }
 
