@@ -43,6 +43,10 @@ ALL_PRESETS = REGEX_PRESETS + ("whitespace", "none")
 
 SPACE_MARK = "\u2581"  # ▁
 
+# SuperBPE's stage-2 pattern (Liu et al., 2025), used as an *isolated* split:
+# the matches and the text between them are all pieces.
+SUPERWORD_PATTERN = r"""\p{N}{1,3}| ?[^\s\p{L}\p{N}]{2,}[\r\n/]*| +(?!\S)"""
+
 
 class AmbiguousTieError(Exception):
     """Two distinct candidate pairs have the same count and the same token bytes.
@@ -92,6 +96,17 @@ def reference_pretokenize(text: str, preset: str = "gpt2") -> list[str]:
         return text.split()  # str.split(): maximal runs of non-whitespace (str.isspace)
     if preset == "none":
         return [text] if text else []
+    if preset == "superword":
+        pieces, gap = [], 0
+        for m in regex.finditer(SUPERWORD_PATTERN, text):
+            if m.start() > gap:
+                pieces.append(text[gap : m.start()])
+            if m.group():
+                pieces.append(m.group())
+            gap = m.end()
+        if gap < len(text):
+            pieces.append(text[gap:])
+        return pieces
     # custom regex: every match, text between matches dropped
     return [m.group() for m in regex.finditer(preset, text) if m.group()]
 

@@ -86,6 +86,9 @@ def train(
     resume_from: PathLike | Tokenizer | None = None,
     checkpoint_path: PathLike | None = None,
     checkpoint_every: int = 1000,
+    superbpe_transition: int | None = None,
+    superbpe_max_words: int = 4,
+    superbpe_colon_rule: bool = True,
 ) -> Tokenizer:
     """Train a BPE vocabulary on one or more text files.
 
@@ -123,6 +126,13 @@ def train(
             data.
         checkpoint_path: save the model there every ``checkpoint_every``
             merges and when interrupted; restart with ``resume_from``.
+        superbpe_transition: train SuperBPE (Liu et al., 2025): ordinary BPE
+            with ``pretokenizer`` up to this vocabulary size, then merges
+            that may span several words (stage 2 pre-tokenizer
+            ``"superword"``), with at most ``superbpe_max_words`` words per
+            token and, with ``superbpe_colon_rule``, no token spanning ": ".
+            Bytes scheme only. The model encodes with the stage-2
+            pre-tokenizer, exactly as trained.
 
     Returns:
         The trained :class:`Tokenizer`. Its ``metadata`` records the inputs,
@@ -156,6 +166,9 @@ def train_from_iterator(
     resume_from: PathLike | Tokenizer | None = None,
     checkpoint_path: PathLike | None = None,
     checkpoint_every: int = 1000,
+    superbpe_transition: int | None = None,
+    superbpe_max_words: int = 4,
+    superbpe_colon_rule: bool = True,
 ) -> Tokenizer:
     """Train on any iterable of ``str`` (each item is one text).
 
@@ -193,11 +206,19 @@ def _train_args(
     resume_from: PathLike | Tokenizer | None = None,
     checkpoint_path: PathLike | None = None,
     checkpoint_every: int = 1000,
+    superbpe_transition: int | None = None,
+    superbpe_max_words: int = 4,
+    superbpe_colon_rule: bool = True,
 ) -> dict[str, Any]:
     """Checks the training keywords and packs them for the engine."""
     _check_common(vocab_size, min_frequency, max_token_length, threads)
     if isinstance(min_word_count, bool) or not isinstance(min_word_count, int) or min_word_count < 1:
         raise ParameterError(f"min_word_count must be a positive integer, got {min_word_count!r}")
+    if superbpe_transition is not None and (isinstance(superbpe_transition, bool) or not isinstance(superbpe_transition, int)
+                                            or superbpe_transition < 1):
+        raise ParameterError(f"superbpe_transition must be a positive integer or None, got {superbpe_transition!r}")
+    if isinstance(superbpe_max_words, bool) or not isinstance(superbpe_max_words, int) or superbpe_max_words < 0:
+        raise ParameterError(f"superbpe_max_words must be a non-negative integer (0: no limit), got {superbpe_max_words!r}")
     if isinstance(checkpoint_every, bool) or not isinstance(checkpoint_every, int) or checkpoint_every < 1:
         raise ParameterError(f"checkpoint_every must be a positive integer, got {checkpoint_every!r}")
     resume_json: bytes | None = None
@@ -222,6 +243,9 @@ def _train_args(
         "resume_from": resume_json,
         "checkpoint_path": os.fspath(checkpoint_path) if checkpoint_path is not None else None,
         "checkpoint_every": checkpoint_every,
+        "superbpe_transition": superbpe_transition,
+        "superbpe_max_words": int(superbpe_max_words),
+        "superbpe_colon_rule": bool(superbpe_colon_rule),
     }
 
 

@@ -92,6 +92,10 @@ def _finish_out(handle: IO[str], tmp: str | None, path: str | None, ok: bool) ->
 
 
 def cmd_train(args: argparse.Namespace) -> int:
+    if getattr(args, "ray", None) is not None:  # --ray [ADDRESS]: bpeforge.distributed
+        from .distributed import cli_train
+
+        return cli_train(args)
     inputs: list[str] = args.inputs
     demo = not inputs
     if demo:
@@ -100,6 +104,8 @@ def cmd_train(args: argparse.Namespace) -> int:
         print(f"No input given: training on the bundled sample corpus ({inputs[0]}).", file=sys.stderr)
     else:
         vocab_size = args.vocab_size or 32000
+    if args.checkpoint_every and not args.output:
+        raise ParameterError("--checkpoint-every needs --output (the checkpoint is written there)")
     progress = "off" if args.quiet else args.progress
     t0 = time.perf_counter()
     tok = train(
@@ -117,6 +123,12 @@ def cmd_train(args: argparse.Namespace) -> int:
         unk_token=args.unk_token,
         documents=args.documents,
         separator=args.separator,
+        min_word_count=args.min_word_count,
+        resume_from=args.resume,
+        checkpoint_path=args.output if args.checkpoint_every else None,
+        checkpoint_every=args.checkpoint_every or 1000,
+        superbpe_transition=args.superbpe_transition,
+        superbpe_max_words=args.superbpe_max_words,
     )
     wall = time.perf_counter() - t0
     if args.output:
@@ -162,6 +174,12 @@ def _special_mode(tok: Tokenizer, mode: str) -> dict[str, Any]:
 
 
 def cmd_encode(args: argparse.Namespace) -> int:
+    if getattr(args, "ray", None) is not None:  # --ray [ADDRESS]: bpeforge.distributed
+        from .distributed import cli_encode
+
+        return cli_encode(args)
+    if getattr(args, "more_inputs", None):
+        raise ParameterError("several INPUT files need --ray (or encode them one at a time)")
     tok = load(args.model)
     kw = _special_mode(tok, args.specials)
     if args.input and args.input != "-" and args.output and args.output != "-" and not args.dropout:
@@ -364,13 +382,24 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--unk-token", default="<unk>", help="chars scheme")
     t.add_argument("--documents", action="store_true", help="each file is one text (newlines kept)")
     t.add_argument("--separator", default=None, help="texts are separated by this string instead of newlines")
+    t.add_argument("--superbpe-transition", type=int, default=None, metavar="T",
+                   help="SuperBPE: plain BPE up to vocabulary size T, then multi-word tokens")
+    t.add_argument("--superbpe-max-words", type=int, default=4, help="SuperBPE: words per token at most (0: no limit)")
+    t.add_argument("--min-word-count", type=int, default=1, help="drop word types seen fewer times (1: keep all)")
+    t.add_argument("--resume", default=None, metavar="MODEL", help="continue this model's merges up to --vocab-size")
+    t.add_argument("--checkpoint-every", type=int, default=None, metavar="N",
+                   help="save the model to --output every N merges (and on Ctrl-C); restart with --resume")
     t.add_argument("--progress", choices=["auto", "human", "json", "off"], default="auto")
     t.add_argument("--quiet", "-q", action="store_true", help="no progress and no summary")
+    t.add_argument("--ray", nargs="?", const="", default=None, metavar="ADDRESS",
+                   help="count on a Ray cluster (alone: as ray.init(), else a local Ray; 'auto', HOST:PORT, ray://HOST:10001)")
+    t.add_argument("--shard-mb", type=float, default=64, help="with --ray: plain files are cut into shards of this many MiB")
     t.set_defaults(func=cmd_train)
 
     e = sub.add_parser("encode", help="encode text lines to id lines")
     e.add_argument("--model", "-m", required=True)
     e.add_argument("input", nargs="?", help="input text file (default: stdin)")
+    e.add_argument("more_inputs", nargs="*", metavar="INPUT", help="with --ray: more input files")
     e.add_argument("--output", "-o", help="output file (default: stdout)")
     e.add_argument("--threads", type=int, default=None)
     e.add_argument("--specials", choices=["allow", "ordinary", "error"], default="allow",
@@ -381,6 +410,9 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--seed", type=int, default=None, help="seed for --dropout")
     e.add_argument("--progress", choices=["auto", "human", "json", "off"], default="auto")
     e.add_argument("--quiet", "-q", action="store_true")
+    e.add_argument("--ray", nargs="?", const="", default=None, metavar="ADDRESS",
+                   help="encode on a Ray cluster into --output DIR: shards + manifest.json (see bpeforge train --ray)")
+    e.add_argument("--shard-mb", type=float, default=64, help="with --ray: plain files are cut into shards of this many MiB")
     e.set_defaults(func=cmd_encode)
 
     d = sub.add_parser("decode", help="decode id lines to text lines")

@@ -61,6 +61,8 @@ pub struct WordCounts {
     short: Map<u128, u64>,
     long: Map<Box<[u8]>, u64>,
     pub stats: CountStats,
+    /// SuperBPE: the stage-2 units of the same texts, counted in the same pass.
+    pub superword: Option<Box<WordCounts>>,
 }
 
 const SHORT_KEY: usize = 15;
@@ -81,7 +83,7 @@ impl Default for WordCounts {
 
 impl WordCounts {
     pub fn new() -> Self {
-        WordCounts { short: new_map(), long: new_map(), stats: CountStats::default() }
+        WordCounts { short: new_map(), long: new_map(), stats: CountStats::default(), superword: None }
     }
 
     /// Number of distinct word types.
@@ -131,6 +133,11 @@ impl WordCounts {
             *self.long.entry(k).or_insert(0) += v;
         }
         self.stats.add(&other.stats);
+        match (&mut self.superword, other.superword.take()) {
+            (Some(mine), Some(theirs)) => mine.merge(*theirs),
+            (None, Some(theirs)) => self.superword = Some(theirs),
+            _ => {}
+        }
     }
 }
 
@@ -203,6 +210,8 @@ pub struct Counter<'a> {
     pub specials: &'a SpecialSplitter,
     /// Bytes scheme: invalid UTF-8 runs become pieces. Chars scheme: an error.
     pub allow_invalid_utf8: bool,
+    /// SuperBPE: also count the stage-2 units (into `WordCounts::superword`).
+    pub superword: Option<&'a PreTokenizer>,
 }
 
 impl Counter<'_> {
@@ -218,17 +227,25 @@ impl Counter<'_> {
                 Ok(())
             }
             Segment::Text(seg) => utf8_runs(seg, &mut |run| match run {
-                Ok(s) => self
-                    .pretokenizer
-                    .split(s, &mut |piece| {
-                        out.stats.pieces += 1;
-                        out.add(piece.as_bytes(), 1);
-                    })
-                    .map_err(|e| (s.as_ptr() as usize - base, Some(e))),
+                Ok(s) => {
+                    if let (Some(p2), Some(second)) = (self.superword, out.superword.as_deref_mut()) {
+                        p2.split(s, &mut |piece| second.add(piece.as_bytes(), 1))
+                            .map_err(|e| (s.as_ptr() as usize - base, Some(e)))?;
+                    }
+                    self.pretokenizer
+                        .split(s, &mut |piece| {
+                            out.stats.pieces += 1;
+                            out.add(piece.as_bytes(), 1);
+                        })
+                        .map_err(|e| (s.as_ptr() as usize - base, Some(e)))
+                }
                 Err(bad) => {
                     if self.allow_invalid_utf8 {
                         out.stats.pieces += 1;
                         out.add(bad, 1);
+                        if let Some(second) = out.superword.as_deref_mut() {
+                            second.add(bad, 1);
+                        }
                         Ok(())
                     } else {
                         Err((bad.as_ptr() as usize - base, None))
@@ -266,8 +283,15 @@ pub fn count_parallel(
     feed: impl FnOnce(&mut dyn FnMut(Chunk) -> Result<()>) -> Result<()>,
 ) -> Result<WordCounts> {
     let threads = threads.max(1);
+    let fresh = || {
+        let mut c = WordCounts::new();
+        if counter.superword.is_some() {
+            c.superword = Some(Box::new(WordCounts::new()));
+        }
+        c
+    };
     if threads == 1 {
-        let mut counts = WordCounts::new();
+        let mut counts = fresh();
         feed(&mut |chunk| counter.count_chunk(&chunk, &mut counts))?;
         return Ok(counts);
     }
@@ -280,8 +304,9 @@ pub fn count_parallel(
                 let rx = rx.clone();
                 let failed = &failed;
                 let first_error = &first_error;
+                let fresh = &fresh;
                 scope.spawn(move || {
-                    let mut counts = WordCounts::new();
+                    let mut counts = fresh();
                     for chunk in rx.iter() {
                         if failed.load(Ordering::Relaxed) {
                             continue; // drain so the feeder never blocks

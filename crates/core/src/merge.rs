@@ -208,6 +208,38 @@ pub struct MergeParams {
     pub max_token_length: Option<usize>,
     /// A symbol that never merges (`<unk>`), if any.
     pub unk: Option<u32>,
+    /// SuperBPE's word-count and ": " limits.
+    pub limits: crate::train::TokenLimits,
+}
+
+/// Words in a token: runs of bytes other than space, tab, CR, LF.
+fn word_count(t: &[u8]) -> u32 {
+    let mut n = 0;
+    let mut inside = false;
+    for &c in t {
+        let space = matches!(c, b' ' | b'\t' | b'\r' | b'\n');
+        if !space && !inside {
+            n += 1;
+        }
+        inside = !space;
+    }
+    n
+}
+
+/// Whether joining `a` and `b` respects the limits (see `TokenLimits`).
+#[inline]
+fn within_limits(a: &[u8], b: &[u8], wa: u32, wb: u32, limits: &crate::train::TokenLimits) -> bool {
+    if limits.max_words > 0 {
+        let space = |c: &u8| matches!(c, b' ' | b'\t' | b'\r' | b'\n');
+        let joined = a.last().is_some_and(|c| !space(c)) && b.first().is_some_and(|c| !space(c));
+        if (wa + wb - joined as u32) as usize > limits.max_words {
+            return false;
+        }
+    }
+    if limits.colon_rule && (a.ends_with(b": ") || (a.ends_with(b":") && b.len() > 1 && b[0] == b' ')) {
+        return false;
+    }
+    true
 }
 
 /// Called before every merge with the merges learned so far and the count of
@@ -266,8 +298,24 @@ pub fn learn_merges(
     let max_len = params.max_token_length.unwrap_or(usize::MAX);
     let unk = params.unk.unwrap_or(NONE);
     let mut token_len: Vec<usize> = tokens.iter().map(Vec::len).collect();
-    let candidate = |a: u32, b: u32, token_len: &[usize]| -> bool {
-        a != unk && b != unk && token_len[a as usize] + token_len[b as usize] <= max_len
+    let limited = params.limits.max_words > 0 || params.limits.colon_rule;
+    let mut token_words: Vec<u32> = if limited { tokens.iter().map(|t| word_count(t)).collect() } else { Vec::new() };
+    let limits = params.limits;
+    // `extra` is only consulted for SuperBPE's stage 2.
+    let candidate = |a: u32, b: u32, token_len: &[usize], extra: Option<(&[Vec<u8>], &[u32])>| -> bool {
+        if a == unk || b == unk || token_len[a as usize] + token_len[b as usize] > max_len {
+            return false;
+        }
+        match extra {
+            Some((toks, words)) => within_limits(
+                &toks[a as usize],
+                &toks[b as usize],
+                words[a as usize],
+                words[b as usize],
+                &limits,
+            ),
+            None => true,
+        }
     };
 
     // Initial pair counts and positions.
@@ -278,7 +326,8 @@ pub fn learn_merges(
             continue;
         }
         let (a, b) = (nodes[i].sym, nodes[j as usize].sym);
-        if !candidate(a, b, &token_len) {
+        let extra = limited.then_some((&tokens[..], &token_words[..]));
+        if !candidate(a, b, &token_len, extra) {
             continue;
         }
         let e = pairs.entry(pack(a, b)).or_insert_with(|| PairInfo { count: 0, pos: Vec::new() });
@@ -324,6 +373,9 @@ pub fn learn_merges(
         let Some(info) = pairs.remove(&key) else { continue };
         let r = tokens.len() as u32;
         token_len.push(merged.len());
+        if limited {
+            token_words.push(word_count(&merged));
+        }
         token_ids.insert(merged.clone(), r);
         tokens.push(merged);
 
@@ -352,14 +404,14 @@ pub fn learn_merges(
             if p != NONE {
                 let ps = nodes[p as usize].sym;
                 *step_dec.entry(pack(ps, a)).or_insert(0) += w;
-                if candidate(ps, r, &token_len) {
+                if candidate(ps, r, &token_len, limited.then_some((&tokens[..], &token_words[..]))) {
                     add_new(&mut step_new, pack(ps, r), w, p);
                 }
             }
             if nx != NONE {
                 let ns = nodes[nx as usize].sym;
                 *step_dec.entry(pack(b, ns)).or_insert(0) += w;
-                if candidate(r, ns, &token_len) {
+                if candidate(r, ns, &token_len, limited.then_some((&tokens[..], &token_words[..]))) {
                     add_new(&mut step_new, pack(r, ns), w, i);
                 }
                 nodes[nx as usize].prev = i;
@@ -439,7 +491,7 @@ mod tests {
 
     fn run(words: &[(&str, u64)], max_merges: usize) -> Vec<(String, String, u64)> {
         let (table, mut tokens, mut ids) = setup(words);
-        let params = MergeParams { max_merges, min_frequency: 1, max_token_length: None, unk: None };
+        let params = MergeParams { max_merges, min_frequency: 1, max_token_length: None, unk: None, limits: Default::default() };
         let learned = learn_merges(table, &mut tokens, &mut ids, &params, &mut |_, _| Ok(Flow::Continue)).unwrap();
         learned
             .merges

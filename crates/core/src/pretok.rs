@@ -48,6 +48,12 @@ const O200K_FAST: &str = concat!(
     r"|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+"
 );
 
+/// SuperBPE's stage-2 pattern (Liu et al., 2025): digit groups, runs of two
+/// or more punctuation marks, and runs of spaces not followed by a word stay
+/// apart; the text between them (words with single spaces) is one unit.
+pub const SUPERWORD_PATTERN: &str = r"\p{N}{1,3}| ?[^\s\p{L}\p{N}]{2,}[\r\n/]*| +(?!\S)";
+const SUPERWORD_FAST: &str = r"\p{N}{1,3}| ?[^\s\p{L}\p{N}]{2,}[\r\n/]*| +";
+
 /// Step limit for backtracking custom patterns, per search.
 const BACKTRACK_LIMIT: usize = 1_000_000;
 
@@ -61,6 +67,9 @@ pub enum PreTokenizerSpec {
     Whitespace,
     None,
     Regex { pattern: String },
+    /// SuperBPE stage 2: the matches of `SUPERWORD_PATTERN` *and* the text
+    /// between them are pieces (an "isolated" split).
+    Superword,
 }
 
 impl PreTokenizerSpec {
@@ -72,6 +81,7 @@ impl PreTokenizerSpec {
             "o200k" | "o200k_base" => Self::O200k,
             "whitespace" => Self::Whitespace,
             "none" => Self::None,
+            "superword" => Self::Superword,
             other => Self::Regex { pattern: other.to_string() },
         }
     }
@@ -83,6 +93,7 @@ impl PreTokenizerSpec {
             Self::O200k => "o200k",
             Self::Whitespace => "whitespace",
             Self::None => "none",
+            Self::Superword => "superword",
             Self::Regex { pattern } => pattern,
         }
     }
@@ -93,6 +104,7 @@ impl PreTokenizerSpec {
             Self::Cl100k => Some(CL100K_PATTERN),
             Self::O200k => Some(O200K_PATTERN),
             Self::Regex { pattern } => Some(pattern),
+            Self::Superword => Some(SUPERWORD_PATTERN),
             Self::Whitespace | Self::None => None,
         }
     }
@@ -113,6 +125,7 @@ enum Lookahead {
 enum Engine {
     Dfa { re: meta::Regex, lookahead: Lookahead, covers: bool },
     Backtrack(Box<fancy_regex::Regex>),
+    Superword(meta::Regex),
     Whitespace,
     Whole,
 }
@@ -158,6 +171,7 @@ impl PreTokenizer {
             },
             PreTokenizerSpec::Whitespace => Engine::Whitespace,
             PreTokenizerSpec::None => Engine::Whole,
+            PreTokenizerSpec::Superword => Engine::Superword(compile_meta(SUPERWORD_FAST).map_err(Error::parameter)?),
             PreTokenizerSpec::Regex { pattern } => {
                 if pattern.is_empty() {
                     return Err(Error::parameter(
@@ -219,6 +233,10 @@ impl PreTokenizer {
                 }
                 Ok(())
             }
+            Engine::Superword(re) => {
+                split_superword(re, text, f);
+                Ok(())
+            }
             Engine::Whitespace => {
                 for w in text.split(is_split_space) {
                     if !w.is_empty() {
@@ -264,6 +282,43 @@ fn split_covering<'t>(re: &meta::Regex, lookahead: Lookahead, text: &'t str, f: 
         }
         f(&text[start..end]);
         pos = end;
+    }
+}
+
+/// The isolated split of `SUPERWORD_PATTERN`: matches and gaps are pieces.
+/// ` +(?!\S)` is emulated: a run of spaces followed by a non-space gives
+/// back its last space, and a single such space is no match at all (it stays
+/// in the gap, joining the words around it).
+fn split_superword<'t>(re: &meta::Regex, text: &'t str, f: &mut impl FnMut(&'t str)) {
+    let mut pos = 0;
+    let mut gap = 0;
+    while pos < text.len() {
+        let Some(m) = re.find(Input::new(text).range(pos..)) else { break };
+        let (start, mut end) = (m.start(), m.end());
+        if end == start {
+            break;
+        }
+        let piece = &text.as_bytes()[start..end];
+        if piece.iter().all(|&b| b == b' ') {
+            if let Some(c) = text[end..].chars().next() {
+                if !c.is_whitespace() {
+                    if end - start == 1 {
+                        pos = start + 1;
+                        continue;
+                    }
+                    end -= 1;
+                }
+            }
+        }
+        if start > gap {
+            f(&text[gap..start]);
+        }
+        f(&text[start..end]);
+        gap = end;
+        pos = end;
+    }
+    if gap < text.len() {
+        f(&text[gap..]);
     }
 }
 
@@ -447,6 +502,39 @@ mod tests {
             for text in CASES {
                 assert_eq!(ours(spec.clone(), text), fancy_pieces(pat, text), "{spec:?} on {text:?}");
             }
+        }
+    }
+
+    #[test]
+    fn superword_equals_isolated_split_of_the_published_pattern() {
+        let re = fancy_regex::Regex::new(SUPERWORD_PATTERN).unwrap();
+        let cases = [
+            "by the way, it is 12345 years old!! Really?? Yes.",
+            "two  spaces   three    four",
+            "trailing   ",
+            "a : b: c:: d\n\nnext line/ path//x",
+            "日本語、テキスト。 x",
+            " lead",
+        ];
+        for text in cases {
+            let mut expected = Vec::new();
+            let mut gap = 0;
+            for m in re.find_iter(text) {
+                let m = m.unwrap();
+                if m.start() > gap {
+                    expected.push(text[gap..m.start()].to_string());
+                }
+                if m.end() > m.start() {
+                    expected.push(m.as_str().to_string());
+                }
+                gap = m.end();
+            }
+            if gap < text.len() {
+                expected.push(text[gap..].to_string());
+            }
+            let got = ours(PreTokenizerSpec::Superword, text);
+            assert_eq!(got, expected, "{text:?}");
+            assert_eq!(got.concat(), text);
         }
     }
 

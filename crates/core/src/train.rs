@@ -33,6 +33,30 @@ pub struct TrainConfig {
     pub resume_from: Option<Model>,
     /// Save the model every `n` merges to this path (and when interrupted).
     pub checkpoint: Option<(PathBuf, usize)>,
+    /// Train SuperBPE: plain BPE up to a transition size, then superwords.
+    pub superbpe: Option<SuperBpe>,
+    /// Limits on merged tokens (set for SuperBPE's stage 2).
+    pub token_limits: TokenLimits,
+}
+
+/// SuperBPE settings (Liu et al., 2025).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SuperBpe {
+    /// Vocabulary size at which stage 1 (subwords) ends.
+    pub transition: usize,
+    /// At most this many words in one token (0: no limit); the paper uses 4.
+    pub max_words: usize,
+    /// No token may span ": " (a colon, a space, and more after it).
+    pub colon_rule: bool,
+}
+
+/// Limits on which merged tokens may be created.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct TokenLimits {
+    /// Maximum number of words (runs of non-space bytes) per token; 0: none.
+    pub max_words: usize,
+    /// Refuse tokens that span ": ".
+    pub colon_rule: bool,
 }
 
 impl TrainConfig {
@@ -50,6 +74,8 @@ impl TrainConfig {
             min_word_count: 1,
             resume_from: None,
             checkpoint: None,
+            superbpe: None,
+            token_limits: TokenLimits::default(),
         }
     }
 
@@ -113,6 +139,23 @@ impl TrainConfig {
             }
         }
         PreTokenizer::new(self.pretokenizer.clone())?;
+        if let Some(sb) = &self.superbpe {
+            if !matches!(self.scheme, Scheme::Bytes) {
+                return Err(Error::parameter("superbpe_transition: SuperBPE is implemented for scheme=\"bytes\""));
+            }
+            if sb.transition >= self.vocab_size {
+                return Err(Error::parameter(format!(
+                    "superbpe_transition {} must be below vocab_size {} (stage 2 learns the merges in between)",
+                    sb.transition, self.vocab_size
+                )));
+            }
+            if self.resume_from.is_some() {
+                return Err(Error::parameter("superbpe_transition cannot be combined with resume_from"));
+            }
+            if self.pretokenizer == PreTokenizerSpec::Superword {
+                return Err(Error::parameter("superbpe_transition: stage 1 needs a word-level pre-tokenizer such as \"gpt2\""));
+            }
+        }
         Ok(())
     }
 
@@ -214,10 +257,15 @@ pub fn count_words<'c>(
 ) -> Result<WordCounts> {
     let pre = PreTokenizer::new(config.pretokenizer.clone())?;
     let specials = SpecialSplitter::new(&config.all_special_tokens())?;
+    let stage2 = match &config.superbpe {
+        Some(_) => Some(PreTokenizer::new(PreTokenizerSpec::Superword)?),
+        None => None,
+    };
     let counter = Counter {
         pretokenizer: &pre,
         specials: &specials,
         allow_invalid_utf8: matches!(config.scheme, Scheme::Bytes),
+        superword: stage2.as_ref(),
     };
     let threads = if config.threads == 0 { default_threads() } else { config.threads };
     count_parallel(&counter, threads, |sink| feed(sink, observer))
@@ -255,13 +303,17 @@ fn char_symbols(piece: &str, whitespace: bool, suffix: Option<&str>, out: &mut V
 
 /// The merge loop and model assembly, given word counts.
 pub fn train_from_counts(
-    counts: WordCounts,
+    mut counts: WordCounts,
     config: &TrainConfig,
     observer: &mut dyn Observer,
     inputs: serde_json::Value,
     count_seconds: f64,
 ) -> Result<Model> {
     config.validate()?;
+    if let Some(sb) = &config.superbpe {
+        let units = counts.superword.take().ok_or_else(|| Error::training("SuperBPE needs stage-2 counts"))?;
+        return train_superbpe(counts, *units, config, sb, observer, inputs, count_seconds);
+    }
     let word_types = counts.len();
     let table_bytes = counts.memory_bytes();
     let stats = counts.stats.clone();
@@ -302,11 +354,18 @@ pub fn train_from_counts(
     let whitespace = config.pretokenizer == PreTokenizerSpec::Whitespace;
     let min_count = config.min_word_count.max(1);
     let mut pruned_types = 0usize;
-    let push_word = |table: &mut WordTable, mut syms: Vec<u32>, count: u64| -> Result<()> {
-        if let Some(enc) = &replay {
-            enc.apply_merges(&mut syms);
+    // With a replay, words are collected and replayed on all threads (word
+    // types are independent) before entering the table; SuperBPE's stage 2
+    // replays tens of thousands of merges on long units, the bulk of its
+    // extra cost.
+    let mut pending: Vec<(Vec<u32>, u64)> = Vec::new();
+    let push_word = |table: &mut WordTable, pending: &mut Vec<(Vec<u32>, u64)>, syms: Vec<u32>, count: u64| -> Result<()> {
+        if replay.is_some() {
+            pending.push((syms, count));
+            Ok(())
+        } else {
+            table.push(syms, count)
         }
-        table.push(syms, count)
     };
     let (alphabet, unk) = match &config.scheme {
         Scheme::Bytes => {
@@ -320,7 +379,7 @@ pub fn train_from_counts(
                 }
                 if result.is_ok() {
                     let syms: Vec<u32> = lead.into_iter().chain(piece.iter().map(|&b| base_start + b as u32)).collect();
-                    result = push_word(&mut table, syms, count);
+                    result = push_word(&mut table, &mut pending, syms, count);
                 }
             });
             result?;
@@ -397,11 +456,27 @@ pub fn train_from_counts(
             let remap: Vec<u32> = names.iter().map(|n| position.get(n.as_str()).copied().unwrap_or(unk)).collect();
             drop(position);
             for (ids, count) in words {
-                push_word(&mut table, ids.into_iter().map(|s| remap[s as usize]).collect(), count)?;
+                push_word(&mut table, &mut pending, ids.into_iter().map(|s| remap[s as usize]).collect(), count)?;
             }
             (Some(alphabet), Some(unk))
         }
     };
+    if let Some(enc) = &replay {
+        let threads = if config.threads == 0 { default_threads() } else { config.threads };
+        let per = pending.len().div_ceil(threads.max(1)).max(1);
+        std::thread::scope(|s| {
+            for part in pending.chunks_mut(per) {
+                s.spawn(move || {
+                    for (syms, _) in part.iter_mut() {
+                        enc.apply_merges(syms);
+                    }
+                });
+            }
+        });
+        for (syms, count) in pending.drain(..) {
+            table.push(syms, count)?;
+        }
+    }
     let base = tokens.len() - specials.len();
     let fixed = specials.len() + base;
     if config.vocab_size < fixed {
@@ -437,6 +512,7 @@ pub fn train_from_counts(
         min_frequency: config.min_frequency,
         max_token_length: config.max_token_length,
         unk,
+        limits: config.token_limits,
     };
     let make_model = |merges: &[(u32, u32, u64)]| {
         let mut model = Model::new(config.scheme.clone(), config.pretokenizer.clone(), specials.clone(), alphabet.clone());
@@ -512,6 +588,65 @@ pub fn train_from_counts(
         "resumed_merges": old_merges.len(),
         "stopped_early": stopped_early,
     });
+    Ok(model)
+}
+
+/// SuperBPE: stage 1 learns subwords up to the transition size on the
+/// word-level pieces; stage 2 continues from exactly that state on the wider
+/// stage-2 units (its merges may join words), with the paper's limits. The
+/// model encodes with the stage-2 pre-tokenizer, as SuperBPE tokenizers do.
+fn train_superbpe(
+    words: WordCounts,
+    mut units: WordCounts,
+    config: &TrainConfig,
+    sb: &SuperBpe,
+    observer: &mut dyn Observer,
+    inputs: serde_json::Value,
+    count_seconds: f64,
+) -> Result<Model> {
+    let mut stage1 = config.clone();
+    stage1.superbpe = None;
+    stage1.vocab_size = sb.transition;
+    stage1.checkpoint = None;
+    let stats = words.stats.clone();
+    let mut model = train_from_counts(words, &stage1, observer, inputs.clone(), count_seconds)?;
+    let stage1_meta = model.metadata.clone();
+    let stage1_pretokenizer = model.pretokenizer.clone();
+    model.pretokenizer = PreTokenizerSpec::Superword;
+    let mut stage2 = config.clone();
+    stage2.superbpe = None;
+    stage2.pretokenizer = PreTokenizerSpec::Superword;
+    stage2.resume_from = Some(model);
+    stage2.token_limits = TokenLimits { max_words: sb.max_words, colon_rule: sb.colon_rule };
+    units.stats = stats;
+    let mut model = train_from_counts(units, &stage2, observer, inputs, 0.0)?;
+    let stage2_meta = std::mem::take(&mut model.metadata);
+    let mut meta = stage1_meta.clone();
+    if let Some(obj) = meta.as_object_mut() {
+        obj.insert(
+            "superbpe".into(),
+            serde_json::json!({
+                "transition": sb.transition,
+                "stage1_pretokenizer": stage1_pretokenizer.name(),
+                "max_words": sb.max_words,
+                "colon_rule": sb.colon_rule,
+                "stage1_merges": stage1_meta["word_table"].clone(),
+                "stage2_units": stage2_meta["word_types"].clone(),
+                "stage2_word_table": stage2_meta["word_table"].clone(),
+                "stage1_merge_seconds": stage1_meta["timings"]["merge_seconds"].clone(),
+                "stage2_merge_seconds": stage2_meta["timings"]["merge_seconds"].clone(),
+            }),
+        );
+        let m1 = stage1_meta["timings"]["merge_seconds"].as_f64().unwrap_or(0.0);
+        let m2 = stage2_meta["timings"]["merge_seconds"].as_f64().unwrap_or(0.0);
+        obj.insert("timings".into(), serde_json::json!({"count_seconds": round3(count_seconds), "merge_seconds": round3(m1 + m2)}));
+        obj.insert("stopped_early".into(), stage2_meta["stopped_early"].clone());
+        if let Some(settings) = obj.get_mut("settings").and_then(|v| v.as_object_mut()) {
+            settings.insert("vocab_size".into(), serde_json::json!(config.vocab_size));
+            settings.insert("pretokenizer".into(), serde_json::json!("superword"));
+        }
+    }
+    model.metadata = meta;
     Ok(model)
 }
 

@@ -9,7 +9,7 @@ use bpeforge_core::input::{Chunk, Layout, TextMode};
 use bpeforge_core::model::{Model, Scheme};
 use bpeforge_core::pretok::{PreTokenizer, PreTokenizerSpec};
 use bpeforge_core::progress::{ProgressFormat, ProgressPrinter};
-use bpeforge_core::train::{self, CountProgress, MergeProgress, Observer, TrainConfig};
+use bpeforge_core::train::{self, CountProgress, MergeProgress, Observer, SuperBpe, TrainConfig};
 use pyo3::exceptions::{PyRuntimeError, PyTypeError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList, PyString};
@@ -124,6 +124,9 @@ struct TrainArgs {
     resume_from: Option<Vec<u8>>,
     checkpoint_path: Option<PathBuf>,
     checkpoint_every: usize,
+    superbpe_transition: Option<usize>,
+    superbpe_max_words: usize,
+    superbpe_colon_rule: bool,
 }
 
 fn make_config(a: TrainArgs) -> PyResult<TrainConfig> {
@@ -162,6 +165,9 @@ fn make_config(a: TrainArgs) -> PyResult<TrainConfig> {
             return Err(to_pyerr(Error::parameter("checkpoint_every must be at least 1 when a checkpoint path is given")));
         }
         config.checkpoint = Some((path, a.checkpoint_every));
+    }
+    if let Some(t) = a.superbpe_transition {
+        config.superbpe = Some(SuperBpe { transition: t, max_words: a.superbpe_max_words, colon_rule: a.superbpe_colon_rule });
     }
     config.validate().map_err(to_pyerr)?;
     Ok(config)
