@@ -89,6 +89,10 @@ def train(
     superbpe_transition: int | None = None,
     superbpe_max_words: int = 4,
     superbpe_colon_rule: bool = True,
+    langs: PathLike | Sequence[PathLike] | None = None,
+    file_languages: Sequence[str] | None = None,
+    temperature: float = 1.0,
+    progress_csv: PathLike | None = None,
 ) -> Tokenizer:
     """Train a BPE vocabulary on one or more text files.
 
@@ -133,6 +137,14 @@ def train(
             token and, with ``superbpe_colon_rule``, no token spanning ": ".
             Bytes scheme only. The model encodes with the stage-2
             pre-tokenizer, exactly as trained.
+        langs: language-balanced training: one file of language tags per
+            input file, one tag per line (``.xz``/``.gz`` ok), or
+        file_languages: one tag per input file. With ``temperature=T``,
+            each language's share of lines p becomes p^(1/T) (normalised):
+            low-resource languages weigh more, and no line is dropped
+            (every word type keeps a count of at least 1).
+        progress_csv: write ``merge,pair_count,elapsed_s`` rows live while
+            merging (``bpeforge report --progress-csv`` draws them).
 
     Returns:
         The trained :class:`Tokenizer`. Its ``metadata`` records the inputs,
@@ -209,6 +221,10 @@ def _train_args(
     superbpe_transition: int | None = None,
     superbpe_max_words: int = 4,
     superbpe_colon_rule: bool = True,
+    langs: PathLike | Sequence[PathLike] | None = None,
+    file_languages: Sequence[str] | None = None,
+    temperature: float = 1.0,
+    progress_csv: PathLike | None = None,
 ) -> dict[str, Any]:
     """Checks the training keywords and packs them for the engine."""
     _check_common(vocab_size, min_frequency, max_token_length, threads)
@@ -219,6 +235,10 @@ def _train_args(
         raise ParameterError(f"superbpe_transition must be a positive integer or None, got {superbpe_transition!r}")
     if isinstance(superbpe_max_words, bool) or not isinstance(superbpe_max_words, int) or superbpe_max_words < 0:
         raise ParameterError(f"superbpe_max_words must be a non-negative integer (0: no limit), got {superbpe_max_words!r}")
+    if isinstance(temperature, bool) or not isinstance(temperature, (int, float)) or not temperature > 0:
+        raise ParameterError(f"temperature must be a positive number, got {temperature!r}")
+    if isinstance(file_languages, str):
+        raise ParameterError("file_languages must be a list of language tags, one per input file")
     if isinstance(checkpoint_every, bool) or not isinstance(checkpoint_every, int) or checkpoint_every < 1:
         raise ParameterError(f"checkpoint_every must be a positive integer, got {checkpoint_every!r}")
     resume_json: bytes | None = None
@@ -246,6 +266,10 @@ def _train_args(
         "superbpe_transition": superbpe_transition,
         "superbpe_max_words": int(superbpe_max_words),
         "superbpe_colon_rule": bool(superbpe_colon_rule),
+        "langs": _paths(langs) if langs is not None else None,
+        "file_languages": list(file_languages) if file_languages is not None else None,
+        "temperature": float(temperature),
+        "progress_csv": os.fspath(progress_csv) if progress_csv is not None else None,
     }
 
 

@@ -129,6 +129,9 @@ def cmd_train(args: argparse.Namespace) -> int:
         checkpoint_every=args.checkpoint_every or 1000,
         superbpe_transition=args.superbpe_transition,
         superbpe_max_words=args.superbpe_max_words,
+        langs=args.langs,
+        temperature=args.temperature,
+        progress_csv=args.progress_csv,
     )
     wall = time.perf_counter() - t0
     if args.output:
@@ -386,6 +389,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="SuperBPE: plain BPE up to vocabulary size T, then multi-word tokens")
     t.add_argument("--superbpe-max-words", type=int, default=4, help="SuperBPE: words per token at most (0: no limit)")
     t.add_argument("--min-word-count", type=int, default=1, help="drop word types seen fewer times (1: keep all)")
+    t.add_argument("--langs", action="append", metavar="FILE",
+                   help="language tags, one per line, aligned with each INPUT (repeat per input); enables --temperature")
+    t.add_argument("--temperature", type=float, default=1.0,
+                   help="language balancing: share p becomes p^(1/T) (1: off; 3-5 is common)")
+    t.add_argument("--progress-csv", default=None, metavar="CSV", help="write merge,pair_count,elapsed_s rows live")
     t.add_argument("--resume", default=None, metavar="MODEL", help="continue this model's merges up to --vocab-size")
     t.add_argument("--checkpoint-every", type=int, default=None, metavar="N",
                    help="save the model to --output every N merges (and on Ctrl-C); restart with --resume")

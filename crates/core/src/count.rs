@@ -188,6 +188,17 @@ impl WordCounts {
         Ok(counts)
     }
 
+    /// Divides every count by `scale` (rounding to nearest), never below 1:
+    /// the last step of weighted counting, where weights were scaled integers.
+    pub fn rescale(&mut self, scale: u64) {
+        let f = |v: &mut u64| *v = ((*v + scale / 2) / scale).max(1);
+        self.short.values_mut().for_each(f);
+        self.long.values_mut().for_each(f);
+        if let Some(s) = self.superword.as_deref_mut() {
+            s.rescale(scale);
+        }
+    }
+
     /// Drops word types seen fewer than `min` times; returns how many.
     pub fn prune(&mut self, min: u64) -> usize {
         let before = self.len();
@@ -212,12 +223,20 @@ pub struct Counter<'a> {
     pub allow_invalid_utf8: bool,
     /// SuperBPE: also count the stage-2 units (into `WordCounts::superword`).
     pub superword: Option<&'a PreTokenizer>,
+    /// Language balancing: the integer weight of each language id (see
+    /// `train::LanguageBalance`); chunks then carry a language per text.
+    pub lang_weights: Option<&'a [u64]>,
 }
 
 impl Counter<'_> {
     /// Counts one text into `out`. `on_invalid` is called with the offset of
     /// the first invalid byte when invalid UTF-8 is not allowed.
     pub fn count_text(&self, text: &[u8], out: &mut WordCounts) -> std::result::Result<(), (usize, Option<Error>)> {
+        self.count_weighted(text, 1, out)
+    }
+
+    /// Like `count_text`, each occurrence counting `weight`.
+    pub fn count_weighted(&self, text: &[u8], weight: u64, out: &mut WordCounts) -> std::result::Result<(), (usize, Option<Error>)> {
         out.stats.texts += 1;
         out.stats.bytes += text.len() as u64;
         let base = text.as_ptr() as usize;
@@ -229,22 +248,22 @@ impl Counter<'_> {
             Segment::Text(seg) => utf8_runs(seg, &mut |run| match run {
                 Ok(s) => {
                     if let (Some(p2), Some(second)) = (self.superword, out.superword.as_deref_mut()) {
-                        p2.split(s, &mut |piece| second.add(piece.as_bytes(), 1))
+                        p2.split(s, &mut |piece| second.add(piece.as_bytes(), weight))
                             .map_err(|e| (s.as_ptr() as usize - base, Some(e)))?;
                     }
                     self.pretokenizer
                         .split(s, &mut |piece| {
                             out.stats.pieces += 1;
-                            out.add(piece.as_bytes(), 1);
+                            out.add(piece.as_bytes(), weight);
                         })
                         .map_err(|e| (s.as_ptr() as usize - base, Some(e)))
                 }
                 Err(bad) => {
                     if self.allow_invalid_utf8 {
                         out.stats.pieces += 1;
-                        out.add(bad, 1);
+                        out.add(bad, weight);
                         if let Some(second) = out.superword.as_deref_mut() {
-                            second.add(bad, 1);
+                            second.add(bad, weight);
                         }
                         Ok(())
                     } else {
@@ -257,8 +276,14 @@ impl Counter<'_> {
 
     /// Counts every text of a chunk; errors name the source and line.
     pub fn count_chunk(&self, chunk: &Chunk, out: &mut WordCounts) -> Result<()> {
+        let mut index = 0usize;
         chunk.for_each_text(&mut |text, offset| {
-            self.count_text(text, out).map_err(|(at, err)| {
+            let weight = match self.lang_weights {
+                Some(w) if !chunk.langs.is_empty() => chunk.langs.get(index).map_or(1, |&l| w[l as usize]),
+                _ => 1,
+            };
+            index += 1;
+            self.count_weighted(text, weight, out).map_err(|(at, err)| {
                 let line = chunk.line_of(offset + at);
                 match err {
                     Some(e) => Error::new(e.kind, format!("{}, line {}: {}", chunk.source, line, e.message)),

@@ -48,6 +48,8 @@ pub struct Chunk {
     pub source: Arc<str>,
     /// 1-based line number (or item index) of the chunk's first text.
     pub first_line: u64,
+    /// Language id of each text (language-balanced training), or empty.
+    pub langs: Vec<u16>,
 }
 
 impl Chunk {
@@ -205,7 +207,7 @@ pub fn read_range_chunks(
             break;
         }
         let lines = memchr::memchr_iter(b'\n', &data).count() as u64;
-        sink(Chunk { data, layout: Layout::Lines, source: source.clone(), first_line })?;
+        sink(Chunk { data, layout: Layout::Lines, source: source.clone(), first_line, langs: Vec::new() })?;
         first_line += lines;
     }
     Ok(())
@@ -226,7 +228,7 @@ pub fn read_chunks(
             TextMode::WholeFile => {
                 let mut data = Vec::new();
                 reader.read_to_end(&mut data).map_err(read_err)?;
-                sink(Chunk { data, layout: Layout::Whole, source: source.clone(), first_line: 1 })?;
+                sink(Chunk { data, layout: Layout::Whole, source: source.clone(), first_line: 1, langs: Vec::new() })?;
             }
             TextMode::Lines | TextMode::Records(_) => {
                 let (sep, layout): (&[u8], Layout) = match mode {
@@ -271,7 +273,7 @@ pub fn read_chunks(
                     let lines_here = memchr::memchr_iter(b'\n', &chunk_data).count() as u64;
                     let first_line = line;
                     line += lines_here;
-                    sink(Chunk { data: chunk_data, layout: layout.clone(), source: source.clone(), first_line })?;
+                    sink(Chunk { data: chunk_data, layout: layout.clone(), source: source.clone(), first_line, langs: Vec::new() })?;
                     buf.reserve(CHUNK_SIZE + (CHUNK_SIZE >> 2));
                 }
             }
@@ -298,7 +300,7 @@ mod tests {
 
     #[test]
     fn lines_strip_crlf() {
-        let c = Chunk { data: b"a\r\nb\n\nc".to_vec(), layout: Layout::Lines, source: Arc::from("x"), first_line: 1 };
+        let c = Chunk { data: b"a\r\nb\n\nc".to_vec(), layout: Layout::Lines, source: Arc::from("x"), first_line: 1, langs: Vec::new() };
         assert_eq!(texts(&c), vec![b"a".to_vec(), b"b".to_vec(), b"".to_vec(), b"c".to_vec()]);
         assert_eq!(c.line_of(3), 2);
     }

@@ -7,6 +7,7 @@ use crate::encode::Encoder;
 use crate::merge::{learn_merges, Flow, MergeParams, WordTable};
 use crate::model::{Model, Scheme, SPACE_MARKER};
 use crate::pretok::{PreTokenizer, PreTokenizerSpec, SpecialSplitter};
+use std::io::Write;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -37,6 +38,146 @@ pub struct TrainConfig {
     pub superbpe: Option<SuperBpe>,
     /// Limits on merged tokens (set for SuperBPE's stage 2).
     pub token_limits: TokenLimits,
+    /// Reweight counts by language (files only, lines mode).
+    pub balance: Option<LanguageBalance>,
+    /// Write (merge index, pair count, elapsed seconds) rows here, live.
+    pub progress_csv: Option<PathBuf>,
+}
+
+/// Language-balanced counting: each line's language comes from a side file
+/// (one tag per line, aligned with each input file) or one tag per file;
+/// word counts are reweighted so language l's share p_l (of lines) becomes
+/// q_l = p_l^(1/T) / sum_k p_k^(1/T), as temperature sampling does in
+/// multilingual MT and LM data mixing, without dropping any line.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LanguageBalance {
+    pub source: LangSource,
+    /// 1: no change; larger: flatter (more weight to small languages).
+    pub temperature: f64,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum LangSource {
+    /// One language file per input file, one tag per line.
+    Files(Vec<PathBuf>),
+    /// One tag per input file.
+    PerFile(Vec<String>),
+}
+
+/// Weights are scaled integers: counts stay exact u64 sums; the final
+/// division rounds to nearest and never goes below 1 (no word type lost).
+const WEIGHT_SCALE: u64 = 1 << 16;
+
+/// Languages, their line counts and counting weights.
+#[derive(Debug, Clone, Default)]
+pub struct LanguageTable {
+    pub names: Vec<String>,
+    pub ids: std::collections::HashMap<String, u16>,
+    pub lines: Vec<u64>,
+    pub weights: Vec<u64>,
+}
+
+impl LanguageTable {
+    fn id(&mut self, tag: &str, where_: impl Fn() -> String) -> Result<u16> {
+        if let Some(&id) = self.ids.get(tag) {
+            return Ok(id);
+        }
+        if tag.is_empty() {
+            return Err(Error::input(format!("{}: empty language tag", where_())));
+        }
+        if self.names.len() >= u16::MAX as usize {
+            return Err(Error::input(format!("{}: more than 65535 distinct language tags", where_())));
+        }
+        let id = self.names.len() as u16;
+        self.names.push(tag.to_string());
+        self.ids.insert(tag.to_string(), id);
+        self.lines.push(0);
+        Ok(id)
+    }
+
+    /// Counts lines per language and derives the weights.
+    pub fn build(paths: &[PathBuf], balance: &LanguageBalance) -> Result<Self> {
+        use std::io::BufRead;
+        let mut table = LanguageTable::default();
+        match &balance.source {
+            LangSource::Files(langs) => {
+                if langs.len() != paths.len() {
+                    return Err(Error::parameter(format!(
+                        "langs: {} language file(s) for {} input file(s); give one per input file",
+                        langs.len(),
+                        paths.len()
+                    )));
+                }
+                for path in langs {
+                    let reader = std::io::BufReader::new(crate::input::open(path, Arc::new(AtomicU64::new(0)))?);
+                    for (n, line) in reader.lines().enumerate() {
+                        let line = line.map_err(|e| Error::io_read(path, &e))?;
+                        let tag = line.trim();
+                        let id = table.id(tag, || format!("{}, line {}", path.display(), n + 1))?;
+                        table.lines[id as usize] += 1;
+                    }
+                }
+            }
+            LangSource::PerFile(tags) => {
+                if tags.len() != paths.len() {
+                    return Err(Error::parameter(format!(
+                        "file_languages: {} tag(s) for {} input file(s); give one per input file",
+                        tags.len(),
+                        paths.len()
+                    )));
+                }
+                for (path, tag) in paths.iter().zip(tags) {
+                    let id = table.id(tag, || "file_languages".to_string())?;
+                    let mut reader = crate::input::open(path, Arc::new(AtomicU64::new(0)))?;
+                    let mut buf = vec![0u8; 1 << 20];
+                    let mut last = b'\n';
+                    let mut n = 0u64;
+                    loop {
+                        let k = reader.read(&mut buf).map_err(|e| Error::io_read(path, &e))?;
+                        if k == 0 {
+                            break;
+                        }
+                        n += memchr::memchr_iter(b'\n', &buf[..k]).count() as u64;
+                        last = buf[k - 1];
+                    }
+                    if last != b'\n' {
+                        n += 1;
+                    }
+                    table.lines[id as usize] += n;
+                }
+            }
+        }
+        let total: u64 = table.lines.iter().sum();
+        if total == 0 {
+            return Err(Error::training("language balancing: the language files are empty"));
+        }
+        let t = balance.temperature;
+        let p: Vec<f64> = table.lines.iter().map(|&l| l as f64 / total as f64).collect();
+        let z: f64 = p.iter().map(|&x| x.powf(1.0 / t)).sum();
+        table.weights = p
+            .iter()
+            .map(|&x| {
+                let q = x.powf(1.0 / t) / z;
+                ((q / x) * WEIGHT_SCALE as f64).round().max(1.0) as u64
+            })
+            .collect();
+        Ok(table)
+    }
+
+    fn metadata(&self, temperature: f64) -> serde_json::Value {
+        let total: u64 = self.lines.iter().sum();
+        let mut langs = serde_json::Map::new();
+        for (i, name) in self.names.iter().enumerate() {
+            let p = self.lines[i] as f64 / total as f64;
+            let w = self.weights[i] as f64 / WEIGHT_SCALE as f64;
+            langs.insert(
+                name.clone(),
+                serde_json::json!({"lines": self.lines[i], "share": (p * 1e6).round() / 1e6,
+                                   "balanced_share": (p * w * 1e6).round() / 1e6, "weight": (w * 1e4).round() / 1e4}),
+            );
+        }
+        serde_json::json!({"temperature": temperature, "languages": langs})
+    }
 }
 
 /// SuperBPE settings (Liu et al., 2025).
@@ -76,6 +217,8 @@ impl TrainConfig {
             checkpoint: None,
             superbpe: None,
             token_limits: TokenLimits::default(),
+            balance: None,
+            progress_csv: None,
         }
     }
 
@@ -139,6 +282,14 @@ impl TrainConfig {
             }
         }
         PreTokenizer::new(self.pretokenizer.clone())?;
+        if let Some(b) = &self.balance {
+            if !(b.temperature > 0.0 && b.temperature.is_finite()) {
+                return Err(Error::parameter(format!("temperature must be positive, got {}", b.temperature)));
+            }
+            if self.text_mode != TextMode::Lines {
+                return Err(Error::parameter("language balancing reads one language per line: it needs the lines text mode"));
+            }
+        }
         if let Some(sb) = &self.superbpe {
             if !matches!(self.scheme, Scheme::Bytes) {
                 return Err(Error::parameter("superbpe_transition: SuperBPE is implemented for scheme=\"bytes\""));
@@ -223,36 +374,147 @@ pub fn train_files(paths: &[PathBuf], config: &TrainConfig, observer: &mut dyn O
     let total = total_size(paths)?;
     let raw = Arc::new(AtomicU64::new(0));
     let start = Instant::now();
-    let counts = {
+    let languages = match &config.balance {
+        Some(b) => Some(LanguageTable::build(paths, b)?),
+        None => None,
+    };
+    let mut counts = {
         let raw = raw.clone();
-        count_words(config, observer, move |sink, observer| {
+        let weights = languages.as_ref().map(|t| t.weights.clone());
+        let languages = &languages;
+        count_words_weighted(config, observer, weights.as_deref(), move |sink, observer| {
             let mut last = 0.0f64;
-            read_chunks(paths, &config.text_mode, raw.clone(), &mut |chunk| {
-                let t = start.elapsed().as_secs_f64();
-                if t - last >= POLL_SECONDS {
-                    last = t;
-                    if observer.should_stop() {
-                        return Err(Error::interrupted());
+            for (i, path) in paths.iter().enumerate() {
+                let mut tagger = match (&config.balance, languages) {
+                    (Some(b), Some(table)) => Some(Tagger::new(&b.source, i, table)?),
+                    _ => None,
+                };
+                read_chunks(std::slice::from_ref(path), &config.text_mode, raw.clone(), &mut |mut chunk| {
+                    if let Some(t) = tagger.as_mut() {
+                        t.tag(&mut chunk)?;
                     }
-                    observer.counting(&CountProgress {
-                        raw_bytes_done: raw.load(Ordering::Relaxed),
-                        raw_bytes_total: Some(total),
-                        elapsed: t,
-                    });
+                    let t = start.elapsed().as_secs_f64();
+                    if t - last >= POLL_SECONDS {
+                        last = t;
+                        if observer.should_stop() {
+                            return Err(Error::interrupted());
+                        }
+                        observer.counting(&CountProgress {
+                            raw_bytes_done: raw.load(Ordering::Relaxed),
+                            raw_bytes_total: Some(total),
+                            elapsed: t,
+                        });
+                    }
+                    sink(chunk)
+                })?;
+                if let Some(t) = tagger {
+                    t.finish()?;
                 }
-                sink(chunk)
-            })
+            }
+            Ok(())
         })?
     };
+    if languages.is_some() {
+        counts.rescale(WEIGHT_SCALE);
+    }
     let inputs: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
     let count_seconds = start.elapsed().as_secs_f64();
-    train_from_counts(counts, config, observer, serde_json::json!(inputs), count_seconds)
+    let mut model = train_from_counts(counts, config, observer, serde_json::json!(inputs), count_seconds)?;
+    if let (Some(table), Some(b), Some(obj)) = (&languages, &config.balance, model.metadata.as_object_mut()) {
+        obj.insert("language_balance".into(), table.metadata(b.temperature));
+    }
+    Ok(model)
+}
+
+/// Attaches each line's language id to chunks of input file `i`.
+struct Tagger<'a> {
+    fixed: Option<u16>,
+    reader: Option<(std::io::BufReader<Box<dyn std::io::Read + Send>>, &'a PathBuf)>,
+    table: &'a LanguageTable,
+    line: u64,
+}
+
+impl<'a> Tagger<'a> {
+    fn new(source: &'a LangSource, i: usize, table: &'a LanguageTable) -> Result<Self> {
+        Ok(match source {
+            LangSource::PerFile(tags) => Tagger { fixed: table.ids.get(&tags[i]).copied(), reader: None, table, line: 0 },
+            LangSource::Files(files) => {
+                let r = crate::input::open(&files[i], Arc::new(AtomicU64::new(0)))?;
+                Tagger { fixed: None, reader: Some((std::io::BufReader::new(r), &files[i])), table, line: 0 }
+            }
+        })
+    }
+
+    fn tag(&mut self, chunk: &mut Chunk) -> Result<()> {
+        use std::io::BufRead;
+        let mut n = 0usize;
+        chunk.for_each_text::<()>(&mut |_, _| {
+            n += 1;
+            Ok(())
+        })
+        .ok();
+        if let Some(id) = self.fixed {
+            chunk.langs = vec![id; n];
+            return Ok(());
+        }
+        let Some((reader, path)) = self.reader.as_mut() else { return Ok(()) };
+        let mut tags = Vec::with_capacity(n);
+        let mut buf = String::new();
+        for _ in 0..n {
+            buf.clear();
+            self.line += 1;
+            let k = reader.read_line(&mut buf).map_err(|e| Error::io_read(path, &e))?;
+            if k == 0 {
+                return Err(Error::input(format!(
+                    "{} has only {} line(s) but {} has more lines: the language file must have one tag per input line",
+                    path.display(),
+                    self.line - 1,
+                    chunk.source
+                )));
+            }
+            let tag = buf.trim();
+            let id = self.table.ids.get(tag).copied().ok_or_else(|| {
+                Error::input(format!("{}, line {}: language tag {tag:?} changed while reading", path.display(), self.line))
+            })?;
+            tags.push(id);
+        }
+        chunk.langs = tags;
+        Ok(())
+    }
+
+    fn finish(self) -> Result<()> {
+        use std::io::BufRead;
+        if let Some((mut reader, path)) = self.reader {
+            let mut buf = String::new();
+            while reader.read_line(&mut buf).map_err(|e| Error::io_read(path, &e))? > 0 {
+                if !buf.trim().is_empty() {
+                    return Err(Error::input(format!(
+                        "{} has more lines ({}+) than its input file: the language file must have one tag per input line",
+                        path.display(),
+                        self.line + 1
+                    )));
+                }
+                buf.clear();
+            }
+        }
+        Ok(())
+    }
 }
 
 /// Counts word types from chunks produced by `feed` (files or Python).
 pub fn count_words<'c>(
     config: &'c TrainConfig,
     observer: &mut dyn Observer,
+    feed: impl FnOnce(&mut dyn FnMut(Chunk) -> Result<()>, &mut dyn Observer) -> Result<()>,
+) -> Result<WordCounts> {
+    count_words_weighted(config, observer, None, feed)
+}
+
+/// `count_words` with per-language integer weights (chunks carry languages).
+pub fn count_words_weighted<'c>(
+    config: &'c TrainConfig,
+    observer: &mut dyn Observer,
+    lang_weights: Option<&[u64]>,
     feed: impl FnOnce(&mut dyn FnMut(Chunk) -> Result<()>, &mut dyn Observer) -> Result<()>,
 ) -> Result<WordCounts> {
     let pre = PreTokenizer::new(config.pretokenizer.clone())?;
@@ -266,6 +528,7 @@ pub fn count_words<'c>(
         specials: &specials,
         allow_invalid_utf8: matches!(config.scheme, Scheme::Bytes),
         superword: stage2.as_ref(),
+        lang_weights,
     };
     let threads = if config.threads == 0 { default_threads() } else { config.threads };
     count_parallel(&counter, threads, |sink| feed(sink, observer))
@@ -522,8 +785,26 @@ pub fn train_from_counts(
     };
     let mut last = 0.0f64;
     let mut last_checkpoint = 0usize;
+    let mut csv = match &config.progress_csv {
+        Some(path) => {
+            let f = std::fs::File::create(path)
+                .map_err(|e| Error::output(format!("cannot write {}: {e}", path.display())))?;
+            let mut w = std::io::BufWriter::new(f);
+            writeln!(w, "merge,pair_count,elapsed_s").map_err(|e| Error::output(e.to_string()))?;
+            Some((w, path))
+        }
+        None => None,
+    };
     let mut tick = |merges: &[(u32, u32, u64)], pair_count: u64| -> Result<Flow> {
         let done = old_merges.len() + merges.len();
+        if let Some((w, path)) = csv.as_mut() {
+            let t = merge_start.elapsed().as_secs_f64();
+            writeln!(w, "{},{},{:.4}", done + 1, pair_count, t)
+                .map_err(|e| Error::output(format!("cannot write {}: {e}", path.display())))?;
+            if t - last >= POLL_SECONDS {
+                let _ = w.flush();
+            }
+        }
         if let Some((path, every)) = &config.checkpoint {
             if *every > 0 && merges.len() >= last_checkpoint + every {
                 last_checkpoint = merges.len();
@@ -543,6 +824,10 @@ pub fn train_from_counts(
     let word_table_types = table.len();
     let word_table_symbols = table.sym.len();
     let learned = learn_merges(table, &mut tokens, &mut token_ids, &params, &mut tick)?;
+    drop(tick);
+    if let Some((mut w, path)) = csv {
+        w.flush().map_err(|e| Error::output(format!("cannot write {}: {e}", path.display())))?;
+    }
     let merge_seconds = merge_start.elapsed().as_secs_f64();
     if learned.interrupted {
         if let Some((path, _)) = &config.checkpoint {

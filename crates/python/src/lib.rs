@@ -9,7 +9,7 @@ use bpeforge_core::input::{Chunk, Layout, TextMode};
 use bpeforge_core::model::{Model, Scheme};
 use bpeforge_core::pretok::{PreTokenizer, PreTokenizerSpec};
 use bpeforge_core::progress::{ProgressFormat, ProgressPrinter};
-use bpeforge_core::train::{self, CountProgress, MergeProgress, Observer, SuperBpe, TrainConfig};
+use bpeforge_core::train::{self, CountProgress, LangSource, LanguageBalance, MergeProgress, Observer, SuperBpe, TrainConfig};
 use pyo3::exceptions::{PyRuntimeError, PyTypeError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList, PyString};
@@ -127,6 +127,10 @@ struct TrainArgs {
     superbpe_transition: Option<usize>,
     superbpe_max_words: usize,
     superbpe_colon_rule: bool,
+    langs: Option<Vec<PathBuf>>,
+    file_languages: Option<Vec<String>>,
+    temperature: f64,
+    progress_csv: Option<PathBuf>,
 }
 
 fn make_config(a: TrainArgs) -> PyResult<TrainConfig> {
@@ -165,6 +169,20 @@ fn make_config(a: TrainArgs) -> PyResult<TrainConfig> {
             return Err(to_pyerr(Error::parameter("checkpoint_every must be at least 1 when a checkpoint path is given")));
         }
         config.checkpoint = Some((path, a.checkpoint_every));
+    }
+    config.progress_csv = a.progress_csv;
+    let source = match (a.langs, a.file_languages) {
+        (Some(_), Some(_)) => {
+            return Err(to_pyerr(Error::parameter("give either langs (files of tags) or file_languages (a tag per file), not both")));
+        }
+        (Some(files), None) => Some(LangSource::Files(files)),
+        (None, Some(tags)) => Some(LangSource::PerFile(tags)),
+        (None, None) => None,
+    };
+    if let Some(source) = source {
+        config.balance = Some(LanguageBalance { source, temperature: a.temperature });
+    } else if a.temperature != 1.0 {
+        return Err(to_pyerr(Error::parameter("temperature needs langs= or file_languages= (the language of each line)")));
     }
     if let Some(t) = a.superbpe_transition {
         config.superbpe = Some(SuperBpe { transition: t, max_words: a.superbpe_max_words, colon_rule: a.superbpe_colon_rule });
@@ -306,7 +324,7 @@ fn train_iterator(py: Python<'_>, texts: &Bound<'_, PyAny>, args: TrainArgs, pro
             }
             read += data.len() as u64;
             if !ends.is_empty() {
-                sink(Chunk { data, layout: Layout::Ends(ends), source: source.clone(), first_line: first })?;
+                sink(Chunk { data, layout: Layout::Ends(ends), source: source.clone(), first_line: first, langs: Vec::new() })?;
             }
             let t = start.elapsed().as_secs_f64();
             if t - last >= 0.05 {
