@@ -259,6 +259,8 @@ pub struct Learned {
     pub merges: Vec<(u32, u32, u64)>,
     /// True when the tick asked to stop.
     pub interrupted: bool,
+    /// Seconds spent building the node arena and pair index (before the loop).
+    pub setup_seconds: f64,
 }
 
 /// Learns merges; `tokens` is extended in place with each new token's bytes,
@@ -270,6 +272,7 @@ pub fn learn_merges(
     params: &MergeParams,
     tick: &mut MergeTick,
 ) -> Result<Learned> {
+    let setup_start = std::time::Instant::now();
     let n = table.sym.len();
     let mut nodes: Vec<Node> = Vec::with_capacity(n);
     let mut big_weights: Vec<u64> = Vec::new();
@@ -340,6 +343,7 @@ pub fn learn_merges(
         heap.push(Entry { count: info.count, a: (key >> 32) as u32, b: key as u32 }, tokens);
     }
 
+    let setup_seconds = setup_start.elapsed().as_secs_f64();
     let mut merges: Vec<(u32, u32, u64)> = Vec::with_capacity(params.max_merges.min(1 << 20));
     // Per-step deltas (see `apply_step`): small, so they stay in cache.
     let mut step_dec: Map<u64, u64> = new_map();
@@ -368,7 +372,7 @@ pub fn learn_merges(
             continue;
         }
         if tick(&merges, top.count)? == Flow::Stop {
-            return Ok(Learned { merges, interrupted: true });
+            return Ok(Learned { merges, interrupted: true, setup_seconds });
         }
         let Some(info) = pairs.remove(&key) else { continue };
         let r = tokens.len() as u32;
@@ -424,7 +428,7 @@ pub fn learn_merges(
         merges.push((a, b, top.count));
     }
     let _ = heap.len();
-    Ok(Learned { merges, interrupted: false })
+    Ok(Learned { merges, interrupted: false, setup_seconds })
 }
 
 /// Records an occurrence of a pair that contains the new symbol.

@@ -821,6 +821,7 @@ pub fn train_from_counts(
         }
         Ok(Flow::Continue)
     };
+    let table_seconds = merge_start.elapsed().as_secs_f64();
     let word_table_types = table.len();
     let word_table_symbols = table.sym.len();
     let learned = learn_merges(table, &mut tokens, &mut token_ids, &params, &mut tick)?;
@@ -862,7 +863,15 @@ pub fn train_from_counts(
             "pretokens": stats.pieces,
             "special_token_occurrences": stats.specials,
         },
-        "timings": {"count_seconds": round3(count_seconds), "merge_seconds": round3(merge_seconds)},
+        "timings": {
+            "count_seconds": round3(count_seconds),
+            "merge_seconds": round3(merge_seconds),
+            "merge_breakdown": {
+                "word_table_seconds": round3(table_seconds),
+                "pair_index_seconds": round3(learned.setup_seconds),
+                "loop_seconds": round3(merge_seconds - table_seconds - learned.setup_seconds),
+            },
+        },
         "word_types": word_types,
         "word_count_table": {
             "bytes": table_bytes,
