@@ -210,6 +210,8 @@ pub struct MergeParams {
     pub unk: Option<u32>,
     /// SuperBPE's word-count and ": " limits.
     pub limits: crate::train::TokenLimits,
+    /// Threads for building the initial pair index (the loop is sequential).
+    pub threads: usize,
 }
 
 /// Words in a token: runs of bytes other than space, tab, CR, LF.
@@ -321,22 +323,65 @@ pub fn learn_merges(
         }
     };
 
-    // Initial pair counts and positions.
-    let mut pairs: Map<u64, PairInfo> = new_map();
-    for i in 0..n {
-        let j = nodes[i].next;
-        if j == NONE {
-            continue;
+    // Initial pair counts and positions, on `threads` node ranges cut at word
+    // starts; concatenating the ranges' position lists in order keeps every
+    // list ascending (the loop relies on that for overlapping pairs).
+    let index_range = |lo: usize, hi: usize| -> Map<u64, PairInfo> {
+        let mut pairs: Map<u64, PairInfo> = new_map();
+        for i in lo..hi {
+            let j = nodes[i].next;
+            if j == NONE {
+                continue;
+            }
+            let (a, b) = (nodes[i].sym, nodes[j as usize].sym);
+            let extra = limited.then_some((&tokens[..], &token_words[..]));
+            if !candidate(a, b, &token_len, extra) {
+                continue;
+            }
+            let e = pairs.entry(pack(a, b)).or_insert_with(|| PairInfo { count: 0, pos: Vec::new() });
+            e.count += weight_of(&nodes[i], &big_weights);
+            e.pos.push(i as u32);
         }
-        let (a, b) = (nodes[i].sym, nodes[j as usize].sym);
-        let extra = limited.then_some((&tokens[..], &token_words[..]));
-        if !candidate(a, b, &token_len, extra) {
-            continue;
+        pairs
+    };
+    let threads = params.threads.max(1);
+    let mut pairs: Map<u64, PairInfo> = if threads == 1 || n < 1 << 20 {
+        index_range(0, n)
+    } else {
+        let mut cuts = vec![0usize];
+        for t in 1..threads {
+            let mut c = n * t / threads;
+            while c < n && nodes[c].prev != NONE {
+                c += 1; // move to the start of a word
+            }
+            cuts.push(c.max(*cuts.last().unwrap_or(&0)));
         }
-        let e = pairs.entry(pack(a, b)).or_insert_with(|| PairInfo { count: 0, pos: Vec::new() });
-        e.count += weight_of(&nodes[i], &big_weights);
-        e.pos.push(i as u32);
-    }
+        cuts.push(n);
+        let parts: Vec<Map<u64, PairInfo>> = std::thread::scope(|s| {
+            let handles: Vec<_> = cuts.windows(2).map(|w| {
+                let (lo, hi) = (w[0], w[1]);
+                let index_range = &index_range;
+                s.spawn(move || index_range(lo, hi))
+            }).collect();
+            handles.into_iter().map(|h| h.join().unwrap_or_default()).collect()
+        });
+        let mut parts = parts.into_iter();
+        let mut total = parts.next().unwrap_or_default();
+        for part in parts {
+            for (k, info) in part {
+                match total.get_mut(&k) {
+                    Some(e) => {
+                        e.count += info.count;
+                        e.pos.extend_from_slice(&info.pos);
+                    }
+                    None => {
+                        total.insert(k, info);
+                    }
+                }
+            }
+        }
+        total
+    };
     let mut heap = PairHeap::default();
     heap.v.reserve(pairs.len());
     for (&key, info) in pairs.iter() {
@@ -495,7 +540,7 @@ mod tests {
 
     fn run(words: &[(&str, u64)], max_merges: usize) -> Vec<(String, String, u64)> {
         let (table, mut tokens, mut ids) = setup(words);
-        let params = MergeParams { max_merges, min_frequency: 1, max_token_length: None, unk: None, limits: Default::default() };
+        let params = MergeParams { max_merges, min_frequency: 1, max_token_length: None, unk: None, limits: Default::default(), threads: 2 };
         let learned = learn_merges(table, &mut tokens, &mut ids, &params, &mut |_, _| Ok(Flow::Continue)).unwrap();
         learned
             .merges
@@ -508,6 +553,37 @@ mod tests {
                 )
             })
             .collect()
+    }
+
+    #[test]
+    fn parallel_pair_index_gives_the_same_merges() {
+        // > 1M symbols so the threaded index is used; random words over a
+        // small alphabet, with overlapping runs ("aaa...") mixed in.
+        let mut state = 12345u64;
+        let mut words: Vec<(String, u64)> = Vec::new();
+        let mut total = 0;
+        while total < 1_300_000 {
+            state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            let len = 2 + (state >> 60) as usize;
+            let w: String = (0..len).map(|k| (b'a' + ((state >> (k * 3 % 58)) & 3) as u8) as char).collect();
+            total += w.len();
+            words.push((w, 1 + (state >> 62)));
+        }
+        let run_with = |threads: usize| {
+            let mut tokens: Vec<Vec<u8>> = (0..=255u8).map(|b| vec![b]).collect();
+            let mut ids = new_map();
+            for (i, t) in tokens.iter().enumerate() {
+                ids.insert(t.clone(), i as u32);
+            }
+            let mut table = WordTable::new();
+            for (w, c) in &words {
+                table.push(w.bytes().map(u32::from), *c).unwrap();
+            }
+            let params = MergeParams { max_merges: 300, min_frequency: 1, max_token_length: None, unk: None, limits: Default::default(), threads };
+            learn_merges(table, &mut tokens, &mut ids, &params, &mut |_, _| Ok(Flow::Continue)).unwrap().merges
+        };
+        assert_eq!(run_with(1), run_with(2));
+        assert_eq!(run_with(1), run_with(3));
     }
 
     #[test]

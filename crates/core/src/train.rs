@@ -776,6 +776,7 @@ pub fn train_from_counts(
         max_token_length: config.max_token_length,
         unk,
         limits: config.token_limits,
+        threads: if config.threads == 0 { default_threads() } else { config.threads },
     };
     let make_model = |merges: &[(u32, u32, u64)]| {
         let mut model = Model::new(config.scheme.clone(), config.pretokenizer.clone(), specials.clone(), alphabet.clone());
