@@ -116,3 +116,26 @@ def test_decode_rejects_garbage_ids(tmp_path) -> None:
     assert proc.returncode == 1 and "line 1" in proc.stderr
     proc = run("decode", "--model", str(model), stdin="99999\n", check=False)
     assert proc.returncode == 1 and "outside the vocabulary" in proc.stderr
+
+
+def test_encode_formats_via_cli(tmp_path) -> None:
+    np = pytest.importorskip("numpy")
+    model = tmp_path / "m.json"
+    lines = ["hello world", "", "Привет мир 😀", "hello again world"] * 50
+    tok = bpeforge.train_from_iterator(lines, vocab_size=300, progress=False)
+    tok.save(model)
+    src = tmp_path / "in.txt"
+    src.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    for fmt in ("npy", "bin", "ids"):
+        out = tmp_path / f"out.{fmt}"
+        proc = run("encode", "--model", str(model), str(src), "--output", str(out), "--format", fmt, "--quiet")
+        assert proc.returncode == 0 and out.exists()
+        if fmt == "ids":
+            got = [[int(x) for x in line.split()] for line in out.read_text().splitlines()]
+        else:
+            ids = np.load(out) if fmt == "npy" else np.fromfile(out, dtype="<u2")
+            off = np.load(str(out) + ".offsets.npy")
+            got = [ids[off[i] : off[i + 1]].tolist() for i in range(len(off) - 1)]
+        assert got == tok.encode_batch(lines)
+    proc = run("encode", "--model", str(model), "--format", "npy", stdin="x\n", check=False)
+    assert proc.returncode == 1 and "needs an INPUT file" in proc.stderr
