@@ -276,8 +276,16 @@ impl Counter<'_> {
 
     /// Counts every text of a chunk; errors name the source and line.
     pub fn count_chunk(&self, chunk: &Chunk, out: &mut WordCounts) -> Result<()> {
+        self.count_chunk_until(chunk, out, None)
+    }
+
+    /// `count_chunk` that gives up (with `Interrupted`) soon after `cancel` is set.
+    pub fn count_chunk_until(&self, chunk: &Chunk, out: &mut WordCounts, cancel: Option<&AtomicBool>) -> Result<()> {
         let mut index = 0usize;
         chunk.for_each_text(&mut |text, offset| {
+            if index % 1024 == 1023 && cancel.is_some_and(|c| c.load(Ordering::Relaxed)) {
+                return Err(Error::interrupted());
+            }
             let weight = match self.lang_weights {
                 Some(w) if !chunk.langs.is_empty() => chunk.langs.get(index).map_or(1, |&l| w[l as usize]),
                 _ => 1,
@@ -336,7 +344,10 @@ pub fn count_parallel(
                         if failed.load(Ordering::Relaxed) {
                             continue; // drain so the feeder never blocks
                         }
-                        if let Err(e) = counter.count_chunk(&chunk, &mut counts) {
+                        if let Err(e) = counter.count_chunk_until(&chunk, &mut counts, Some(failed)) {
+                            if e.kind == crate::error::ErrorKind::Interrupted {
+                                continue; // the feeder stopped; its error is reported
+                            }
                             failed.store(true, Ordering::Relaxed);
                             let mut slot = first_error.lock().unwrap_or_else(|p| p.into_inner());
                             if slot.is_none() {
@@ -355,6 +366,11 @@ pub fn count_parallel(
             }
             tx.send(chunk).map_err(|_| Error::training("counting workers stopped"))
         });
+        if fed.is_err() {
+            // Stop the workers now: queued chunks are skipped, chunks in
+            // progress end within a thousand texts (Ctrl-C within a second).
+            failed.store(true, Ordering::Relaxed);
+        }
         drop(tx);
         let mut parts: Vec<WordCounts> = workers
             .into_iter()
@@ -363,6 +379,8 @@ pub fn count_parallel(
                 WordCounts::new()
             }))
             .collect();
+        // A worker's own error (e.g. invalid UTF-8 naming the line) explains
+        // a failed feed better than the feeder's "counting failed".
         if let Some(e) = first_error.lock().unwrap_or_else(|p| p.into_inner()).take() {
             return Err(e);
         }

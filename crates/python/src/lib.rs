@@ -290,6 +290,9 @@ fn train_iterator(py: Python<'_>, texts: &Bound<'_, PyAny>, args: TrainArgs, pro
             let first = item_no + 1;
             let mut exhausted = false;
             while data.len() < ITER_CHUNK_BYTES && ends.len() < ITER_CHUNK_ITEMS {
+                if ends.len() % 4096 == 4095 && observer.should_stop() {
+                    return Err(Error::interrupted());
+                }
                 match iter.next() {
                     None => {
                         exhausted = true;
