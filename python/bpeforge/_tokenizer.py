@@ -508,7 +508,10 @@ class Tokenizer:
         raw = _raw_ids(ids)
         if raw is not None:
             return self._native.decode_raw(raw)
-        return self._native.decode_bytes(_id_list(ids))
+        try:
+            return self._native.decode_bytes(_id_list(ids))
+        except OverflowError as e:
+            raise ParameterError(f"a token id is outside the vocabulary (too large or negative): {e}") from e
 
     def decode(self, ids: Iterable[int], errors: Literal["replace", "strict"] = "replace") -> str:
         """Decode ids to text. ``errors="strict"`` raises on bytes that are not
@@ -535,9 +538,18 @@ class Tokenizer:
             import numpy as np
 
             ids, offsets = batch
-            raw = self._native.decode_batch_raw(_raw_ids(ids), np.asarray(offsets, dtype="<i8").tobytes(), threads)
+            raw_ids = _raw_ids(ids)
+            if raw_ids is None:
+                raise ParameterError(f"decode_batch: ids must be an integer array, got {getattr(ids, 'dtype', type(ids))}")
+            offsets = np.asarray(offsets)
+            if offsets.ndim != 1 or offsets.dtype.kind not in "iu":
+                raise ParameterError("decode_batch: offsets must be a 1-D integer array")
+            raw = self._native.decode_batch_raw(raw_ids, offsets.astype("<i8").tobytes(), threads)
         else:
-            raw = self._native.decode_batch_bytes([_id_list(x) for x in batch], threads)
+            try:
+                raw = self._native.decode_batch_bytes([_id_list(x) for x in batch], threads)
+            except OverflowError as e:
+                raise ParameterError(f"a token id is outside the vocabulary (too large or negative): {e}") from e
         return [b.decode("utf-8", errors=errors) for b in raw]
 
     # ---- persistence ------------------------------------------------------

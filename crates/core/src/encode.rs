@@ -227,6 +227,11 @@ impl Encoder {
         let start = self.model.special_tokens.len();
         let mut syms = Vec::new();
         for (i, t) in tokens.iter().enumerate().skip(start) {
+            // Long tokens are rare as whole pieces; checking them would cost
+            // O(L log L) each (quadratic over a hostile chain of merges).
+            if t.len() > 64 {
+                continue;
+            }
             syms.clear();
             syms.extend(t.iter().map(|&b| self.base_start + b as u32));
             self.bpe(&mut syms);
@@ -472,30 +477,84 @@ impl Encoder {
     /// BPE-dropout (Provilkov et al., 2020): at every step each applicable
     /// merge is skipped with probability p; the lowest-rank survivor (leftmost
     /// among equal ranks) is applied; when none survives, the piece is done.
-    /// p = 0 is exact BPE; p = 1 leaves the base symbols. Quadratic per piece,
-    /// which is fine for the short pieces it is used on in training pipelines.
+    /// p = 0 is exact BPE; p = 1 leaves the base symbols.
+    ///
+    /// Implemented on a heap over a linked list: candidates are popped in
+    /// rank order and each is skipped with probability p (set aside until a
+    /// merge succeeds), which draws from the same distribution as dropping
+    /// every applicable merge independently, in O(n log n) per piece
+    /// instead of O(n^2) (a 20,000-character word took 1.65 s before).
     fn bpe_dropout(&self, syms: &mut Vec<u32>, d: &mut Dropout) {
-        loop {
-            let mut best = NO_RANK;
-            let mut at = 0;
-            let mut new_id = 0;
-            for i in 0..syms.len().saturating_sub(1) {
-                let (rank, id) = self.rank(syms[i], syms[i + 1]);
-                if rank == NO_RANK || d.drop() {
-                    continue;
-                }
-                if rank < best {
-                    best = rank;
-                    at = i;
-                    new_id = id;
-                }
-            }
-            if best == NO_RANK {
-                return;
-            }
-            syms[at] = new_id;
-            syms.remove(at + 1);
+        let n = syms.len();
+        if n < 2 {
+            return;
         }
+        let mut next: Vec<u32> = (1..=n as u32).collect();
+        let mut prev: Vec<u32> = (0..n as u32).map(|i| i.wrapping_sub(1)).collect();
+        next[n - 1] = u32::MAX;
+        let mut alive = vec![true; n];
+        let mut heap: BinaryHeap<Reverse<(u32, u32, u32, u32)>> = BinaryHeap::new();
+        for i in 0..n - 1 {
+            let (rank, _) = self.rank(syms[i], syms[i + 1]);
+            if rank != NO_RANK {
+                heap.push(Reverse((rank, i as u32, syms[i], syms[i + 1])));
+            }
+        }
+        let valid = |e: &(u32, u32, u32, u32), syms: &[u32], next: &[u32], alive: &[bool]| {
+            let (_, i, a, b) = *e;
+            let iu = i as usize;
+            alive[iu] && syms[iu] == a && next[iu] != u32::MAX && syms[next[iu] as usize] == b
+        };
+        let mut skipped: Vec<(u32, u32, u32, u32)> = Vec::new();
+        loop {
+            // Find the best surviving candidate of this step.
+            let chosen = loop {
+                match heap.pop() {
+                    None => break None,
+                    Some(Reverse(e)) => {
+                        if !valid(&e, syms, &next, &alive) {
+                            continue;
+                        }
+                        if d.drop() {
+                            skipped.push(e);
+                            continue;
+                        }
+                        break Some(e);
+                    }
+                }
+            };
+            let Some((_, i, a, b)) = chosen else { break };
+            let iu = i as usize;
+            let j = next[iu];
+            let (_, new_id) = self.rank(a, b);
+            syms[iu] = new_id;
+            alive[j as usize] = false;
+            let nj = next[j as usize];
+            next[iu] = nj;
+            if nj != u32::MAX {
+                prev[nj as usize] = i;
+                let (r2, _) = self.rank(new_id, syms[nj as usize]);
+                if r2 != NO_RANK {
+                    heap.push(Reverse((r2, i, new_id, syms[nj as usize])));
+                }
+            }
+            let p = prev[iu];
+            if p != u32::MAX {
+                let (r2, _) = self.rank(syms[p as usize], new_id);
+                if r2 != NO_RANK {
+                    heap.push(Reverse((r2, p, syms[p as usize], new_id)));
+                }
+            }
+            // Skipped merges are candidates again at the next step.
+            heap.extend(skipped.drain(..).map(Reverse));
+        }
+        let mut out = Vec::with_capacity(n);
+        let mut i = 0u32;
+        while i != u32::MAX {
+            out.push(syms[i as usize]);
+            i = next[i as usize];
+        }
+        *syms = out;
     }
 
     /// Encodes text with no special handling (bytes that are not valid UTF-8

@@ -300,7 +300,7 @@ pub fn learn_merges(
     drop(table.counts);
     drop(table.starts);
 
-    let max_len = params.max_token_length.unwrap_or(usize::MAX);
+    let max_len = params.max_token_length.unwrap_or(usize::MAX).min(crate::model::MAX_TOKEN_BYTES);
     let unk = params.unk.unwrap_or(NONE);
     let mut token_len: Vec<usize> = tokens.iter().map(Vec::len).collect();
     let limited = params.limits.max_words > 0 || params.limits.colon_rule;

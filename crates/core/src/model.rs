@@ -29,6 +29,57 @@ pub const FORMAT: &str = "bpeforge-model";
 pub const VERSION: u32 = 1;
 /// Upper bound on merges in a model file (far above any real vocabulary).
 pub const MAX_MERGES: usize = 16_000_000;
+/// Upper bound on one token's length. Training never makes longer tokens,
+/// and loading refuses them, so a small hostile file cannot claim 2^40-byte
+/// tokens by doubling.
+pub const MAX_TOKEN_BYTES: usize = 1 << 16;
+/// Upper bound on the bytes of all tokens together (a 2M-token vocabulary
+/// of 8-byte tokens is 16 MiB); a chain of merges that each add one byte
+/// would otherwise make loading quadratic in time and memory.
+pub const MAX_VOCAB_BYTES: usize = 1 << 26;
+/// External ids must be below this (an inverse table is indexed by them).
+pub const MAX_EXTERNAL_ID: u32 = 1 << 24;
+
+/// Reads a JSON array, refusing more than `MAX_MERGES` elements as soon as
+/// they are seen (instead of after allocating for all of them).
+fn bounded_vec<'de, D, T>(d: D) -> std::result::Result<Vec<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    struct V<T>(std::marker::PhantomData<T>);
+    impl<'de, T: Deserialize<'de>> serde::de::Visitor<'de> for V<T> {
+        type Value = Vec<T>;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            write!(f, "an array of at most {MAX_MERGES} elements")
+        }
+        fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> std::result::Result<Vec<T>, A::Error> {
+            let mut out = Vec::new();
+            while let Some(x) = seq.next_element()? {
+                if out.len() >= MAX_MERGES {
+                    return Err(serde::de::Error::custom(format!("an array has more than {MAX_MERGES} elements; refused")));
+                }
+                out.push(x);
+            }
+            Ok(out)
+        }
+    }
+    d.deserialize_seq(V(std::marker::PhantomData))
+}
+
+fn bounded_opt_vec<'de, D, T>(d: D) -> std::result::Result<Option<Vec<T>>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    struct W<T>(Vec<T>);
+    impl<'de, T: Deserialize<'de>> Deserialize<'de> for W<T> {
+        fn deserialize<D2: serde::Deserializer<'de>>(d: D2) -> std::result::Result<Self, D2::Error> {
+            bounded_vec(d).map(W)
+        }
+    }
+    Option::<W<T>>::deserialize(d).map(|o| o.map(|w| w.0))
+}
 /// Upper bound on a model file's uncompressed size.
 pub const MAX_MODEL_BYTES: u64 = 2 << 30;
 
@@ -65,17 +116,19 @@ pub struct Model {
     pub version: u32,
     pub scheme: Scheme,
     pub pretokenizer: PreTokenizerSpec,
+    #[serde(deserialize_with = "bounded_vec")]
     pub special_tokens: Vec<String>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "bounded_opt_vec")]
     pub alphabet: Option<Vec<String>>,
+    #[serde(deserialize_with = "bounded_vec")]
     pub merges: Vec<(u32, u32)>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "bounded_vec")]
     pub merge_counts: Vec<u64>,
     #[serde(default)]
     pub metadata: serde_json::Value,
     /// Optional external ids: `ids[i]` is the id callers see for the token
     /// with internal id `i` (imported vocabularies keep their own numbering).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "bounded_opt_vec")]
     pub ids: Option<Vec<u32>>,
 }
 
@@ -141,6 +194,7 @@ impl Model {
         }
         let first_merge = tokens.len();
         let unk = self.unk_id();
+        let mut total: usize = tokens.iter().map(Vec::len).sum();
         for (k, &(a, b)) in self.merges.iter().enumerate() {
             let limit = (first_merge + k) as u32;
             if a >= limit || b >= limit {
@@ -152,7 +206,16 @@ impl Model {
             if (a as usize) < self.special_tokens.len() || (b as usize) < self.special_tokens.len() || Some(a) == unk || Some(b) == unk {
                 return Err(Error::model(format!("merge {k} uses a special token (id {a} or {b}); special tokens never merge")));
             }
-            let mut t = tokens[a as usize].clone();
+            let len = tokens[a as usize].len() + tokens[b as usize].len();
+            if len > MAX_TOKEN_BYTES {
+                return Err(Error::model(format!("merge {k} makes a token of {len} bytes; tokens longer than {MAX_TOKEN_BYTES} bytes are refused")));
+            }
+            total += len;
+            if total > MAX_VOCAB_BYTES {
+                return Err(Error::model(format!("the tokens add up to more than {MAX_VOCAB_BYTES} bytes; refused")));
+            }
+            let mut t = Vec::with_capacity(len);
+            t.extend_from_slice(&tokens[a as usize]);
             t.extend_from_slice(&tokens[b as usize]);
             tokens.push(t);
         }
@@ -233,8 +296,8 @@ impl Model {
             }
             let mut seen = std::collections::HashSet::with_capacity(ids.len());
             for &e in ids {
-                if e >= 1 << 31 {
-                    return Err(Error::model(format!("external id {e} is too large (max 2^31 - 1)")));
+                if e >= MAX_EXTERNAL_ID {
+                    return Err(Error::model(format!("external id {e} is too large (ids must be below {MAX_EXTERNAL_ID})")));
                 }
                 if !seen.insert(e) {
                     return Err(Error::model(format!("external id {e} is used twice in 'ids'")));

@@ -150,14 +150,12 @@ fn make_config(a: TrainArgs) -> PyResult<TrainConfig> {
         (true, None) => TextMode::WholeFile,
         (false, None) => TextMode::Lines,
     };
-    if a.threads == Some(0) {
-        return Err(to_pyerr(Error::parameter("threads must be at least 1 (or None for all cores)")));
-    }
+    let threads = check_threads(a.threads)?;
     let mut config = TrainConfig::new(a.vocab_size, scheme, PreTokenizerSpec::from_name(&a.pretokenizer));
     config.special_tokens = a.special_tokens;
     config.min_frequency = a.min_frequency;
     config.max_token_length = a.max_token_length;
-    config.threads = a.threads.unwrap_or(0);
+    config.threads = threads;
     config.text_mode = text_mode;
     config.min_word_count = a.min_word_count.max(1);
     if let Some(json) = a.resume_from {
@@ -384,6 +382,21 @@ fn specials_rule(enc: &Encoder, allowed: Option<Vec<usize>>, disallowed: Option<
     Ok(Specials::Rules { allowed: a, disallowed: d })
 }
 
+/// More threads than this is a mistake, not a machine: refuse it clearly
+/// (spawning thousands of threads fails with a panic in std otherwise).
+const MAX_THREADS: usize = 256;
+
+fn check_threads(threads: Option<usize>) -> PyResult<usize> {
+    match threads {
+        None => Ok(train::default_threads().min(MAX_THREADS)),
+        Some(0) => Err(to_pyerr(Error::parameter("threads must be at least 1 (or None for all cores)"))),
+        Some(t) if t > MAX_THREADS => {
+            Err(to_pyerr(Error::parameter(format!("threads={t} is more than {MAX_THREADS}; use None for all cores"))))
+        }
+        Some(t) => Ok(t),
+    }
+}
+
 fn check_dropout(dropout: Option<f64>) -> PyResult<Option<f64>> {
     match dropout {
         None => Ok(None),
@@ -547,7 +560,7 @@ impl NativeTokenizer {
         let rule = specials_rule(&self.enc, allowed, disallowed)?;
         let owned = collect_strs(texts)?;
         let borrowed = borrow_texts(&owned)?;
-        let threads = threads.unwrap_or_else(train::default_threads);
+        let threads = check_threads(threads)?;
         match check_dropout(dropout)? {
             Some(p) => py.detach(|| self.enc.encode_batch_dropout(&borrowed, &rule, threads, p, seed)),
             None => py.detach(|| self.enc.encode_batch(&borrowed, &rule, threads)),
@@ -571,7 +584,7 @@ impl NativeTokenizer {
     ) -> PyResult<(u64, u64, u64, f64, usize)> {
         let rule = specials_rule(&self.enc, allowed, disallowed)?;
         let format = IdFormat::parse(format).map_err(to_pyerr)?;
-        let threads = threads.unwrap_or_else(train::default_threads);
+        let threads = check_threads(threads)?;
         let mut observer = PyObserver::new(progress)?;
         let result = py.detach(|| encode_file(&self.enc, &src, &dst, format, &rule, threads, &mut observer));
         match result {
@@ -596,7 +609,7 @@ impl NativeTokenizer {
         let rule = specials_rule(&self.enc, allowed, disallowed)?;
         let owned = collect_strs(texts)?;
         let borrowed = borrow_texts(&owned)?;
-        let threads = threads.unwrap_or_else(train::default_threads);
+        let threads = check_threads(threads)?;
         let (ids, offsets) = py.detach(|| self.enc.encode_batch_flat(&borrowed, &rule, threads)).map_err(to_pyerr)?;
         let id_bytes: Vec<u8> = ids.iter().flat_map(|x| x.to_le_bytes()).collect();
         let off_bytes: Vec<u8> = offsets.iter().flat_map(|x| x.to_le_bytes()).collect();
@@ -632,7 +645,7 @@ impl NativeTokenizer {
     #[pyo3(signature = (batch, threads=None))]
     fn decode_batch_bytes<'py>(&self, py: Python<'py>, batch: Vec<Vec<i64>>, threads: Option<usize>) -> PyResult<Vec<Bound<'py, PyBytes>>> {
         let batch: Vec<Vec<u32>> = batch.iter().map(|ids| checked_ids(ids)).collect::<PyResult<_>>()?;
-        let threads = threads.unwrap_or_else(train::default_threads);
+        let threads = check_threads(threads)?;
         let outs = py.detach(|| self.enc.decode_batch(&batch, threads)).map_err(to_pyerr)?;
         Ok(outs.iter().map(|o| PyBytes::new(py, o)).collect())
     }
@@ -656,7 +669,7 @@ impl NativeTokenizer {
             }
             batch.push(ids[a as usize..b as usize].to_vec());
         }
-        let threads = threads.unwrap_or_else(train::default_threads);
+        let threads = check_threads(threads)?;
         let outs = py.detach(|| self.enc.decode_batch(&batch, threads)).map_err(to_pyerr)?;
         Ok(outs.iter().map(|o| PyBytes::new(py, o)).collect())
     }

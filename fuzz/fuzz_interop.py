@@ -1,0 +1,128 @@
+"""Fuzz the importers in ``bpeforge.interop``: Hugging Face ``tokenizer.json``,
+``.tiktoken`` rank files (and their ``.json`` sidecar) and SentencePiece
+``.model`` files, mutated from valid files that the exporters write.
+
+Contract checked: an importer returns a Tokenizer or raises a
+``BpeforgeError`` (``ModelFormatError``, ``ParameterError``, ``InputError``)
+within seconds; an imported Tokenizer encodes and decodes any text. Skips
+cleanly (exit 0) when ``bpeforge.interop`` or one of the importers is absent.
+
+The first input byte picks the importer (0: HF, 1: tiktoken ranks,
+2: SentencePiece, 3: tiktoken sidecar); the rest is the file's content.
+
+    python fuzz/fuzz_interop.py --seeds DIR
+    python fuzz/fuzz_interop.py DIR -max_total_time=60
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+import warnings
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import atheris  # noqa: E402
+
+from _common import collect, error_label, feature, limit_memory, timed  # noqa: E402
+
+with atheris.instrument_imports():
+    import bpeforge
+    from bpeforge import BpeforgeError
+
+    try:
+        from bpeforge import interop
+    except ImportError:  # being written elsewhere: nothing to fuzz yet
+        interop = None
+
+IMPORTERS = ["from_huggingface", "from_tiktoken", "from_sentencepiece"]
+NAMES = ["tokenizer.json", "v.tiktoken", "m.model", "v.tiktoken.json"]
+SAMPLE = "Hello wörld, it's 12345 <s> ünïcödé\t\n  end 😀 中文"
+# scratch files: FUZZ_TMP (fuzz/run.py points it into its workdir), else /dev/shm
+WORK = tempfile.mkdtemp(prefix="bpeforge-fuzz-",
+                        dir=os.environ.get("FUZZ_TMP") or ("/dev/shm" if os.path.isdir("/dev/shm") else None))
+
+
+def available() -> bool:
+    return interop is not None and all(hasattr(interop, f) for f in IMPORTERS)
+
+
+def write_seeds(d: str) -> None:
+    os.makedirs(d, exist_ok=True)
+    texts = bpeforge.sample_corpus().read_text(encoding="utf-8").splitlines()[:300]
+    kw = dict(min_frequency=1, progress=False)
+    b = bpeforge.train_from_iterator(texts, vocab_size=320, special_tokens=["<s>"], **kw)
+    c = bpeforge.train_from_iterator(texts, vocab_size=2450, scheme="chars", pretokenizer="whitespace",
+                                     character_coverage=0.99, **kw)
+    tmp = tempfile.mkdtemp()
+    seeds = {
+        0: [b.to_huggingface(os.path.join(tmp, "b.json")), c.to_huggingface(os.path.join(tmp, "c.json"))],
+        1: [b.to_tiktoken(os.path.join(tmp, "b.tiktoken"))[0]],
+        2: [c.to_sentencepiece(os.path.join(tmp, "c.model"))],
+        3: [os.path.join(tmp, "b.tiktoken.json")],
+    }
+    for sel, paths in seeds.items():
+        for k, p in enumerate(paths):
+            with open(p, "rb") as src, open(os.path.join(d, f"seed-{sel}-{k}"), "wb") as dst:
+                dst.write(bytes([sel]) + src.read())
+
+
+RANKS = None  # a valid rank file for sidecar fuzzing
+
+
+def test_one_input(data: bytes) -> None:
+    try:
+        one_input(data)
+    except Exception as e:
+        if not collect(e, data):
+            raise
+
+
+def one_input(data: bytes) -> None:
+    if not data:
+        return
+    sel = data[0] % 4
+    path = os.path.join(WORK, NAMES[sel])
+    with open(path, "wb") as f:
+        f.write(data[1:])
+    if sel == 3:
+        with open(os.path.join(WORK, "v.tiktoken"), "wb") as f:
+            f.write(RANKS or b"")
+        path = os.path.join(WORK, "v.tiktoken")
+    func = getattr(interop, IMPORTERS[min(sel, 1) if sel != 2 else 2])
+    kwargs = {"pattern": "gpt2"} if sel == 1 else {}
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            tok = timed(func.__name__, lambda: func(path, **kwargs), 10)
+    except BpeforgeError as e:
+        feature(f"{sel}:" + error_label(e)[:60])
+        return
+    finally:
+        if sel == 3:
+            os.unlink(os.path.join(WORK, "v.tiktoken.json"))
+    feature(f"{sel}:ok:{tok.scheme}:{tok.pretokenizer[:12]}")
+    ids = tok.encode(SAMPLE, allowed_special="all")
+    tok.decode(ids)
+
+
+def main() -> None:
+    global RANKS
+    if not available():
+        print("bpeforge.interop importers are not available: nothing to fuzz", file=sys.stderr)
+        return
+    if len(sys.argv) == 3 and sys.argv[1] == "--seeds":
+        write_seeds(sys.argv[2])
+        return
+    limit_memory()
+    tok = bpeforge.train_from_iterator(["hello world"] * 5, vocab_size=260, progress=False)
+    tok.to_tiktoken(os.path.join(WORK, "ranks.tiktoken"))
+    with open(os.path.join(WORK, "ranks.tiktoken"), "rb") as f:
+        RANKS = f.read()
+    atheris.Setup(sys.argv, test_one_input)
+    atheris.Fuzz()
+
+
+if __name__ == "__main__":
+    main()
