@@ -84,3 +84,15 @@ def test_bad_settings() -> None:
         bpeforge.train_from_iterator(["a b c"], vocab_size=300, superbpe_transition=300, progress=False)
     with pytest.raises(bpeforge.ParameterError, match="bytes"):
         bpeforge.train_from_iterator(["a b c"], vocab_size=300, scheme="chars", superbpe_transition=200, progress=False)
+
+
+def test_huggingface_export_reproduces_superbpe(models, corpus_slice, tmp_path) -> None:
+    tokenizers = pytest.importorskip("tokenizers")
+    _, sb = models
+    path = tmp_path / "tokenizer.json"
+    sb.to_huggingface(path)
+    hf = tokenizers.Tokenizer.from_file(str(path))
+    lines = corpus_slice[:1000]
+    ours = sb.encode_batch(lines)
+    assert [e.ids for e in hf.encode_batch(lines, add_special_tokens=False)] == ours
+    assert bpeforge.from_huggingface(path).encode_batch(lines) == ours

@@ -35,10 +35,9 @@ import base64
 import functools
 import json
 import os
-import re
 import tempfile
 import warnings
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Union
 
 from ._tokenizer import Tokenizer
@@ -77,7 +76,11 @@ O200K_PATTERN = (
     r"|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?"
     r"|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+"
 )
-_PRESET_PATTERNS = {"gpt2": GPT2_PATTERN, "cl100k": CL100K_PATTERN, "o200k": O200K_PATTERN}
+# SuperBPE's stage-2 units (crates/core/src/pretok.rs SUPERWORD_PATTERN): an
+# *isolated* split, the matches and the text between them are pieces, which
+# is exactly HF's Split(behavior="Isolated"), as the SuperBPE release uses.
+SUPERWORD_PATTERN = r"\p{N}{1,3}| ?[^\s\p{L}\p{N}]{2,}[\r\n/]*| +(?!\S)"
+_PRESET_PATTERNS = {"gpt2": GPT2_PATTERN, "cl100k": CL100K_PATTERN, "o200k": O200K_PATTERN, "superword": SUPERWORD_PATTERN}
 _PATTERN_PRESETS = {v: k for k, v in _PRESET_PATTERNS.items()}
 # tiktoken's names for the same patterns.
 _TIKTOKEN_NAMES = {"gpt2": "gpt2", "r50k_base": "gpt2", "cl100k_base": "cl100k", "o200k_base": "o200k"}
@@ -125,6 +128,10 @@ def _unicode_to_bytes() -> dict[str, int]:
 def _byte_key(token: bytes) -> str:
     table = _bytes_to_unicode()
     return "".join(table[b] for b in token)
+
+
+def _utf8(token: bytes) -> str:
+    return token.decode("utf-8")
 
 
 def _key_bytes(key: str) -> bytes | None:
@@ -228,9 +235,6 @@ class _View:
             return None
         return self.specials.index(self.unk_token)
 
-    def describe(self) -> str:
-        return f"scheme={self.scheme!r}, pretokenizer={self.preset if self.preset != 'regex' else self.pattern!r}"
-
 
 # --------------------------------------------------------------------------
 # export: Hugging Face tokenizers
@@ -279,6 +283,7 @@ def huggingface_json(tok: Tokenizer) -> dict[str, Any]:
     normalizer: dict[str, Any] | None = None
     end_of_word_suffix = None
     unk_token = None
+    key: Callable[[bytes], str]
     if v.scheme == "bytes":
         key = _byte_key
         if v.preset == "gpt2":
@@ -294,9 +299,7 @@ def huggingface_json(tok: Tokenizer) -> dict[str, Any]:
         if v.preset == "whitespace":
             decoder = {"type": "Sequence", "decoders": [decoder, {"type": "Strip", "content": " ", "start": 1, "stop": 0}]}
     else:
-        def key(t: bytes) -> str:
-            return t.decode("utf-8")
-
+        key = _utf8
         unk_token = v.unk_token
         if v.suffix is not None:
             if v.preset != "whitespace":  # the core refuses this too; kept for clarity
@@ -318,7 +321,7 @@ def huggingface_json(tok: Tokenizer) -> dict[str, Any]:
     vocab: dict[str, int] = {}
     for i in range(v.nspec, len(v.tokens)):
         vocab[key(v.tokens[i])] = v.ext[i]
-    added = []
+    added: list[dict[str, Any]] = []
     for i, s in enumerate(v.specials):
         if s in vocab and vocab[s] != v.ext[i]:
             raise ParameterError(
@@ -329,7 +332,15 @@ def huggingface_json(tok: Tokenizer) -> dict[str, Any]:
         added.append({"id": v.ext[i], "content": s, "single_word": False, "lstrip": False, "rstrip": False,
                       "normalized": False, "special": True})
     added.sort(key=lambda t: t["id"])
-    merges = [[key(v.tokens[a]), key(v.tokens[b])] for a, b in v.merges]
+    pairs = [(key(v.tokens[a]), key(v.tokens[b])) for a, b in v.merges]
+    # "left right" strings load in every tokenizers version; the list form
+    # (tokenizers >= 0.20) is needed only when a token contains a space,
+    # which neither scheme produces (spaces are Ġ or ▁).
+    merges: list[Any]
+    if any(" " in x or " " in y for x, y in pairs):
+        merges = [[x, y] for x, y in pairs]
+    else:
+        merges = [f"{x} {y}" for x, y in pairs]
     return {
         "version": "1.0",
         "truncation": None,
@@ -450,6 +461,8 @@ def _read_tiktoken_file(path: PathLike) -> dict[bytes, int]:
                 ranks[base64.b64decode(token, validate=True)] = int(rank)
             except ValueError as e:
                 raise ModelFormatError(f"{os.fspath(path)}, line {lineno}: not a tiktoken rank line ({e})") from e
+    if not ranks:
+        raise ModelFormatError(f"{os.fspath(path)}: no rank lines; a .tiktoken file has one 'base64-token rank' per line")
     return ranks
 
 
@@ -457,9 +470,12 @@ def _read_sidecar(path: PathLike) -> dict[str, Any] | None:
     side = os.fspath(path) + ".json"
     if not os.path.exists(side):
         return None
-    with open(side, encoding="utf-8") as f:
-        meta = json.load(f)
-    if not isinstance(meta, dict) or "pat_str" not in meta:
+    try:
+        with open(side, encoding="utf-8") as f:
+            meta = json.load(f)
+    except (UnicodeDecodeError, ValueError) as e:
+        raise ModelFormatError(f"{side}: not a JSON sidecar of a .tiktoken file ({e})") from e
+    if not isinstance(meta, dict) or not isinstance(meta.get("pat_str"), str):
         raise ModelFormatError(f"{side}: expected a JSON object with 'pat_str' and 'special_tokens'")
     return meta
 
@@ -670,7 +686,7 @@ class _Builder:
     def note(self, text: str, warn: bool = True) -> None:
         self.notes.append(text)
         if warn:
-            warnings.warn(f"{self.source}: {text}", InteropWarning, stacklevel=4)
+            warnings.warn(f"{self.source}: {text}", InteropWarning, stacklevel=3)
 
     def count(self, key: str, n: int = 1) -> None:
         self.stats[key] = self.stats.get(key, 0) + n
@@ -826,6 +842,29 @@ def _is_metaspace(step: dict[str, Any], prepend: tuple[str, ...], split: bool) -
     return scheme in prepend and bool(step.get("split", True)) == split
 
 
+def _foreign_file_errors(kind: str) -> Callable[[Callable[..., Tokenizer]], Callable[..., Tokenizer]]:
+    """Importers read files written by other programs: whatever the parsing of
+    such a file raises (bad UTF-8, deep nesting, wrong types, a library's own
+    RuntimeError) becomes a ModelFormatError naming the source, so callers
+    catch one bpeforge error class. bpeforge's own errors pass unchanged."""
+
+    def wrap(fn: Callable[..., Tokenizer]) -> Callable[..., Tokenizer]:
+        @functools.wraps(fn)
+        def guarded(source: Any, *args: Any, **kwargs: Any) -> Tokenizer:
+            try:
+                return fn(source, *args, **kwargs)
+            except (ModelFormatError, ParameterError):
+                raise
+            except (UnicodeError, RecursionError, AttributeError, KeyError, IndexError, TypeError, ValueError, RuntimeError) as e:
+                where = os.fspath(source) if isinstance(source, (str, os.PathLike)) else type(source).__name__
+                raise ModelFormatError(f"{where}: not a usable {kind} ({type(e).__name__}: {e})") from e
+
+        return guarded
+
+    return wrap
+
+
+@_foreign_file_errors("Hugging Face tokenizer.json")
 def from_huggingface(source: Any, *, ignore_normalizer: bool = False) -> Tokenizer:
     """Import a Hugging Face BPE ``tokenizer.json`` (a path, a directory holding
     one, a ``tokenizers.Tokenizer``, a ``transformers`` fast tokenizer or the
@@ -924,7 +963,7 @@ def from_huggingface(source: Any, *, ignore_normalizer: bool = False) -> Tokeniz
         unk_token = model.get("unk_token")
         scheme = {"type": "chars", "unk_token": unk_token or "<unk>", "end_of_word_suffix": suffix, "character_coverage": 1.0}
         if suffix is not None:
-            if len(steps) == 1 and steps[0].get("type") == "WhitespaceSplit" and norm is None:
+            if len(steps) == 1 and steps[0].get("type") == "WhitespaceSplit":
                 notes_pending.append("WhitespaceSplit does not split at U+001C..U+001F; bpeforge's whitespace preset does")
             elif not (len(steps) == 1 and steps[0].get("type") == "Split"
                       and _split_regex(steps[0], where) == f"(?s:(?:(?!(?:[{_WS_CLASS}]+)).)+)"):
@@ -1005,9 +1044,9 @@ def from_huggingface(source: Any, *, ignore_normalizer: bool = False) -> Tokeniz
     if scheme["type"] == "chars":
         unk = scheme["unk_token"]
         if unk not in special_text:
-            ext = vocab.get(unk)
-            if ext is None:
-                ext = fresh()
+            known = vocab.get(unk)
+            ext = fresh() if known is None else known
+            if known is None:
                 b.note(f"the model has no unknown token; {unk!r} was added with id {ext} where the source drops "
                        "unknown characters")
             b.specials.insert(0, unk)
@@ -1019,20 +1058,18 @@ def from_huggingface(source: Any, *, ignore_normalizer: bool = False) -> Tokeniz
     # Base symbols.
     made = {l + r for l, r in merges}
     if byte_level:
-        by_bytes = {}
-        for key, ext in vocab.items():
-            if key in special_text:
+        by_bytes: dict[bytes, int] = {}
+        for k, ext in vocab.items():
+            if k in special_text:
                 continue
-            t = _key_bytes(key)
+            t = _key_bytes(k)
             if t is not None and len(t) == 1:
                 by_bytes[t] = ext
         for x in range(256):
             t = bytes([x])
-            ext = by_bytes.get(t)
-            if ext is None:
-                ext = fresh()
+            if t not in by_bytes:
                 missing.append(x)
-            b.add_base(t, ext)
+            b.add_base(t, by_bytes[t] if t in by_bytes else fresh())
         if missing:
             b.note(f"{len(missing)} byte values are not in the vocabulary; they got new ids after the source's "
                    f"(the source maps them to its unknown token or drops them): {missing[:16]}")
@@ -1098,6 +1135,7 @@ def _rank_parts(ranks: Mapping[bytes, int], token: bytes, max_rank: int) -> list
     return parts
 
 
+@_foreign_file_errors("tiktoken vocabulary")
 def from_tiktoken(
     source: Any,
     pattern: str | None = None,
@@ -1218,6 +1256,7 @@ def _sp_normalizer_rules(m: Any) -> list[tuple[str, str]] | None:
     return [(str(a), str(c)) for a, c in norm.decompile()]
 
 
+@_foreign_file_errors("SentencePiece model")
 def from_sentencepiece(source: Any, *, ignore_normalizer: bool = False) -> Tokenizer:
     """Import a SentencePiece BPE model (a ``.model`` path, its bytes, a
     ``ModelProto`` or a ``SentencePieceProcessor``) into the chars scheme.
