@@ -1,0 +1,663 @@
+"""Training and encoding on a Ray cluster (``pip install 'bpeforge[ray]'``).
+
+:func:`train` counts word types in Ray tasks, one per *shard* of the input,
+sums the tables and runs the merge loop on the driver; :func:`encode` writes a
+corpus as sharded id files, one Ray task per shard, plus a manifest. Both give
+exactly what the local path gives: ``train(paths, ...)`` returns the model
+:func:`bpeforge.train` returns for the same keywords (only measurements in
+its metadata differ: timings and the count table's memory), and the shards
+of :func:`encode`, concatenated in manifest order, are
+:meth:`bpeforge.Tokenizer.encode_file` of each input.
+
+Shards:
+
+* a plain (uncompressed) file larger than ``shard_bytes`` is cut into byte
+  ranges of about ``shard_bytes``; a range holds the lines that *start* in it,
+  so the ranges of a file see every line exactly once;
+* a compressed file (``.gz``, ``.xz``, ``.bz2``, ``.zst``) is always one whole
+  shard (it cannot be entered in the middle): split big corpora into several
+  compressed files, or keep them plain, to spread them over the cluster;
+* for training, small files are grouped into shards of about ``shard_bytes``;
+  ``documents=True`` and ``separator=...`` never cut a file.
+
+Where things run: input paths are made absolute against the driver's working
+directory and then opened *by the workers*: on a cluster, put the corpus on
+storage every node mounts at the same path (NFS, a shared volume, ...).
+Shard planning, counting, encoding and the output files (including the
+manifest) all happen on the workers; only the summed word counts come back to
+the driver, which needs memory for them (about the size of all serialized
+shard tables, plus the merged table).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Literal
+
+from . import _native
+from ._tokenizer import PathLike, SpecialSet, Tokenizer, _paths, _progress_arg, _train_args, load
+from .errors import BpeforgeError, ParameterError
+
+if TYPE_CHECKING:  # pragma: no cover
+    import numpy as np
+
+__all__ = ["train", "encode", "plan_shards", "load_encoded", "DEFAULT_SHARD_BYTES", "MANIFEST_NAME"]
+
+#: Default shard size: 64 MiB of plain text per task.
+DEFAULT_SHARD_BYTES = 64 << 20
+#: The manifest :func:`encode` writes into its output directory.
+MANIFEST_NAME = "manifest.json"
+
+_COMPRESSED = (".gz", ".xz", ".bz2", ".zst", ".zstd")
+_EXTENSIONS = {"ids": "ids", "npy": "npy", "bin": "bin"}
+
+
+# ---- shards -----------------------------------------------------------------
+
+
+def _compressed(path: str) -> bool:
+    return path.lower().endswith(_COMPRESSED)
+
+
+def plan_shards(
+    paths: Sequence[str], shard_bytes: int = DEFAULT_SHARD_BYTES, *, split: bool = True, group: bool = False
+) -> list[dict[str, Any]]:
+    """The shards of ``paths``, in input order: a list of
+    ``{"paths": [...], "byte_range": [start, end] | None, "bytes": size}``.
+
+    Plain files larger than ``shard_bytes`` become byte ranges (when
+    ``split``); compressed files, directories and paths that cannot be
+    stat'ed stay whole (the task that reads them reports the problem, naming
+    the file). With ``group``, consecutive whole files are packed into shards
+    of about ``shard_bytes``. Runs where the files are: on a worker.
+    """
+    shards: list[dict[str, Any]] = []
+    group_paths: list[str] = []
+    group_size = 0
+
+    def flush() -> None:
+        nonlocal group_paths, group_size
+        if group_paths:
+            shards.append({"paths": group_paths, "byte_range": None, "bytes": group_size})
+        group_paths, group_size = [], 0
+
+    for path in paths:
+        try:
+            st = os.stat(path)
+            size = st.st_size if os.path.isfile(path) else None
+        except OSError:
+            size = None
+        if size is None:
+            flush()
+            shards.append({"paths": [path], "byte_range": None, "bytes": 0})
+            continue
+        if split and size > shard_bytes and not _compressed(path):
+            flush()
+            n = math.ceil(size / shard_bytes)
+            cuts = [size * i // n for i in range(n + 1)]
+            for a, b in zip(cuts, cuts[1:]):
+                shards.append({"paths": [path], "byte_range": [a, b], "bytes": b - a})
+            continue
+        if not group:
+            shards.append({"paths": [path], "byte_range": None, "bytes": size})
+            continue
+        if group_paths and group_size + size > shard_bytes:
+            flush()
+        group_paths.append(path)
+        group_size += size
+    flush()
+    return shards
+
+
+def _copy_lines(src: str, byte_range: tuple[int, int], dst: str) -> None:
+    """Copies the lines of ``src`` that start in ``[start, end)`` to ``dst``:
+    the same lines the engine's byte-range reader sees."""
+    start, end = byte_range
+    with open(src, "rb") as f, open(dst, "wb") as out:
+        pos = start
+        if start > 0:
+            # The line holding byte start-1 belongs to the previous shard.
+            f.seek(start - 1)
+            pos = start - 1 + len(f.readline())
+        if pos >= end:
+            return
+        f.seek(pos)
+        left = end - pos
+        last = b"\n"
+        while left > 0:
+            block = f.read(min(left, 1 << 20))
+            if not block:
+                return
+            out.write(block)
+            last = block[-1:]
+            left -= len(block)
+        if last != b"\n":
+            out.write(f.readline())  # the rest of the last line that starts in the range
+
+
+# ---- Ray plumbing -----------------------------------------------------------
+
+
+def _ray() -> Any:
+    try:
+        import ray
+    except ImportError as e:  # pragma: no cover - exercised only without Ray
+        raise ImportError(
+            "bpeforge.distributed needs Ray: pip install 'bpeforge[ray]' (or pip install ray)"
+        ) from e
+    return ray
+
+
+def _connect(address: str | None) -> Any:
+    """Ray, initialised: an existing connection is reused as is; otherwise
+    ``ray.init(address=address)``."""
+    ray = _ray()
+    if not ray.is_initialized():
+        import logging
+
+        ray.init(address=address, logging_level=logging.WARNING)
+    return ray
+
+
+_REMOTES: dict[tuple[str, float], Any] = {}
+
+
+def _remote(fn: Any, num_cpus: float) -> Any:
+    key = (fn.__name__, num_cpus)
+    if key not in _REMOTES:
+        _REMOTES[key] = _ray().remote(num_cpus=num_cpus)(fn)
+    return _REMOTES[key]
+
+
+def _unwrap(e: BaseException) -> BaseException:
+    """The exception a task raised (a bpeforge error names the file), if Ray
+    carried it over; else ``e`` itself."""
+    cause = getattr(e, "cause", None)
+    if isinstance(cause, (BpeforgeError, OSError, ValueError, TypeError)):
+        return cause
+    return e
+
+
+def _get(ref: Any) -> Any:
+    ray = _ray()
+    try:
+        return ray.get(ref)
+    except ray.exceptions.RayTaskError as e:
+        cause = _unwrap(e)
+        if cause is e:
+            raise
+        raise cause from None
+
+
+class _Progress:
+    """Shards done, on stderr: a live line (human) or JSON lines."""
+
+    def __init__(self, progress: str, phase: str, total: int, total_bytes: int) -> None:
+        if progress == "auto":
+            progress = "human" if sys.stderr.isatty() else "json"
+        self.fmt = {"human": "human", "bar": "human", "json": "json"}.get(progress, "off")
+        self.phase, self.total, self.total_bytes = phase, total, total_bytes
+        self.start = time.perf_counter()
+        self.last = -1e9
+        self.interval = 2.0 if self.fmt == "json" else 0.25
+
+    def update(self, done: int, done_bytes: int, final: bool = False) -> None:
+        if self.fmt == "off":
+            return
+        now = time.perf_counter()
+        if not final and now - self.last < self.interval:
+            return
+        self.last = now
+        elapsed = now - self.start
+        if self.fmt == "json":
+            line = json.dumps({
+                "phase": self.phase, "shards_done": done, "shards_total": self.total,
+                "bytes_done": done_bytes, "bytes_total": self.total_bytes,
+                "elapsed_s": round(elapsed, 2), **({"done": True} if final else {}),
+            })
+            sys.stderr.write(line + "\n")
+        else:
+            text = (f"{self.phase} on Ray: {done}/{self.total} shards, {done_bytes / 1e6:.1f}"
+                    f"/{self.total_bytes / 1e6:.1f} MB in {elapsed:.1f}s")
+            sys.stderr.write("\r\x1b[2K" + text + ("\n" if final else ""))
+        sys.stderr.flush()
+
+
+def _gather(refs: list[Any], sizes: list[int], progress: _Progress) -> list[Any]:
+    """Results of ``refs`` in order, reporting shards as they finish; on an
+    error (or Ctrl-C) the other tasks are cancelled and the task's own
+    exception is raised."""
+    ray = _ray()
+    index = {ref: i for i, ref in enumerate(refs)}
+    results: list[Any] = [None] * len(refs)
+    pending = list(refs)
+    done = done_bytes = 0
+    progress.update(0, 0)
+    try:
+        while pending:
+            ready, pending = ray.wait(pending, num_returns=len(pending), timeout=0.5)
+            for ref in ready:
+                i = index[ref]
+                results[i] = _get(ref)
+                done += 1
+                done_bytes += sizes[i]
+            progress.update(done, done_bytes)
+    except BaseException:
+        for ref in pending:
+            try:
+                ray.cancel(ref)
+            except Exception:  # pragma: no cover - best effort
+                pass
+        raise
+    progress.update(done, done_bytes, final=True)
+    return results
+
+
+def _abspaths(paths: list[str]) -> list[str]:
+    return [os.path.abspath(p) for p in paths]
+
+
+def _check_task_settings(shard_bytes: int, num_cpus_per_task: float) -> None:
+    if isinstance(shard_bytes, bool) or not isinstance(shard_bytes, int) or shard_bytes < 1:
+        raise ParameterError(f"shard_bytes must be a positive integer, got {shard_bytes!r}")
+    if isinstance(num_cpus_per_task, bool) or not isinstance(num_cpus_per_task, (int, float)) or not num_cpus_per_task > 0:
+        raise ParameterError(f"num_cpus_per_task must be a positive number, got {num_cpus_per_task!r}")
+
+
+# ---- tasks (run on the workers) ---------------------------------------------
+
+
+def _plan_task(paths: list[str], shard_bytes: int, split: bool, group: bool) -> list[dict[str, Any]]:
+    return plan_shards(paths, shard_bytes, split=split, group=group)
+
+
+def _count_task(paths: list[str], byte_range: list[int] | None, args: dict[str, Any]) -> bytes:
+    rng = (byte_range[0], byte_range[1]) if byte_range is not None else None
+    return _native.count_files(paths, args, "off", rng)
+
+
+_MODEL_CACHE: dict[str, Tokenizer] = {}
+
+
+def _encode_task(
+    model_json: str, src: str, byte_range: list[int] | None, dst: str, format: str,
+    threads: int, allowed: Any, disallowed: Any,
+) -> dict[str, Any]:
+    tok = _MODEL_CACHE.get(model_json)
+    if tok is None:
+        _MODEL_CACHE.clear()
+        tok = _MODEL_CACHE[model_json] = Tokenizer.from_json(model_json)
+    os.makedirs(os.path.dirname(dst), exist_ok=True)
+    kw = {"format": format, "threads": threads, "allowed_special": allowed, "disallowed_special": disallowed}
+    if byte_range is None:
+        return tok.encode_file(src, dst, **kw)
+    if _compressed(src):
+        raise ParameterError(f"{src}: a compressed file cannot be split by byte range; give it as a whole shard")
+    tmpdir = tempfile.mkdtemp(prefix="bpeforge-shard-")
+    try:
+        tmp = os.path.join(tmpdir, "shard.txt")
+        try:
+            _copy_lines(src, (byte_range[0], byte_range[1]), tmp)
+        except OSError as e:
+            from .errors import InputError
+
+            raise InputError(f"cannot read {src}: {e.strerror or e}") from None
+        try:
+            return tok.encode_file(tmp, dst, **kw)
+        except BpeforgeError as e:
+            # Name the real input (line numbers count from the shard start).
+            where = f"{src} (bytes {byte_range[0]}..{byte_range[1]})"
+            raise type(e)(str(e).replace(tmp, where)) from None
+    finally:
+        shutil.rmtree(tmpdir, ignore_errors=True)
+
+
+def _write_manifest_task(output_dir: str, manifest: dict[str, Any]) -> str:
+    path = os.path.join(output_dir, MANIFEST_NAME)
+    tmp = f"{path}.tmp-{os.getpid()}"
+    with open(tmp, "w", encoding="utf-8") as f:
+        json.dump(manifest, f, ensure_ascii=False, indent=1)
+        f.write("\n")
+    os.replace(tmp, path)
+    return path
+
+
+# ---- training ---------------------------------------------------------------
+
+
+def train(
+    paths: PathLike | Sequence[PathLike],
+    *,
+    address: str | None = None,
+    shard_bytes: int = DEFAULT_SHARD_BYTES,
+    num_cpus_per_task: float = 1,
+    vocab_size: int = 32000,
+    scheme: Literal["bytes", "chars"] = "bytes",
+    pretokenizer: str = "gpt2",
+    special_tokens: Iterable[str] = (),
+    min_frequency: int = 2,
+    max_token_length: int | None = None,
+    threads: int | None = None,
+    progress: bool | str = True,
+    character_coverage: float = 1.0,
+    end_of_word_suffix: str | None = None,
+    unk_token: str = "<unk>",
+    documents: bool = False,
+    separator: str | None = None,
+    min_word_count: int = 1,
+    resume_from: PathLike | Tokenizer | None = None,
+    checkpoint_path: PathLike | None = None,
+    checkpoint_every: int = 1000,
+    superbpe_transition: int | None = None,
+    superbpe_max_words: int = 4,
+    superbpe_colon_rule: bool = True,
+    langs: PathLike | Sequence[PathLike] | None = None,
+    file_languages: Sequence[str] | None = None,
+    temperature: float = 1.0,
+    progress_csv: PathLike | None = None,
+) -> Tokenizer:
+    """Train like :func:`bpeforge.train`, counting on a Ray cluster.
+
+    One Ray task per shard (see the module docs) counts the word types of its
+    shard with ``num_cpus_per_task`` threads; the driver sums the tables and
+    runs the merge loop (``threads`` is only recorded, as in
+    :func:`bpeforge.train`). The model equals ``bpeforge.train(paths, ...)``
+    with the same keywords, merge for merge and count for count; its
+    metadata lists ``paths`` as given. Its ``timings`` say how long counting
+    took from the first task to the summed table (``count_seconds``, Ray
+    start-up excluded), of which ``count_sum_seconds`` on the driver, and in
+    how many shards (``count_shards``).
+
+    Args:
+        paths: a path or a list of paths; relative paths are resolved against
+            the driver's working directory, then read by the workers.
+        address: where Ray runs, used only when Ray is not initialised in
+            this process yet (otherwise the existing connection is used):
+            ``None`` does what ``ray.init()`` does: connect to the cluster in
+            ``RAY_ADDRESS`` or the one ``ray start`` started on this machine,
+            else start a local instance; ``"auto"`` connects to that
+            existing cluster and fails if there is none; ``"local"`` always
+            starts a new local instance; ``"HOST:PORT"`` connects to that
+            cluster's head (GCS port, 6379 by default) and
+            ``"ray://HOST:10001"`` uses Ray Client.
+        shard_bytes: plain files larger than this are cut into byte ranges of
+            about this size; smaller files are grouped up to it.
+        num_cpus_per_task: CPUs Ray reserves for each counting task (and its
+            counting threads, rounded up).
+        progress: shards done on stderr, then the merge loop's progress as in
+            :func:`bpeforge.train`.
+
+    Other keywords: as :func:`bpeforge.train` (``checkpoint_path`` and
+    ``progress_csv`` are written by the driver). Not available here:
+    SuperBPE (``superbpe_transition``) and language balancing (``langs``,
+    ``file_languages``), whose stage-2 units and per-language weights the
+    shard tables do not carry; they raise :class:`bpeforge.ParameterError`.
+
+    Example:
+        >>> import bpeforge, bpeforge.distributed
+        >>> tok = bpeforge.distributed.train([bpeforge.sample_corpus()], vocab_size=500,
+        ...                                  shard_bytes=100_000, progress=False)  # doctest: +SKIP
+    """
+    inputs = _paths(paths)
+    _check_task_settings(shard_bytes, num_cpus_per_task)
+    args = _train_args(
+        vocab_size=vocab_size, scheme=scheme, pretokenizer=pretokenizer, special_tokens=special_tokens,
+        min_frequency=min_frequency, max_token_length=max_token_length, threads=threads,
+        character_coverage=character_coverage, end_of_word_suffix=end_of_word_suffix, unk_token=unk_token,
+        documents=documents, separator=separator, min_word_count=min_word_count, resume_from=resume_from,
+        checkpoint_path=checkpoint_path, checkpoint_every=checkpoint_every,
+        superbpe_transition=superbpe_transition, superbpe_max_words=superbpe_max_words,
+        superbpe_colon_rule=superbpe_colon_rule, langs=langs, file_languages=file_languages,
+        temperature=temperature, progress_csv=progress_csv,
+    )
+    if superbpe_transition is not None:
+        raise ParameterError("superbpe_transition: SuperBPE is not available in bpeforge.distributed.train "
+                             "(shard counts do not carry its stage-2 units); use bpeforge.train")
+    if langs is not None or file_languages is not None:
+        raise ParameterError("langs/file_languages: language-balanced training is not available in "
+                             "bpeforge.distributed.train (its weights need every file's totals); use bpeforge.train")
+    prog = _progress_arg(progress)
+    ray = _connect(address)
+    start = time.perf_counter()
+    worker_args = dict(args, threads=max(1, math.ceil(num_cpus_per_task)), checkpoint_path=None, progress_csv=None)
+    split = not documents and separator is None
+    shards = _get(_remote(_plan_task, 0.1).remote(_abspaths(inputs), shard_bytes, split, True))
+    args_ref = ray.put(worker_args)
+    count = _remote(_count_task, num_cpus_per_task)
+    refs = [count.remote(s["paths"], s["byte_range"], args_ref) for s in shards]
+    sizes = [s["bytes"] for s in shards]
+    parts = _gather(refs, sizes, _Progress(prog, "counting", len(refs), sum(sizes)))
+    del refs
+    cluster_seconds = time.perf_counter() - start
+    tok = Tokenizer(_native.train_counts(parts, args, prog, inputs))
+    # The engine timed only the summing of the tables: record the whole count.
+    model = json.loads(tok.to_json())
+    timings = model["metadata"]["timings"]
+    timings["count_sum_seconds"] = timings["count_seconds"]
+    timings["count_seconds"] = round(cluster_seconds + timings["count_seconds"], 3)
+    timings["count_shards"] = len(shards)
+    return Tokenizer.from_json(json.dumps(model, ensure_ascii=False))
+
+
+# ---- encoding ---------------------------------------------------------------
+
+
+def _output_names(paths: list[str]) -> list[str]:
+    """File-name stems for the outputs: the input's base name, or (when base
+    names collide) its path below the inputs' common folder with ``/``
+    written as ``__``."""
+    if len(set(paths)) != len(paths):
+        raise ParameterError("the same input file is given twice; its outputs would collide")
+    names = [os.path.basename(p) for p in paths]
+    if len(set(names)) == len(names):
+        return names
+    common = os.path.commonpath([os.path.dirname(p) for p in paths])
+    return [os.path.relpath(p, common).replace(os.sep, "__") for p in paths]
+
+
+def encode(
+    model: Tokenizer | PathLike,
+    paths: PathLike | Sequence[PathLike],
+    output_dir: PathLike,
+    *,
+    format: Literal["ids", "npy", "bin"] = "npy",
+    address: str | None = None,
+    shard_bytes: int = DEFAULT_SHARD_BYTES,
+    num_cpus_per_task: float = 1,
+    allowed_special: SpecialSet = "all",
+    disallowed_special: SpecialSet = "all",
+    progress: bool | str = True,
+) -> dict[str, Any]:
+    """Encode a corpus across a Ray cluster into sharded id files.
+
+    One task per shard: a whole input file, or a byte range of a plain file
+    larger than ``shard_bytes`` (the lines that start in it). Shard ``k`` of
+    input ``f`` is written as ``<output_dir>/<f>.<k>.<format>`` (``<f>`` is
+    the file's base name; when two inputs share one, their path below the
+    inputs' common folder with ``/`` as ``__``), in the format of
+    :meth:`bpeforge.Tokenizer.encode_file`: ``ids`` (a line of ids per line),
+    or ``npy``/``bin`` with ``<shard>.offsets.npy`` beside it.
+
+    ``<output_dir>/manifest.json`` lists the shards in order (input order,
+    then ``k``) with their line, token and byte counts; concatenating the
+    shards of an input in that order gives exactly ``encode_file`` of the
+    whole input (for ``npy``/``bin``, each shard's offsets start at 0:
+    add the tokens of the shards before it; :func:`load_encoded` does that).
+    The manifest is written last, so its presence means every shard is
+    complete. The manifest is also returned.
+
+    ``model`` is a :class:`~bpeforge.Tokenizer` or a model file (read on the
+    driver and shipped to the workers). ``address``, ``shard_bytes`` and
+    ``num_cpus_per_task`` (also each task's encoding threads) are as in
+    :func:`train`; paths and ``output_dir`` are resolved against the driver's
+    working directory and used by the workers (shared storage on a cluster).
+    Special tokens as in ``encode_file``: their text becomes their id unless
+    ``allowed_special``/``disallowed_special`` say otherwise.
+    """
+    tok = model if isinstance(model, Tokenizer) else load(model)
+    inputs = _paths(paths)
+    _check_task_settings(shard_bytes, num_cpus_per_task)
+    if format not in _EXTENSIONS:
+        raise ParameterError(f"format must be 'ids', 'npy' or 'bin', got {format!r}")
+    if tok.special_tokens:
+        tok._rules(allowed_special, disallowed_special)  # checked here, before any task starts
+    out_dir = os.path.abspath(os.fspath(output_dir))
+    abs_inputs = _abspaths(inputs)
+    names = _output_names(abs_inputs)
+    prog = _progress_arg(progress)
+    ray = _connect(address)
+    shards = _get(_remote(_plan_task, 0.1).remote(abs_inputs, shard_bytes, True, False))
+    threads = max(1, math.ceil(num_cpus_per_task))
+    model_ref = ray.put(tok.to_json())
+    task = _remote(_encode_task, num_cpus_per_task)
+    entries: list[dict[str, Any]] = []
+    refs = []
+    file_index = {p: i for i, p in enumerate(abs_inputs)}
+    next_k: dict[int, int] = {}
+    for s in shards:
+        i = file_index[s["paths"][0]]
+        k = next_k.get(i, 0)
+        next_k[i] = k + 1
+        name = f"{names[i]}.{k}.{_EXTENSIONS[format]}"
+        entries.append({
+            "input": inputs[i], "shard": k, "byte_range": s["byte_range"], "path": name,
+            "offsets": f"{name}.offsets.npy" if format != "ids" else None,
+        })
+        refs.append(task.remote(model_ref, s["paths"][0], s["byte_range"], os.path.join(out_dir, name),
+                                format, threads, allowed_special, disallowed_special))
+    sizes = [s["bytes"] for s in shards]
+    stats = _gather(refs, sizes, _Progress(prog, "encoding", len(refs), sum(sizes)))
+    id_bytes = None
+    for entry, st in zip(entries, stats):
+        entry.update(lines=st["lines"], tokens=st["tokens"], bytes=st["bytes"], seconds=round(st["seconds"], 3))
+        id_bytes = st["id_bytes"]
+    manifest: dict[str, Any] = {
+        "format": format,
+        "dtype": None if format == "ids" else ("<u2" if id_bytes == 2 else "<u4"),
+        "model": {"vocab_size": tok.vocab_size, "scheme": tok.scheme, "pretokenizer": tok.pretokenizer,
+                  "special_tokens": tok.special_tokens},
+        "inputs": inputs,
+        "lines": sum(e["lines"] for e in entries),
+        "tokens": sum(e["tokens"] for e in entries),
+        "bytes": sum(e["bytes"] for e in entries),
+        "shards": entries,
+    }
+    _get(_remote(_write_manifest_task, 0.1).remote(out_dir, manifest))
+    return manifest
+
+
+def load_encoded(output_dir: PathLike, input: str | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Reads what :func:`encode` wrote into ``output_dir`` as ``(ids, offsets)``
+    (numpy): the shards concatenated in manifest order, offsets rebased, so
+    line ``i`` is ``ids[offsets[i]:offsets[i + 1]]``. ``input`` (a path as
+    given to :func:`encode`) keeps that file's shards only; without it all
+    inputs follow each other in order. Works for every format (``ids`` files
+    are parsed)."""
+    import numpy as np
+
+    base = os.fspath(output_dir)
+    with open(os.path.join(base, MANIFEST_NAME), encoding="utf-8") as f:
+        manifest = json.load(f)
+    fmt = manifest["format"]
+    id_parts: list[np.ndarray] = []
+    off_parts: list[np.ndarray] = [np.zeros(1, dtype=np.int64)]
+    total = 0
+    for entry in manifest["shards"]:
+        if input is not None and entry["input"] != input:
+            continue
+        path = os.path.join(base, entry["path"])
+        if fmt == "ids":
+            with open(path, encoding="ascii") as g:
+                rows = [np.array(line.split(), dtype=np.uint32) for line in g]
+            ids = np.concatenate(rows) if rows else np.zeros(0, dtype=np.uint32)
+            offsets = np.zeros(len(rows) + 1, dtype=np.int64)
+            np.cumsum([len(r) for r in rows], out=offsets[1:])
+        else:
+            ids = np.load(path) if fmt == "npy" else np.fromfile(path, dtype=manifest["dtype"])
+            offsets = np.load(os.path.join(base, entry["offsets"]))
+        id_parts.append(ids)
+        off_parts.append(offsets[1:] + total)
+        total += int(offsets[-1])
+    if input is not None and len(id_parts) == 0:
+        raise ParameterError(f"{input!r} is not an input of the manifest in {base}")
+    dtype = np.uint32 if fmt == "ids" else np.dtype(manifest["dtype"])
+    ids_all = np.concatenate(id_parts).astype(dtype, copy=False) if id_parts else np.zeros(0, dtype=dtype)
+    return ids_all, np.concatenate(off_parts)
+
+
+# ---- command line (called from bpeforge.cli) --------------------------------
+
+
+def _cli_address(value: str) -> str | None:
+    """``--ray`` alone is None; an existing file is an input given after
+    ``--ray`` by mistake."""
+    if value == "":
+        return None
+    if os.path.isfile(value) and ":" not in value and value not in ("auto", "local"):
+        raise ParameterError(
+            f"--ray took {value!r} as the Ray address, but it is a file: put --ray after the "
+            "inputs, or write --ray=ADDRESS (e.g. --ray=auto)"
+        )
+    return value
+
+
+def cli_train(args: Any) -> int:
+    """``bpeforge train ... --ray [ADDRESS]``."""
+    from .cli import _print_summary
+    from . import sample_corpus
+
+    address = _cli_address(args.ray)
+    inputs: list[str] = args.inputs
+    demo = not inputs
+    if demo:
+        inputs = [str(sample_corpus())]
+        print(f"No input given: training on the bundled sample corpus ({inputs[0]}).", file=sys.stderr)
+    vocab_size = args.vocab_size or (2000 if demo else 32000)
+    t0 = time.perf_counter()
+    tok = train(
+        inputs, address=address, shard_bytes=max(1, int(args.shard_mb * (1 << 20))),
+        vocab_size=vocab_size, scheme=args.scheme, pretokenizer=args.pretokenizer,
+        special_tokens=args.special_token or (), min_frequency=args.min_frequency,
+        max_token_length=args.max_token_length, threads=args.threads,
+        progress="off" if args.quiet else args.progress, character_coverage=args.character_coverage,
+        end_of_word_suffix=args.end_of_word_suffix, unk_token=args.unk_token,
+        documents=args.documents, separator=args.separator,
+    )
+    wall = time.perf_counter() - t0
+    if args.output:
+        tok.save(args.output)
+    if not args.quiet or demo:
+        _print_summary(tok, inputs, wall, args.output, sample=demo)
+    return 0
+
+
+def cli_encode(args: Any) -> int:
+    """``bpeforge encode --model M INPUT... --ray [ADDRESS] --output DIR``."""
+    address = _cli_address(args.ray)
+    inputs = ([args.input] if args.input else []) + list(args.more_inputs or [])
+    if not inputs or "-" in inputs:
+        raise ParameterError("--ray needs INPUT files (not stdin)")
+    if not args.output or args.output == "-":
+        raise ParameterError("--ray needs --output DIR: the folder for the shards and manifest.json")
+    if args.dropout:
+        raise ParameterError("--dropout is not supported with --ray")
+    from .cli import _special_mode
+
+    tok = load(args.model)
+    kw = _special_mode(tok, args.specials)  # as the local `encode INPUT --output FILE` path
+    t0 = time.perf_counter()
+    manifest = encode(tok, inputs, args.output, format=args.format, address=address,
+                      num_cpus_per_task=args.threads or 1, shard_bytes=max(1, int(args.shard_mb * (1 << 20))), progress="off" if args.quiet else args.progress, **kw)
+    wall = time.perf_counter() - t0
+    if not args.quiet:
+        print(f"encoded {manifest['lines']} lines, {manifest['bytes'] / 1e6:.1f} MB -> {manifest['tokens']} tokens "
+              f"in {len(manifest['shards'])} shards in {wall:.2f}s; manifest: "
+              f"{os.path.join(args.output, MANIFEST_NAME)}", file=sys.stderr)
+    return 0

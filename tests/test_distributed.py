@@ -1,0 +1,293 @@
+"""bpeforge.distributed on a local Ray instance that this module starts:
+training and encoding across shards give exactly what the local path gives."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import bpeforge
+from bpeforge import cli
+
+ray = pytest.importorskip("ray", reason="Ray is not installed: pip install 'bpeforge[ray]' to test bpeforge.distributed")
+from bpeforge import distributed  # noqa: E402  (after the skip: needs nothing from Ray to import, but is only tested with it)
+
+SPECIAL = "<|endoftext|>"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def ray_instance():
+    if ray.is_initialized():  # pragma: no cover - another module left one running
+        ray.shutdown()
+    ray.init(num_cpus=2, include_dashboard=False, logging_level="WARNING")
+    yield
+    ray.shutdown()
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory) -> dict[str, Path]:
+    """Plain files (one large, with CRLF, empty lines, a line longer than the
+    small shards and no final newline), a small one, a gzipped one, and one
+    with invalid UTF-8 (bytes scheme only)."""
+    d = tmp_path_factory.mktemp("corpus")
+    lines = bpeforge.sample_corpus().read_text(encoding="utf-8").splitlines()
+    big = d / "big.txt"
+    body = "\n".join(lines[:900]) + "\n"
+    body += "carriage\r\nreturns\r\n\n\n" + ("long " * 4000) + "\n" + SPECIAL + " after a special token\n"
+    body += "\n".join(lines[900:1200]) + "\nno final newline"
+    big.write_bytes(body.encode("utf-8"))
+    small = d / "small.txt"
+    small.write_text("\n".join(lines[1200:1230]) + "\n", encoding="utf-8")
+    gz = d / "part.txt.gz"
+    with gzip.open(gz, "wt", encoding="utf-8") as f:
+        f.write("\n".join(lines[1230:]) + "\n")
+    invalid = d / "invalid.txt"
+    invalid.write_bytes(("\n".join(lines[:200]) + "\n").encode() + b"bad \xff\xfe bytes here\n"
+                        + ("\n".join(lines[200:400]) + "\n").encode())
+    return {"big": big, "small": small, "gz": gz, "invalid": invalid}
+
+
+def comparable(tok: bpeforge.Tokenizer) -> dict:
+    """The whole model file except measurements: the wall-clock timings and
+    the memory of the count table (hash-table capacity depends on how the
+    table was filled, not on its contents)."""
+    model = json.loads(tok.to_json())
+    model["metadata"].pop("timings")
+    model["metadata"].pop("word_count_table", None)
+    return model
+
+
+SCHEMES = {
+    "bytes": dict(scheme="bytes", pretokenizer="gpt2", special_tokens=[SPECIAL]),
+    "chars": dict(scheme="chars", pretokenizer="whitespace", character_coverage=0.99),
+}
+
+
+# ---- shards -------------------------------------------------------------------
+
+
+def test_plan_mixes_files_and_tiling_byte_ranges(corpus):
+    paths = [str(corpus["big"]), str(corpus["small"]), str(corpus["gz"])]
+    size = corpus["big"].stat().st_size
+    group = corpus["small"].stat().st_size + corpus["gz"].stat().st_size
+    assert size > 3 * group
+    shards = distributed.plan_shards(paths, group, group=True)
+    ranges = [s["byte_range"] for s in shards if s["byte_range"] is not None]
+    assert len(ranges) == -(-size // group)
+    assert ranges[0][0] == 0 and ranges[-1][1] == size
+    assert all(a[1] == b[0] for a, b in zip(ranges, ranges[1:]))
+    whole = [s["paths"] for s in shards if s["byte_range"] is None]
+    assert whole == [[str(corpus["small"]), str(corpus["gz"])]]  # grouped, and the .gz is never cut
+    # Compressed files stay whole however small the shards; no grouping when asked not to.
+    assert distributed.plan_shards([str(corpus["gz"])], 10) == [
+        {"paths": [str(corpus["gz"])], "byte_range": None, "bytes": corpus["gz"].stat().st_size}]
+    assert len(distributed.plan_shards(paths[1:], 1 << 30, group=False)) == 2
+
+
+# ---- training -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("scheme", sorted(SCHEMES))
+@pytest.mark.parametrize("shard_bytes", [7_000, 50_000, 1 << 26])
+def test_train_equals_local(corpus, scheme, shard_bytes):
+    paths = [corpus["big"], corpus["small"], corpus["gz"]]
+    kw = dict(vocab_size=2000 if scheme == "chars" else 900, progress=False, **SCHEMES[scheme])
+    local = bpeforge.train(paths, **kw)
+    dist = distributed.train(paths, shard_bytes=shard_bytes, **kw)
+    assert comparable(dist) == comparable(local)
+    assert dist.metadata["inputs"] == [str(p) for p in paths]
+    assert len(dist.merges) > 300
+    timings = dist.metadata["timings"]
+    assert timings["count_shards"] == len(distributed.plan_shards([str(p) for p in paths], shard_bytes, group=True))
+    assert timings["count_shards"] > (3 if shard_bytes < 10_000 else 0)
+    assert timings["count_seconds"] >= timings["count_sum_seconds"]
+
+
+def test_train_invalid_utf8_bytes_scheme_cut_anywhere(corpus):
+    kw = dict(vocab_size=700, progress=False)
+    local = bpeforge.train([corpus["invalid"]], **kw)
+    for shard_bytes in (997, 5_000):
+        assert comparable(distributed.train([corpus["invalid"]], shard_bytes=shard_bytes, **kw)) == comparable(local)
+
+
+@pytest.mark.parametrize("extra", [
+    dict(min_word_count=2, max_token_length=5, min_frequency=3),
+    dict(scheme="chars", pretokenizer="whitespace", end_of_word_suffix="</w>", vocab_size=3000, character_coverage=0.99),
+    dict(documents=True),
+    dict(separator=". "),
+], ids=["pruned", "eow-suffix", "documents", "separator"])
+def test_train_options_equal_local(corpus, extra):
+    paths = [corpus["big"], corpus["small"], corpus["gz"]]
+    kw = dict(dict(vocab_size=700, progress=False), **extra)
+    assert comparable(distributed.train(paths, shard_bytes=9_000, **kw)) == comparable(bpeforge.train(paths, **kw))
+
+
+def test_train_resume_equals_local(corpus, tmp_path):
+    paths = [corpus["big"], corpus["gz"]]
+    first = bpeforge.train(paths, vocab_size=500, progress=False, **SCHEMES["bytes"])
+    kw = dict(vocab_size=800, progress=False, resume_from=first, **SCHEMES["bytes"])
+    assert comparable(distributed.train(paths, shard_bytes=8_000, **kw)) == comparable(bpeforge.train(paths, **kw))
+
+
+def test_train_driver_writes_checkpoint_and_progress_csv(corpus, tmp_path):
+    kw = dict(vocab_size=600, progress=False)
+    local = bpeforge.train([corpus["big"]], progress_csv=tmp_path / "local.csv", **kw)
+    dist = distributed.train([corpus["big"]], shard_bytes=20_000, progress_csv=tmp_path / "dist.csv",
+                             checkpoint_path=tmp_path / "ckpt.json", checkpoint_every=100, **kw)
+    assert comparable(dist) == comparable(local)
+
+    def rows(name):
+        return [line.split(",")[:2] for line in (tmp_path / name).read_text().splitlines()]
+
+    assert rows("dist.csv") == rows("local.csv") and len(rows("dist.csv")) > 100
+    assert bpeforge.load(tmp_path / "ckpt.json").merges == dist.merges[:len(bpeforge.load(tmp_path / "ckpt.json").merges)]
+
+
+def test_train_progress_reports_shards(corpus, capfd):
+    distributed.train([corpus["big"]], vocab_size=300, shard_bytes=30_000, progress="json")
+    events = [json.loads(line) for line in capfd.readouterr().err.splitlines() if line.startswith("{")]
+    final = [e for e in events if e.get("shards_total") and e.get("done")]
+    assert final and final[-1]["shards_done"] == final[-1]["shards_total"] > 1
+    assert any(e.get("phase") == "merging" and e.get("done") for e in events)
+
+
+def test_missing_file_raises_input_error_naming_it(corpus, tmp_path):
+    missing = tmp_path / "no-such-corpus.txt"
+    with pytest.raises(bpeforge.InputError, match="no-such-corpus.txt"):
+        distributed.train([corpus["small"], missing], vocab_size=300, progress=False)
+
+
+def test_chars_invalid_utf8_error_names_file(corpus):
+    kw = dict(vocab_size=300, progress=False, scheme="chars")
+    with pytest.raises(bpeforge.InputError) as local:
+        bpeforge.train([corpus["invalid"]], **kw)
+    with pytest.raises(bpeforge.InputError, match="invalid.txt.*invalid UTF-8") as dist:
+        distributed.train([corpus["invalid"]], shard_bytes=5_000, **kw)
+    assert type(dist.value) is type(local.value)
+
+
+def test_bad_settings_fail_before_any_task(corpus):
+    with pytest.raises(bpeforge.ParameterError, match="shard_bytes"):
+        distributed.train([corpus["small"]], shard_bytes=0, progress=False)
+    with pytest.raises(bpeforge.ParameterError, match="vocab_size"):
+        distributed.train([corpus["small"]], vocab_size=0, progress=False)
+    with pytest.raises(bpeforge.ParameterError, match="SuperBPE"):
+        distributed.train([corpus["small"]], superbpe_transition=400, vocab_size=500, progress=False)
+    with pytest.raises(bpeforge.ParameterError, match="language-balanced"):
+        distributed.train([corpus["small"]], file_languages=["en"], progress=False)
+    with pytest.raises(bpeforge.ParameterError, match="format"):
+        distributed.encode(bpeforge.train([corpus["small"]], vocab_size=300, progress=False),
+                           [corpus["small"]], "out", format="txt")
+
+
+# ---- encoding -------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def model(corpus) -> bpeforge.Tokenizer:
+    return bpeforge.train([corpus["big"], corpus["gz"]], vocab_size=800, progress=False, **SCHEMES["bytes"])
+
+
+@pytest.mark.parametrize("fmt", ["npy", "bin", "ids"])
+@pytest.mark.parametrize("shard_bytes", [6_000, 40_000])
+def test_encode_shards_concatenate_to_encode_file(corpus, model, tmp_path, fmt, shard_bytes):
+    paths = [corpus["big"], corpus["small"], corpus["gz"], corpus["invalid"]]
+    out = tmp_path / "out"
+    manifest = distributed.encode(model, paths, out, format=fmt, shard_bytes=shard_bytes, progress=False)
+    assert json.loads((out / distributed.MANIFEST_NAME).read_text()) == manifest
+    assert manifest["inputs"] == [str(p) for p in paths]
+    for p in paths:
+        whole = tmp_path / f"whole-{p.name}.{fmt}"
+        stats = model.encode_file(p, whole, format=fmt)
+        shards = [e for e in manifest["shards"] if e["input"] == str(p)]
+        assert [e["shard"] for e in shards] == list(range(len(shards)))
+        assert [e["path"] for e in shards] == [f"{p.name}.{k}.{fmt}" for k in range(len(shards))]
+        assert sum(e["lines"] for e in shards) == stats["lines"]
+        assert sum(e["tokens"] for e in shards) == stats["tokens"]
+        assert sum(e["bytes"] for e in shards) == stats["bytes"]
+        if p.suffix == ".gz":
+            assert len(shards) == 1 and shards[0]["byte_range"] is None
+        if p == corpus["big"]:
+            assert len(shards) > 2
+        # Byte-exact concatenation: ids lines and raw ids (offsets are per shard).
+        if fmt == "ids":
+            assert b"".join((out / e["path"]).read_bytes() for e in shards) == whole.read_bytes()
+        else:
+            ids, offsets = distributed.load_encoded(out, str(p))
+            ref = np.load(whole) if fmt == "npy" else np.fromfile(whole, dtype=manifest["dtype"])
+            assert ids.dtype == ref.dtype and np.array_equal(ids, ref)
+            assert np.array_equal(offsets, np.load(f"{whole}.offsets.npy"))
+            if fmt == "bin":
+                assert b"".join((out / e["path"]).read_bytes() for e in shards) == whole.read_bytes()
+    ids, offsets = distributed.load_encoded(out)
+    assert len(offsets) == manifest["lines"] + 1 and len(ids) == manifest["tokens"] == offsets[-1]
+
+
+def test_encode_special_token_rules_match_encode_file(corpus, model, tmp_path):
+    for rules in ({}, {"allowed_special": (), "disallowed_special": ()}):
+        manifest = distributed.encode(model, [corpus["big"]], tmp_path / "o", format="npy",
+                                      shard_bytes=5_000, progress=False, **rules)
+        model.encode_file(corpus["big"], tmp_path / "w.npy", format="npy", **rules)
+        assert np.array_equal(distributed.load_encoded(tmp_path / "o")[0], np.load(tmp_path / "w.npy"))
+        assert manifest["tokens"] == len(np.load(tmp_path / "w.npy"))
+    with pytest.raises(bpeforge.ParameterError):
+        distributed.encode(model, [corpus["big"]], tmp_path / "o", allowed_special={"<nope>"}, progress=False)
+
+
+def test_encode_colliding_names_and_model_file(corpus, model, tmp_path):
+    a, b = tmp_path / "en" / "train.txt", tmp_path / "de" / "train.txt"
+    for p in (a, b):
+        p.parent.mkdir()
+        shutil.copy(corpus["small"], p)
+    model.save(tmp_path / "model.json")
+    manifest = distributed.encode(tmp_path / "model.json", [a, b], tmp_path / "out", format="ids", progress=False)
+    assert [e["path"] for e in manifest["shards"]] == ["en__train.txt.0.ids", "de__train.txt.0.ids"]
+    with pytest.raises(bpeforge.ParameterError, match="twice"):
+        distributed.encode(model, [a, a], tmp_path / "out2", progress=False)
+
+
+def test_encode_missing_file(model, tmp_path):
+    with pytest.raises(bpeforge.InputError, match="absent.txt"):
+        distributed.encode(model, [tmp_path / "absent.txt"], tmp_path / "out", progress=False)
+
+
+# ---- command line ---------------------------------------------------------------
+
+
+def test_cli_train_ray_equals_local(corpus, tmp_path, capsys):
+    common = [str(corpus["big"]), str(corpus["gz"]), "--vocab-size", "600", "--special-token", SPECIAL, "--quiet"]
+    assert cli.main(["train", *common, "-o", str(tmp_path / "local.json")]) == 0
+    assert cli.main(["train", *common, "-o", str(tmp_path / "ray.json"), "--shard-mb", "0.01", "--ray"]) == 0
+    assert comparable(bpeforge.load(tmp_path / "ray.json")) == comparable(bpeforge.load(tmp_path / "local.json"))
+
+
+def test_cli_encode_ray_writes_shards_and_manifest(corpus, model, tmp_path, capsys):
+    model.save(tmp_path / "m.json")
+    rc = cli.main(["encode", "-m", str(tmp_path / "m.json"), str(corpus["big"]), str(corpus["small"]),
+                   "--format", "npy", "--ray", "--shard-mb", "0.01", "--output", str(tmp_path / "out")])
+    assert rc == 0
+    assert "manifest" in capsys.readouterr().err
+    manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    model.encode_file([corpus["big"], corpus["small"]], tmp_path / "w.npy", format="npy")
+    assert np.array_equal(distributed.load_encoded(tmp_path / "out")[0], np.load(tmp_path / "w.npy"))
+    assert manifest["format"] == "npy" and len(manifest["shards"]) > 2
+
+
+def test_cli_ray_argument_mistakes(corpus, model, tmp_path, capsys):
+    model.save(tmp_path / "m.json")
+    # `--ray FILE`: the file was meant as an input, not as the address.
+    assert cli.main(["train", "--ray", str(corpus["small"]), "--quiet"]) == 1
+    assert "--ray took" in capsys.readouterr().err
+    assert cli.main(["encode", "-m", str(tmp_path / "m.json"), str(corpus["small"]), "--ray"]) == 1
+    assert "--output DIR" in capsys.readouterr().err
+    # Several inputs without --ray are refused rather than silently dropped.
+    assert cli.main(["encode", "-m", str(tmp_path / "m.json"), str(corpus["small"]), str(corpus["big"]),
+                     "-o", str(tmp_path / "x.ids")]) == 1
+    assert "need --ray" in capsys.readouterr().err
+    assert not os.path.exists(tmp_path / "x.ids")
