@@ -126,3 +126,13 @@ def test_byte_range_shards_equal_whole_file(corpus_file, shards) -> None:
 def test_corrupt_counts_are_refused() -> None:
     with pytest.raises(bpeforge.InputError, match="word counts"):
         _native.train_counts([b"BPFCNT01" + b"\x00" * 10], _args(300), "off", [])
+
+
+def test_extend_an_imported_model(tmp_path, corpus_slice) -> None:
+    pytest.importorskip("tokenizers")
+    tok = bpeforge.train_from_iterator(corpus_slice[:1000], vocab_size=500, progress=False)
+    tok.to_huggingface(tmp_path / "t.json")
+    imported = bpeforge.from_huggingface(tmp_path / "t.json")
+    grown = bpeforge.train_from_iterator(corpus_slice[1000:], vocab_size=600, resume_from=imported, progress=False)
+    assert grown.vocab_size == 600
+    assert all(grown.id_to_token(i) == imported.id_to_token(i) for i in range(imported.vocab_size))

@@ -336,6 +336,44 @@ impl Encoder {
         }
     }
 
+    /// Merges the pair `(a, b)` starting at node `i` of the linked list and
+    /// queues the two new neighbour pairs (shared by exact BPE and dropout).
+    #[allow(clippy::too_many_arguments)]
+    #[inline]
+    fn merge_at(
+        &self,
+        i: u32,
+        a: u32,
+        b: u32,
+        syms: &mut [u32],
+        next: &mut [u32],
+        prev: &mut [u32],
+        alive: &mut [bool],
+        heap: &mut BinaryHeap<Reverse<(u32, u32, u32, u32)>>,
+    ) {
+        let iu = i as usize;
+        let j = next[iu];
+        let (_, new_id) = self.rank(a, b);
+        syms[iu] = new_id;
+        alive[j as usize] = false;
+        let nj = next[j as usize];
+        next[iu] = nj;
+        if nj != u32::MAX {
+            prev[nj as usize] = i;
+            let (r2, _) = self.rank(new_id, syms[nj as usize]);
+            if r2 != NO_RANK {
+                heap.push(Reverse((r2, i, new_id, syms[nj as usize])));
+            }
+        }
+        let p = prev[iu];
+        if p != u32::MAX {
+            let (r2, _) = self.rank(syms[p as usize], new_id);
+            if r2 != NO_RANK {
+                heap.push(Reverse((r2, p, syms[p as usize], new_id)));
+            }
+        }
+    }
+
     fn bpe_long(&self, syms: &mut Vec<u32>) {
         let n = syms.len();
         let mut next: Vec<u32> = (1..=n as u32).collect();
@@ -350,7 +388,7 @@ impl Encoder {
             }
         }
         let mut alive = vec![true; n];
-        while let Some(Reverse((rank, i, a, b))) = heap.pop() {
+        while let Some(Reverse((_, i, a, b))) = heap.pop() {
             let iu = i as usize;
             if !alive[iu] || syms[iu] != a {
                 continue;
@@ -359,26 +397,7 @@ impl Encoder {
             if j == u32::MAX || syms[j as usize] != b {
                 continue;
             }
-            let (_, new_id) = self.rank(a, b);
-            let _ = rank;
-            syms[iu] = new_id;
-            alive[j as usize] = false;
-            let nj = next[j as usize];
-            next[iu] = nj;
-            if nj != u32::MAX {
-                prev[nj as usize] = i;
-                let (r2, _) = self.rank(new_id, syms[nj as usize]);
-                if r2 != NO_RANK {
-                    heap.push(Reverse((r2, i, new_id, syms[nj as usize])));
-                }
-            }
-            let p = prev[iu];
-            if p != u32::MAX {
-                let (r2, _) = self.rank(syms[p as usize], new_id);
-                if r2 != NO_RANK {
-                    heap.push(Reverse((r2, p, syms[p as usize], new_id)));
-                }
-            }
+            self.merge_at(i, a, b, syms, &mut next, &mut prev, &mut alive, &mut heap);
         }
         let mut out = Vec::with_capacity(n);
         let mut i = 0u32;
@@ -524,27 +543,7 @@ impl Encoder {
                 }
             };
             let Some((_, i, a, b)) = chosen else { break };
-            let iu = i as usize;
-            let j = next[iu];
-            let (_, new_id) = self.rank(a, b);
-            syms[iu] = new_id;
-            alive[j as usize] = false;
-            let nj = next[j as usize];
-            next[iu] = nj;
-            if nj != u32::MAX {
-                prev[nj as usize] = i;
-                let (r2, _) = self.rank(new_id, syms[nj as usize]);
-                if r2 != NO_RANK {
-                    heap.push(Reverse((r2, i, new_id, syms[nj as usize])));
-                }
-            }
-            let p = prev[iu];
-            if p != u32::MAX {
-                let (r2, _) = self.rank(syms[p as usize], new_id);
-                if r2 != NO_RANK {
-                    heap.push(Reverse((r2, p, syms[p as usize], new_id)));
-                }
-            }
+            self.merge_at(i, a, b, syms, &mut next, &mut prev, &mut alive, &mut heap);
             // Skipped merges are candidates again at the next step.
             heap.extend(skipped.drain(..).map(Reverse));
         }

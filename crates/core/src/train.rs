@@ -597,9 +597,9 @@ pub fn train_from_counts(
                 "resume_from: the model's scheme, pre-tokenizer and special tokens must be kept when resuming",
             ));
         }
-        if m.ids.is_some() {
+        if m.ids.as_ref().is_some_and(|ids| ids.iter().enumerate().any(|(i, &e)| e as usize != i)) {
             return Err(Error::parameter(
-                "resume_from: imported models with their own id numbering cannot be extended; train a bpeforge model",
+                "resume_from: this imported model numbers its ids differently from bpeforge's layout (special tokens, base symbols, merges), so new merges would have no ids; extend a bpeforge-numbered model",
             ));
         }
     }
@@ -925,7 +925,7 @@ fn train_superbpe(
                 "stage1_pretokenizer": stage1_pretokenizer.name(),
                 "max_words": sb.max_words,
                 "colon_rule": sb.colon_rule,
-                "stage1_merges": stage1_meta["word_table"].clone(),
+                "stage1_word_table": stage1_meta["word_table"].clone(),
                 "stage2_units": stage2_meta["word_types"].clone(),
                 "stage2_word_table": stage2_meta["word_table"].clone(),
                 "stage1_merge_seconds": stage1_meta["timings"]["merge_seconds"].clone(),
