@@ -78,8 +78,21 @@ import json, resource, sys, time
 resource.setrlimit(resource.RLIMIT_AS, ({mem}, {mem}))
 import bpeforge
 
+def _peak_rss_mb():
+    # VmHWM belongs to this process image; ru_maxrss would also count the
+    # parent's peak when the child was started with vfork+exec (pytest can be
+    # ~900 MB by the time these tests run).
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
 def _report(kind, error="", message="", seconds=0.0):
-    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    rss = _peak_rss_mb()
     print("@@" + json.dumps({{"kind": kind, "error": error, "message": message,
                              "seconds": seconds, "maxrss_mb": rss}}), flush=True)
 
