@@ -139,3 +139,17 @@ def test_encode_formats_via_cli(tmp_path) -> None:
         assert got == tok.encode_batch(lines)
     proc = run("encode", "--model", str(model), "--format", "npy", stdin="x\n", check=False)
     assert proc.returncode == 1 and "needs an INPUT file" in proc.stderr
+
+
+def test_specials_error_mode_raises_for_files_too(tmp_path) -> None:
+    model = tmp_path / "m.json"
+    bpeforge.train_from_iterator(["hello world"] * 5, vocab_size=260, special_tokens=["<s>"], progress=False).save(model)
+    src = tmp_path / "in.txt"
+    src.write_text("hello <s> world\n", encoding="utf-8")
+    out = tmp_path / "out.ids"
+    proc = run("encode", "--model", str(model), str(src), "--output", str(out), "--specials", "error", "--quiet", check=False)
+    assert proc.returncode == 1 and "<s>" in proc.stderr
+    assert not out.exists()
+    proc = run("encode", "--model", str(model), "--specials", "error", stdin="hello <s>\n", check=False)
+    assert proc.returncode == 1 and "<s>" in proc.stderr
+    assert run("encode", "--model", str(model), str(src), "--output", str(out), "--quiet").returncode == 0

@@ -173,7 +173,9 @@ def _special_mode(tok: Tokenizer, mode: str) -> dict[str, Any]:
         return {"allowed_special": "all"}
     if mode == "ordinary":
         return {"allowed_special": (), "disallowed_special": ()}
-    return {}
+    # "error": explicit, so it holds for every path (encode_file's own
+    # default allows special tokens).
+    return {"allowed_special": (), "disallowed_special": "all"}
 
 
 def cmd_encode(args: argparse.Namespace) -> int:
