@@ -60,10 +60,13 @@ def split(lines: list[str], langs: list[str], workdir: Path) -> tuple[Path, Path
     return corpus, langs_file, held
 
 
-def bpeforge_encoder(corpus: Path, langs: Path, vocab: int, temperature: float | None):
+def bpeforge_encoder(corpus: Path, langs: Path, vocab: int, temperature: float | None,
+                     max_premium: float | None = None, min_lines: int = 0):
     import bpeforge
 
-    kw = {"langs": langs, "temperature": temperature} if temperature else {}
+    kw: dict = {"langs": langs, "temperature": temperature} if temperature else {}
+    if max_premium:
+        kw.update(langs=langs, max_premium=max_premium, balance_min_lines=min_lines)
     t = time.perf_counter()
     tok = bpeforge.train(corpus, vocab_size=vocab, progress=False, **kw)
     return (lambda lines: [len(x) for x in tok.encode_batch(lines)]), time.perf_counter() - t
@@ -130,6 +133,10 @@ def main() -> int:
     ap.add_argument("--langs", type=Path, required=True)
     ap.add_argument("--vocab-size", type=int, default=32000)
     ap.add_argument("--temperatures", default="3,5,10")
+    ap.add_argument("--max-premiums", default="1.2", help="parity balancing targets (comma-separated; empty: none)")
+    ap.add_argument("--balance-min-lines", type=int, default=MIN_LINES - MIN_LINES // HOLD_EVERY,
+                    help="parity rows balance languages with at least this many training lines (default: "
+                         "the languages the table measures, >= 1000 lines in the corpus = 950 training lines)")
     ap.add_argument("--tools", default="bpeforge,sentencepiece,hf")
     ap.add_argument("--markdown", action="store_true")
     ap.add_argument("--json", type=Path)
@@ -153,6 +160,10 @@ def main() -> int:
         for t in [float(x) for x in args.temperatures.split(",") if x]:
             enc, s = bpeforge_encoder(corpus, langs_file, args.vocab_size, t)
             rows.append(summarize(f"bpeforge balanced T={t:g}", premiums(enc, held, keep), en_ref, s))
+            print(rows[-1]["tool"], rows[-1]["worst_decile_mean"], rows[-1]["max"], file=sys.stderr)
+        for p in [float(x) for x in args.max_premiums.split(",") if x]:
+            enc, s = bpeforge_encoder(corpus, langs_file, args.vocab_size, None, p, args.balance_min_lines)
+            rows.append(summarize(f"bpeforge parity max_premium={p:g}", premiums(enc, held, keep), en_ref, s))
             print(rows[-1]["tool"], rows[-1]["worst_decile_mean"], rows[-1]["max"], file=sys.stderr)
         if "sentencepiece" in tools:
             enc, s = sentencepiece_encoder(corpus, args.vocab_size, work)

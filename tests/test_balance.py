@@ -74,3 +74,135 @@ def test_progress_csv(two_languages, tmp_path) -> None:
     assert [int(r["merge"]) for r in rows] == list(range(1, len(tok.merges) + 1))
     times = [float(r["elapsed_s"]) for r in rows]
     assert times == sorted(times)
+
+
+# --------------------------------------------------------------------------
+# Parity balancing (max_premium): measured premiums, reweighting rounds.
+
+@pytest.fixture(scope="module")
+def multilingual(tmp_path_factory):
+    """20,000 real lines of multi-200k and their language tags (skips without the corpus)."""
+    import lzma
+
+    from conftest import CORPORA_DIR, _read_slice
+
+    lines = _read_slice(20_000)
+    langs_path = CORPORA_DIR / "multi-200k.langs.txt.xz"
+    if not langs_path.exists():
+        pytest.skip(f"{langs_path} not found")
+    with lzma.open(langs_path, "rt", encoding="utf-8") as f:
+        tags = [next(f).strip() for _ in range(len(lines))]
+    d = tmp_path_factory.mktemp("parity")
+    corpus, langs = d / "c.txt", d / "c.langs"
+    corpus.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    langs.write_text("\n".join(tags) + "\n", encoding="utf-8")
+    return corpus, langs, lines, tags
+
+
+def _bytes_per_token(tok, lines, tags):
+    """Each language's bytes/token on its lines, by encoding them (independent of the engine's measure)."""
+    from collections import defaultdict
+
+    b, t = defaultdict(int), defaultdict(int)
+    for line, tag in zip(lines, tags):
+        b[tag] += len(line.encode("utf-8"))
+        t[tag] += len(tok.encode(line))
+    return {k: b[k] / t[k] for k in b if t[k]}
+
+
+@pytest.mark.parametrize("scheme", ["bytes", "chars"])
+def test_parity_premiums_are_measured_exactly_and_improve(multilingual, scheme) -> None:
+    corpus, langs, lines, tags = multilingual
+    kw = dict(vocab_size=3000, scheme=scheme, progress=False, threads=2)
+    if scheme == "chars":
+        kw.update(pretokenizer="whitespace", vocab_size=7000)
+    plain = bpeforge.train(corpus, **kw)
+    tok = bpeforge.train(corpus, langs=langs, max_premium=1.1, balance_rounds=2, balance_min_lines=300, **kw)
+    meta = tok.metadata["language_balance"]
+    assert meta["method"] == "parity" and meta["reference"] == "en" and meta["max_premium"] == 1.1
+    assert meta["rounds"][0]["worst_premium"] > 1.1  # there is something to balance
+    assert 1 <= len(meta["rounds"]) <= 3
+    # The recorded premiums are those of the returned model on the training lines.
+    bpt = _bytes_per_token(tok, lines, tags)
+    for lang, row in meta["languages"].items():
+        assert row["bytes_per_token"] == pytest.approx(bpt[lang], abs=1e-4), lang
+        assert row["premium"] == pytest.approx(bpt["en"] / bpt[lang], abs=2e-4), lang
+        assert row["balanced"] == (lang != "en" and row["lines"] >= 300)
+        if not row["balanced"]:
+            assert row["weight"] == 1.0, lang
+    # The worst balanced language of the unbalanced model pays less now.
+    base = _bytes_per_token(plain, lines, tags)
+    balanced = [l for l, r in meta["languages"].items() if r["balanced"]]
+    worst = max(balanced, key=lambda l: base["en"] / base[l])
+    assert meta["languages"][worst]["weight"] > 1.0
+    assert bpt["en"] / bpt[worst] < base["en"] / base[worst]
+    assert meta["rounds"][-1]["worst_premium"] < meta["rounds"][0]["worst_premium"]
+    # Round 0 is the unbalanced model.
+    assert meta["rounds"][0]["reference_bytes_per_token"] == pytest.approx(base["en"], abs=1e-4)
+
+
+def test_parity_is_deterministic_and_thread_independent(multilingual) -> None:
+    corpus, langs, _, _ = multilingual
+    kw = dict(vocab_size=1500, langs=langs, max_premium=1.3, balance_rounds=1, balance_min_lines=300, progress=False)
+    a = bpeforge.train(corpus, threads=1, **kw)
+    b = bpeforge.train(corpus, threads=2, **kw)
+    assert a.merges == b.merges and a.merge_counts == b.merge_counts
+    assert a.metadata["language_balance"]["languages"] == b.metadata["language_balance"]["languages"]
+
+
+def test_parity_zero_rounds_is_unbalanced_with_measurements(two_languages) -> None:
+    corpus, langs, big, small = two_languages
+    plain = bpeforge.train(corpus, vocab_size=400, progress=False)
+    tok = bpeforge.train(corpus, vocab_size=400, langs=langs, max_premium=1.5, balance_rounds=0,
+                         balance_min_lines=10, progress=False)
+    assert tok.merges == plain.merges and tok.merge_counts == plain.merge_counts
+    meta = tok.metadata["language_balance"]
+    assert len(meta["rounds"]) == 1 and meta["reference"] == "en"
+    # A cheap language (Greek: 2-byte letters) is measured below 1; here nothing moves.
+    assert meta["languages"]["el"]["weight"] == 1.0
+
+
+def test_parity_reference_and_errors(two_languages, tmp_path) -> None:
+    corpus, langs, _, _ = two_languages
+    tok = bpeforge.train(corpus, vocab_size=400, langs=langs, max_premium=1.5, balance_rounds=1,
+                         premium_reference="el", balance_min_lines=10, progress=False)
+    assert tok.metadata["language_balance"]["reference"] == "el"
+    assert tok.metadata["language_balance"]["languages"]["el"]["premium"] == 1.0
+    with pytest.raises(bpeforge.ParameterError, match="premium_reference.*xx"):
+        bpeforge.train(corpus, vocab_size=400, langs=langs, max_premium=1.5, premium_reference="xx", progress=False)
+    for bad in (1.0, 0.5, float("nan"), float("inf"), "1.2", True):
+        with pytest.raises(bpeforge.ParameterError, match="max_premium"):
+            bpeforge.train(corpus, vocab_size=400, langs=langs, max_premium=bad, progress=False)
+    with pytest.raises(bpeforge.ParameterError, match="max_premium needs langs"):
+        bpeforge.train(corpus, vocab_size=400, max_premium=1.2, progress=False)
+    with pytest.raises(bpeforge.ParameterError, match="balance_rounds"):
+        bpeforge.train(corpus, vocab_size=400, langs=langs, max_premium=1.2, balance_rounds=21, progress=False)
+    with pytest.raises(bpeforge.ParameterError, match="superbpe"):
+        bpeforge.train(corpus, vocab_size=600, langs=langs, max_premium=1.2, superbpe_transition=500, progress=False)
+    base = bpeforge.train(corpus, vocab_size=300, progress=False)
+    with pytest.raises(bpeforge.ParameterError, match="resume_from"):
+        bpeforge.train(corpus, vocab_size=400, langs=langs, max_premium=1.2, resume_from=base, progress=False)
+
+
+def test_parity_progress_and_cli(two_languages, tmp_path, capfd) -> None:
+    import json
+    import subprocess
+    import sys
+
+    corpus, langs, _, _ = two_languages
+    out = tmp_path / "m.json"
+    r = subprocess.run([sys.executable, "-m", "bpeforge", "train", str(corpus), "--langs", str(langs),
+                        "--max-premium", "1.3", "--balance-rounds", "2", "--balance-min-lines", "10",
+                        "--vocab-size", "400", "--output", str(out), "--progress", "json"],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    events = [json.loads(l) for l in r.stderr.splitlines() if l.startswith("{")]
+    rounds = [e for e in events if e.get("phase") == "balancing"]
+    assert rounds and rounds[0]["round"] == 1 and rounds[0]["reference"] == "en"
+    # Counting is reported once, however many rounds run.
+    assert sum(1 for e in events if e.get("phase") == "counting" and e.get("done")) == 1
+    meta = bpeforge.load(out).metadata["language_balance"]
+    assert meta["method"] == "parity" and len(meta["rounds"]) == len(rounds)
+    r = subprocess.run([sys.executable, "-m", "bpeforge", "train", str(corpus), "--max-premium", "1.3",
+                        "--vocab-size", "400", "--quiet"], capture_output=True, text=True, timeout=300)
+    assert r.returncode != 0 and "max_premium needs langs" in r.stderr and "Traceback" not in r.stderr

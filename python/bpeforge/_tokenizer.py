@@ -92,6 +92,10 @@ def train(
     langs: PathLike | Sequence[PathLike] | None = None,
     file_languages: Sequence[str] | None = None,
     temperature: float = 1.0,
+    max_premium: float | None = None,
+    balance_rounds: int = 3,
+    premium_reference: str | None = None,
+    balance_min_lines: int = 500,
     progress_csv: PathLike | None = None,
 ) -> Tokenizer:
     """Train a BPE vocabulary on one or more text files.
@@ -143,6 +147,21 @@ def train(
             each language's share of lines p becomes p^(1/T) (normalised):
             low-resource languages weigh more, and no line is dropped
             (every word type keeps a count of at least 1).
+        max_premium: parity balancing (with ``langs`` or
+            ``file_languages``): a language's *premium* is the reference
+            language's bytes per token divided by its own. Starting from the
+            temperature weights, the vocabulary is trained, every language's
+            premium is measured on its own training text, and languages
+            outside ``[1/max_premium, max_premium]`` are reweighted (lifted
+            at most 64x, lowered at most 4x); up to ``balance_rounds``
+            retrainings, stopping early once every language is inside. Costs
+            one merge loop per round, never a second pass over the corpus.
+            ``language_balance`` in the metadata records every round.
+        balance_rounds: reweighting rounds for ``max_premium`` (0-20).
+        premium_reference: the reference language (default: the one with
+            the most bytes).
+        balance_min_lines: languages with fewer lines keep their weight
+            (too little text to measure reliably).
         progress_csv: write ``merge,pair_count,elapsed_s`` rows live while
             merging (``bpeforge report --progress-csv`` draws them).
 
@@ -224,6 +243,10 @@ def _train_args(
     langs: PathLike | Sequence[PathLike] | None = None,
     file_languages: Sequence[str] | None = None,
     temperature: float = 1.0,
+    max_premium: float | None = None,
+    balance_rounds: int = 3,
+    premium_reference: str | None = None,
+    balance_min_lines: int = 500,
     progress_csv: PathLike | None = None,
 ) -> dict[str, Any]:
     """Checks the training keywords and packs them for the engine."""
@@ -237,6 +260,15 @@ def _train_args(
         raise ParameterError(f"superbpe_max_words must be a non-negative integer (0: no limit), got {superbpe_max_words!r}")
     if isinstance(temperature, bool) or not isinstance(temperature, (int, float)) or not temperature > 0:
         raise ParameterError(f"temperature must be a positive number, got {temperature!r}")
+    if max_premium is not None and (isinstance(max_premium, bool) or not isinstance(max_premium, (int, float))
+                                    or not 1.0 < max_premium < float("inf")):
+        raise ParameterError(f"max_premium must be a number above 1 (e.g. 1.2) or None, got {max_premium!r}")
+    if isinstance(balance_rounds, bool) or not isinstance(balance_rounds, int) or not 0 <= balance_rounds <= 20:
+        raise ParameterError(f"balance_rounds must be an integer from 0 to 20, got {balance_rounds!r}")
+    if premium_reference is not None and (not isinstance(premium_reference, str) or not premium_reference.strip()):
+        raise ParameterError(f"premium_reference must be a language tag or None, got {premium_reference!r}")
+    if isinstance(balance_min_lines, bool) or not isinstance(balance_min_lines, int) or balance_min_lines < 0:
+        raise ParameterError(f"balance_min_lines must be a non-negative integer, got {balance_min_lines!r}")
     if isinstance(file_languages, str):
         raise ParameterError("file_languages must be a list of language tags, one per input file")
     if isinstance(checkpoint_every, bool) or not isinstance(checkpoint_every, int) or checkpoint_every < 1:
@@ -269,6 +301,10 @@ def _train_args(
         "langs": _paths(langs) if langs is not None else None,
         "file_languages": list(file_languages) if file_languages is not None else None,
         "temperature": float(temperature),
+        "max_premium": float(max_premium) if max_premium is not None else None,
+        "balance_rounds": balance_rounds,
+        "premium_reference": premium_reference,
+        "balance_min_lines": balance_min_lines,
         "progress_csv": os.fspath(progress_csv) if progress_csv is not None else None,
     }
 

@@ -131,6 +131,10 @@ def cmd_train(args: argparse.Namespace) -> int:
         superbpe_max_words=args.superbpe_max_words,
         langs=args.langs,
         temperature=args.temperature,
+        max_premium=args.max_premium,
+        balance_rounds=args.balance_rounds,
+        premium_reference=args.premium_reference,
+        balance_min_lines=args.balance_min_lines,
         progress_csv=args.progress_csv,
     )
     wall = time.perf_counter() - t0
@@ -459,6 +463,14 @@ def build_parser() -> argparse.ArgumentParser:
                    help="language tags, one per line, aligned with each INPUT (repeat per input); enables --temperature")
     t.add_argument("--temperature", type=float, default=1.0,
                    help="language balancing: share p becomes p^(1/T) (1: off; 3-5 is common)")
+    t.add_argument("--max-premium", type=float, default=None, metavar="P",
+                   help="parity balancing: reweight languages until each one's tokens per byte is within P times "
+                        "the reference's (e.g. 1.2; needs --langs)")
+    t.add_argument("--balance-rounds", type=int, default=3, help="with --max-premium: retraining rounds at most")
+    t.add_argument("--premium-reference", default=None, metavar="LANG",
+                   help="with --max-premium: the reference language (default: the one with the most bytes)")
+    t.add_argument("--balance-min-lines", type=int, default=500,
+                   help="with --max-premium: languages with fewer lines keep their weight")
     t.add_argument("--progress-csv", default=None, metavar="CSV", help="write merge,pair_count,elapsed_s rows live")
     t.add_argument("--resume", default=None, metavar="MODEL", help="continue this model's merges up to --vocab-size")
     t.add_argument("--checkpoint-every", type=int, default=None, metavar="N",

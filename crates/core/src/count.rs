@@ -83,7 +83,12 @@ impl Default for WordCounts {
 
 impl WordCounts {
     pub fn new() -> Self {
-        WordCounts { short: new_map(), long: new_map(), stats: CountStats::default(), superword: None }
+        WordCounts {
+            short: new_map(),
+            long: new_map(),
+            stats: CountStats::default(),
+            superword: None,
+        }
     }
 
     /// Number of distinct word types.
@@ -103,6 +108,30 @@ impl WordCounts {
         } else {
             *self.long.entry_ref(piece).or_insert(0) += n;
         }
+    }
+
+    /// Adds `n` occurrences of `piece` in language `language`: the key is the
+    /// language id (2 bytes, little-endian) followed by the piece. A table
+    /// of such keys holds each language's own counts (`split_tag`).
+    #[inline]
+    pub fn add_tagged(&mut self, language: u16, piece: &[u8], n: u64) {
+        let mut buf = [0u8; 64];
+        if piece.len() + 2 <= buf.len() {
+            buf[..2].copy_from_slice(&language.to_le_bytes());
+            buf[2..piece.len() + 2].copy_from_slice(piece);
+            self.add(&buf[..piece.len() + 2], n);
+        } else {
+            let mut key = Vec::with_capacity(piece.len() + 2);
+            key.extend_from_slice(&language.to_le_bytes());
+            key.extend_from_slice(piece);
+            self.add(&key, n);
+        }
+    }
+
+    /// The language and the piece of a key made by `add_tagged`.
+    #[inline]
+    pub fn split_tag(key: &[u8]) -> (u16, &[u8]) {
+        (u16::from_le_bytes([key[0], key[1]]), &key[2..])
     }
 
     /// Calls `f(bytes, count)` for every word type (in no particular order).
@@ -149,7 +178,13 @@ impl WordCounts {
     pub fn to_bytes(&self) -> Vec<u8> {
         let mut out = Vec::with_capacity(40 + self.len() * 20);
         out.extend_from_slice(COUNTS_MAGIC);
-        for v in [self.stats.bytes, self.stats.texts, self.stats.pieces, self.stats.specials, self.len() as u64] {
+        for v in [
+            self.stats.bytes,
+            self.stats.texts,
+            self.stats.pieces,
+            self.stats.specials,
+            self.len() as u64,
+        ] {
             out.extend_from_slice(&v.to_le_bytes());
         }
         self.for_each(|k, v| {
@@ -162,19 +197,30 @@ impl WordCounts {
 
     /// Reads `to_bytes` output, checking every length.
     pub fn from_bytes(data: &[u8]) -> Result<WordCounts> {
-        let bad = || Error::input("word counts: the data is truncated or not from WordCounts::to_bytes");
+        let bad =
+            || Error::input("word counts: the data is truncated or not from WordCounts::to_bytes");
         if data.len() < 48 || &data[..8] != COUNTS_MAGIC {
             return Err(bad());
         }
         let u64_at = |p: usize| -> Result<u64> {
-            data.get(p..p + 8).map(|b| u64::from_le_bytes(b.try_into().unwrap_or([0; 8]))).ok_or_else(bad)
+            data.get(p..p + 8)
+                .map(|b| u64::from_le_bytes(b.try_into().unwrap_or([0; 8])))
+                .ok_or_else(bad)
         };
         let mut counts = WordCounts::new();
-        counts.stats = CountStats { bytes: u64_at(8)?, texts: u64_at(16)?, pieces: u64_at(24)?, specials: u64_at(32)? };
+        counts.stats = CountStats {
+            bytes: u64_at(8)?,
+            texts: u64_at(16)?,
+            pieces: u64_at(24)?,
+            specials: u64_at(32)?,
+        };
         let n = u64_at(40)?;
         let mut p = 48;
         for _ in 0..n {
-            let len = data.get(p..p + 4).map(|b| u32::from_le_bytes(b.try_into().unwrap_or([0; 4]))).ok_or_else(bad)? as usize;
+            let len = data
+                .get(p..p + 4)
+                .map(|b| u32::from_le_bytes(b.try_into().unwrap_or([0; 4])))
+                .ok_or_else(bad)? as usize;
             p += 4;
             let key = data.get(p..p + len).ok_or_else(bad)?;
             p += len;
@@ -199,6 +245,17 @@ impl WordCounts {
         }
     }
 
+    /// Multiplies every count by `factor` (saturating): the first step of
+    /// summing tables with weights (scaled integers; `rescale` ends it).
+    pub fn multiply(&mut self, factor: u64) {
+        let f = |v: &mut u64| *v = v.saturating_mul(factor);
+        self.short.values_mut().for_each(f);
+        self.long.values_mut().for_each(f);
+        if let Some(s) = self.superword.as_deref_mut() {
+            s.multiply(factor);
+        }
+    }
+
     /// Drops word types seen fewer than `min` times; returns how many.
     pub fn prune(&mut self, min: u64) -> usize {
         let before = self.len();
@@ -210,7 +267,8 @@ impl WordCounts {
     /// Approximate heap bytes of the table (for reporting bytes per type).
     pub fn memory_bytes(&self) -> usize {
         let short = self.short.capacity() * (16 + 8 + 1);
-        let long = self.long.capacity() * (16 + 8 + 1) + self.long.keys().map(|k| k.len().max(16)).sum::<usize>();
+        let long = self.long.capacity() * (16 + 8 + 1)
+            + self.long.keys().map(|k| k.len().max(16)).sum::<usize>();
         short + long
     }
 }
@@ -226,17 +284,52 @@ pub struct Counter<'a> {
     /// Language balancing: the integer weight of each language id (see
     /// `train::LanguageBalance`); chunks then carry a language per text.
     pub lang_weights: Option<&'a [u64]>,
+    /// Parity balancing: key every piece by its text's language instead
+    /// (`WordCounts::add_tagged`), so the weights can change after counting.
+    pub tag_languages: bool,
 }
 
 impl Counter<'_> {
     /// Counts one text into `out`. `on_invalid` is called with the offset of
     /// the first invalid byte when invalid UTF-8 is not allowed.
-    pub fn count_text(&self, text: &[u8], out: &mut WordCounts) -> std::result::Result<(), (usize, Option<Error>)> {
+    pub fn count_text(
+        &self,
+        text: &[u8],
+        out: &mut WordCounts,
+    ) -> std::result::Result<(), (usize, Option<Error>)> {
         self.count_weighted(text, 1, out)
     }
 
     /// Like `count_text`, each occurrence counting `weight`.
-    pub fn count_weighted(&self, text: &[u8], weight: u64, out: &mut WordCounts) -> std::result::Result<(), (usize, Option<Error>)> {
+    pub fn count_weighted(
+        &self,
+        text: &[u8],
+        weight: u64,
+        out: &mut WordCounts,
+    ) -> std::result::Result<(), (usize, Option<Error>)> {
+        self.count_with(text, weight, out, |out, piece, w| out.add(piece, w))
+    }
+
+    /// Like `count_text`, each piece keyed by `language` (see `add_tagged`).
+    pub fn count_tagged(
+        &self,
+        text: &[u8],
+        language: u16,
+        out: &mut WordCounts,
+    ) -> std::result::Result<(), (usize, Option<Error>)> {
+        self.count_with(text, 1, out, |out, piece, w| {
+            out.add_tagged(language, piece, w)
+        })
+    }
+
+    #[inline(always)]
+    fn count_with(
+        &self,
+        text: &[u8],
+        weight: u64,
+        out: &mut WordCounts,
+        mut add: impl FnMut(&mut WordCounts, &[u8], u64),
+    ) -> std::result::Result<(), (usize, Option<Error>)> {
         out.stats.texts += 1;
         out.stats.bytes += text.len() as u64;
         let base = text.as_ptr() as usize;
@@ -247,21 +340,22 @@ impl Counter<'_> {
             }
             Segment::Text(seg) => utf8_runs(seg, &mut |run| match run {
                 Ok(s) => {
-                    if let (Some(p2), Some(second)) = (self.superword, out.superword.as_deref_mut()) {
+                    if let (Some(p2), Some(second)) = (self.superword, out.superword.as_deref_mut())
+                    {
                         p2.split(s, &mut |piece| second.add(piece.as_bytes(), weight))
                             .map_err(|e| (s.as_ptr() as usize - base, Some(e)))?;
                     }
                     self.pretokenizer
                         .split(s, &mut |piece| {
                             out.stats.pieces += 1;
-                            out.add(piece.as_bytes(), weight);
+                            add(out, piece.as_bytes(), weight);
                         })
                         .map_err(|e| (s.as_ptr() as usize - base, Some(e)))
                 }
                 Err(bad) => {
                     if self.allow_invalid_utf8 {
                         out.stats.pieces += 1;
-                        out.add(bad, weight);
+                        add(out, bad, weight);
                         if let Some(second) = out.superword.as_deref_mut() {
                             second.add(bad, weight);
                         }
@@ -280,18 +374,29 @@ impl Counter<'_> {
     }
 
     /// `count_chunk` that gives up (with `Interrupted`) soon after `cancel` is set.
-    pub fn count_chunk_until(&self, chunk: &Chunk, out: &mut WordCounts, cancel: Option<&AtomicBool>) -> Result<()> {
+    pub fn count_chunk_until(
+        &self,
+        chunk: &Chunk,
+        out: &mut WordCounts,
+        cancel: Option<&AtomicBool>,
+    ) -> Result<()> {
         let mut index = 0usize;
         chunk.for_each_text(&mut |text, offset| {
             if index % 1024 == 1023 && cancel.is_some_and(|c| c.load(Ordering::Relaxed)) {
                 return Err(Error::interrupted());
             }
-            let weight = match self.lang_weights {
-                Some(w) if !chunk.langs.is_empty() => chunk.langs.get(index).map_or(1, |&l| w[l as usize]),
-                _ => 1,
+            let counted = if self.tag_languages {
+                let language = chunk.langs.get(index).copied().unwrap_or(0);
+                self.count_tagged(text, language, out)
+            } else {
+                let weight = match self.lang_weights {
+                    Some(w) if !chunk.langs.is_empty() => chunk.langs.get(index).map_or(1, |&l| w[l as usize]),
+                    _ => 1,
+                };
+                self.count_weighted(text, weight, out)
             };
             index += 1;
-            self.count_weighted(text, weight, out).map_err(|(at, err)| {
+            counted.map_err(|(at, err)| {
                 let line = chunk.line_of(offset + at);
                 match err {
                     Some(e) => Error::new(e.kind, format!("{}, line {}: {}", chunk.source, line, e.message)),
@@ -344,7 +449,8 @@ pub fn count_parallel(
                         if failed.load(Ordering::Relaxed) {
                             continue; // drain so the feeder never blocks
                         }
-                        if let Err(e) = counter.count_chunk_until(&chunk, &mut counts, Some(failed)) {
+                        if let Err(e) = counter.count_chunk_until(&chunk, &mut counts, Some(failed))
+                        {
                             if e.kind == crate::error::ErrorKind::Interrupted {
                                 continue; // the feeder stopped; its error is reported
                             }
@@ -364,7 +470,8 @@ pub fn count_parallel(
             if failed.load(Ordering::Relaxed) {
                 return Err(Error::training("counting failed"));
             }
-            tx.send(chunk).map_err(|_| Error::training("counting workers stopped"))
+            tx.send(chunk)
+                .map_err(|_| Error::training("counting workers stopped"))
         });
         if fed.is_err() {
             // Stop the workers now: queued chunks are skipped, chunks in
@@ -374,10 +481,12 @@ pub fn count_parallel(
         drop(tx);
         let mut parts: Vec<WordCounts> = workers
             .into_iter()
-            .map(|w| w.join().unwrap_or_else(|_| {
-                failed.store(true, Ordering::Relaxed);
-                WordCounts::new()
-            }))
+            .map(|w| {
+                w.join().unwrap_or_else(|_| {
+                    failed.store(true, Ordering::Relaxed);
+                    WordCounts::new()
+                })
+            })
             .collect();
         // A worker's own error (e.g. invalid UTF-8 naming the line) explains
         // a failed feed better than the feeder's "counting failed".
@@ -386,7 +495,9 @@ pub fn count_parallel(
         }
         fed?;
         if failed.load(Ordering::Relaxed) {
-            return Err(Error::training("a counting worker crashed (this is a bug in bpeforge; please report it)"));
+            return Err(Error::training(
+                "a counting worker crashed (this is a bug in bpeforge; please report it)",
+            ));
         }
         parts.sort_by_key(|p| std::cmp::Reverse(p.len()));
         let mut total = parts.remove(0);

@@ -23,7 +23,11 @@ impl ProgressFormat {
     /// "auto" (human on a terminal, JSON otherwise), "human", "json", "off".
     pub fn parse(s: &str) -> Option<Self> {
         match s {
-            "auto" => Some(if std::io::stderr().is_terminal() { Self::Human } else { Self::Json }),
+            "auto" => Some(if std::io::stderr().is_terminal() {
+                Self::Human
+            } else {
+                Self::Json
+            }),
             "human" | "bar" => Some(Self::Human),
             "json" => Some(Self::Json),
             "off" | "none" | "quiet" => Some(Self::Off),
@@ -59,8 +63,17 @@ fn eta(done: f64, total: f64, elapsed: f64) -> String {
 
 impl ProgressPrinter {
     pub fn new(format: ProgressFormat) -> Self {
-        let interval = if format == ProgressFormat::Json { 2.0 } else { 0.25 };
-        ProgressPrinter { format, last: None, interval, open_line: false }
+        let interval = if format == ProgressFormat::Json {
+            2.0
+        } else {
+            0.25
+        };
+        ProgressPrinter {
+            format,
+            last: None,
+            interval,
+            open_line: false,
+        }
     }
 
     fn due(&mut self) -> bool {
@@ -182,6 +195,29 @@ impl Observer for ProgressPrinter {
             })),
             ProgressFormat::Off => {}
         }
+    }
+
+    fn balancing(&mut self, r: &crate::balance::BalanceRound) {
+        match self.format {
+            ProgressFormat::Human => self.line(&format!(
+                "balance round {}/{}: {} {:.3} bytes/token; worst premium {:.3} ({}); {} language(s) outside the band",
+                r.round + 1,
+                r.rounds + 1,
+                r.reference,
+                r.reference_bytes_per_token,
+                r.worst_premium,
+                r.worst_language,
+                r.outside
+            )),
+            ProgressFormat::Json => self.json(serde_json::json!({
+                "phase": "balancing", "round": r.round + 1, "rounds": r.rounds + 1, "reference": r.reference,
+                "reference_bytes_per_token": (r.reference_bytes_per_token * 1e4).round() / 1e4,
+                "worst_premium": (r.worst_premium * 1e4).round() / 1e4, "worst_language": r.worst_language,
+                "outside_band": r.outside, "seconds": (r.seconds * 1000.0).round() / 1000.0,
+            })),
+            ProgressFormat::Off => {}
+        }
+        self.last = None;
     }
 
     fn merged(&mut self, merges: usize, seconds: f64) {

@@ -1,0 +1,373 @@
+//! Parity balancing: per-language weights found by training, measuring how
+//! many tokens each language pays, and reweighting (`Parity`).
+//!
+//! Temperature balancing (`train::LanguageBalance::temperature`) fixes the
+//! weights from line counts alone: it cannot know that one language is cheap
+//! to tokenize and another costly, so it moves far more vocabulary than the
+//! costly languages need, mostly away from the large ones. Parity balancing
+//! measures instead. Counting keys every word type by its language (so the
+//! weights can change without reading the corpus again); each round sums the
+//! language tables with the current weights, runs the merge loop, and
+//! measures every language's bytes per token on its own training counts.
+//! A language's *premium* is the reference language's bytes per token
+//! divided by its own (2.0: twice the tokens for the same bytes). Languages
+//! above `max_premium` get more weight, languages below `1 / max_premium`
+//! less (never below `MIN_FACTOR` of their starting weight), the reference
+//! keeps its own; the step uses each language's measured response to its
+//! last change (a secant on log weight vs log premium), so two or three
+//! rounds reach the band. The model of the last round is the result.
+
+use crate::count::WordCounts;
+use crate::encode::{Cache, Encoder};
+use crate::error::{Error, Result};
+use crate::model::Model;
+use crate::train::{train_from_counts, LanguageTable, Observer, TrainConfig, WEIGHT_SCALE};
+
+/// Parity balancing settings.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Parity {
+    /// Target: no language pays more than this many times the reference's
+    /// tokens per byte (and none fewer than its inverse).
+    pub max_premium: f64,
+    /// Reweighting rounds after the first training (each one merge loop).
+    pub rounds: usize,
+    /// The reference language (default: the one with the most bytes).
+    pub reference: Option<String>,
+    /// Languages with fewer lines keep their starting weight: too little
+    /// text to measure, and lifting them would spend merges on memorising.
+    pub min_lines: u64,
+}
+
+impl Default for Parity {
+    fn default() -> Self {
+        Parity {
+            max_premium: 1.2,
+            rounds: 3,
+            reference: None,
+            min_lines: 500,
+        }
+    }
+}
+
+/// Largest factor parity puts on a language's starting weight.
+pub const MAX_FACTOR: f64 = 64.0;
+/// Smallest factor parity puts on a language's starting weight.
+pub const MIN_FACTOR: f64 = 0.25;
+/// Largest change of a weight in one round.
+const MAX_STEP: f64 = 8.0;
+/// Response (d log premium / d log weight) assumed before one is measured.
+const FIRST_SLOPE: f64 = 1.0 / 6.0;
+/// Bounds on a measured response (noisy when a weight barely moved).
+const SLOPE_RANGE: (f64, f64) = (0.03, 0.5);
+/// Premiums this close to the band count as inside it.
+const TOLERANCE: f64 = 0.005;
+
+/// A round's measurements, reported to the observer and kept in metadata.
+#[derive(Debug, Clone)]
+pub struct BalanceRound {
+    pub round: usize,
+    pub rounds: usize,
+    pub reference: String,
+    pub reference_bytes_per_token: f64,
+    /// The worst premium among the balanced languages, and whose it is.
+    pub worst_premium: f64,
+    pub worst_language: String,
+    /// Balanced languages outside the band whose weight can still move.
+    pub outside: usize,
+    pub seconds: f64,
+}
+
+impl Parity {
+    pub fn validate(&self) -> Result<()> {
+        if !(self.max_premium > 1.0 && self.max_premium.is_finite()) {
+            return Err(Error::parameter(format!(
+                "max_premium must be a number above 1 (e.g. 1.2: no language pays more than 1.2x the reference's tokens per byte), got {}",
+                self.max_premium
+            )));
+        }
+        if self.rounds > 20 {
+            return Err(Error::parameter(format!(
+                "balance_rounds must be at most 20, got {}",
+                self.rounds
+            )));
+        }
+        if let Some(r) = &self.reference {
+            if r.trim().is_empty() {
+                return Err(Error::parameter(
+                    "premium_reference must be a language tag, got an empty string",
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Bytes and tokens of one language's training counts under a model.
+#[derive(Debug, Clone, Copy, Default)]
+struct Cost {
+    bytes: u64,
+    tokens: u64,
+}
+
+impl Cost {
+    fn bytes_per_token(&self) -> f64 {
+        self.bytes as f64 / self.tokens.max(1) as f64
+    }
+}
+
+/// Every language's cost on its own (unweighted) counts: the tokens of its
+/// word types under `model`, against the UTF-8 bytes of its texts.
+fn measure(tagged: &WordCounts, model: &Model, text_bytes: &[u64]) -> Result<Vec<Cost>> {
+    let encoder = Encoder::new(model.clone())?;
+    let mut cache = Cache::new();
+    let mut costs: Vec<Cost> = text_bytes
+        .iter()
+        .map(|&bytes| Cost { bytes, tokens: 0 })
+        .collect();
+    let mut ids = Vec::new();
+    tagged.for_each(|key, count| {
+        let (lang, piece) = WordCounts::split_tag(key);
+        ids.clear();
+        encoder.encode_pretoken(piece, &mut ids, Some(&mut cache));
+        if let Some(c) = costs.get_mut(lang as usize) {
+            c.tokens += ids.len() as u64 * count;
+        }
+    });
+    Ok(costs)
+}
+
+/// The language tables summed with integer weights (scaled by WEIGHT_SCALE);
+/// no word type falls below a count of 1.
+fn combine(tagged: &WordCounts, weights: &[u64]) -> WordCounts {
+    let mut out = WordCounts::new();
+    tagged.for_each(|key, count| {
+        let (lang, piece) = WordCounts::split_tag(key);
+        let w = weights.get(lang as usize).copied().unwrap_or(WEIGHT_SCALE);
+        out.add(piece, count.saturating_mul(w));
+    });
+    out.rescale(WEIGHT_SCALE);
+    out.stats = tagged.stats.clone();
+    out
+}
+
+/// Forwards to the caller's observer, but reports the word counts only once
+/// (every round starts the merge loop from the same counts).
+struct Rounds<'o> {
+    inner: &'o mut dyn Observer,
+    counted: bool,
+}
+
+impl Observer for Rounds<'_> {
+    fn should_stop(&mut self) -> bool {
+        self.inner.should_stop()
+    }
+    fn counted(&mut self, stats: &crate::count::CountStats, word_types: usize, seconds: f64) {
+        if !std::mem::replace(&mut self.counted, true) {
+            self.inner.counted(stats, word_types, seconds)
+        }
+    }
+    fn merging(&mut self, p: &crate::train::MergeProgress) {
+        self.inner.merging(p)
+    }
+    fn merged(&mut self, merges: usize, seconds: f64) {
+        self.inner.merged(merges, seconds)
+    }
+    fn balancing(&mut self, round: &BalanceRound) {
+        self.inner.balancing(round)
+    }
+}
+
+/// Runs parity balancing on language-tagged counts; returns the last round's
+/// model with `language_balance` metadata (weights, premiums, rounds).
+#[allow(clippy::too_many_arguments)]
+pub fn train_parity(
+    tagged: WordCounts,
+    table: &LanguageTable,
+    text_bytes: &[u64],
+    temperature: f64,
+    parity: &Parity,
+    config: &TrainConfig,
+    observer: &mut dyn Observer,
+    inputs: serde_json::Value,
+    count_seconds: f64,
+) -> Result<Model> {
+    parity.validate()?;
+    let mut rounds_observer = Rounds {
+        inner: observer,
+        counted: false,
+    };
+    let observer: &mut dyn Observer = &mut rounds_observer;
+    let n = table.names.len();
+    let bytes = text_bytes;
+    let reference = match &parity.reference {
+        Some(tag) => *table.ids.get(tag.as_str()).ok_or_else(|| {
+            Error::parameter(format!(
+                "premium_reference: language {tag:?} does not occur in the language tags"
+            ))
+        })? as usize,
+        None => (0..n)
+            .max_by_key(|&l| (bytes[l], std::cmp::Reverse(l)))
+            .unwrap_or(0),
+    };
+    if bytes[reference] == 0 {
+        return Err(Error::parameter(format!(
+            "premium_reference: language {:?} has no text to measure",
+            table.names[reference]
+        )));
+    }
+    let balanced: Vec<bool> = (0..n)
+        .map(|l| l != reference && table.lines[l] >= parity.min_lines && bytes[l] > 0)
+        .collect();
+    let start_weight: Vec<f64> = table
+        .weights
+        .iter()
+        .map(|&w| w as f64 / WEIGHT_SCALE as f64)
+        .collect();
+    // log of the factor on each starting weight, and the last (log factor, log premium).
+    let mut factor = vec![0.0f64; n];
+    let mut last: Vec<Option<(f64, f64)>> = vec![None; n];
+    let (lo_f, hi_f) = (MIN_FACTOR.ln(), MAX_FACTOR.ln());
+    let band = parity.max_premium.ln();
+    let mut rounds_meta = Vec::new();
+    let mut round = 0usize;
+    loop {
+        let started = std::time::Instant::now();
+        let weights: Vec<u64> = (0..n)
+            .map(|l| {
+                let w = start_weight[l] * factor[l].exp();
+                ((w * WEIGHT_SCALE as f64).round().max(1.0))
+                    .min(crate::train::MAX_LANGUAGE_WEIGHT * WEIGHT_SCALE as f64)
+                    as u64
+            })
+            .collect();
+        let counts = combine(&tagged, &weights);
+        let final_round = round == parity.rounds;
+        let mut model = if final_round {
+            train_from_counts(counts, config, observer, inputs.clone(), count_seconds)?
+        } else {
+            // Intermediate rounds neither checkpoint nor write the CSV.
+            let mut quiet = config.clone();
+            quiet.checkpoint = None;
+            quiet.progress_csv = None;
+            train_from_counts(counts, &quiet, observer, inputs.clone(), count_seconds)?
+        };
+        let costs = measure(&tagged, &model, text_bytes)?;
+        let ref_bpt = costs[reference].bytes_per_token();
+        let premium: Vec<f64> = costs
+            .iter()
+            .map(|c| {
+                if c.tokens == 0 {
+                    1.0
+                } else {
+                    ref_bpt / c.bytes_per_token()
+                }
+            })
+            .collect();
+        let mut worst = (0.0f64, reference);
+        let mut outside = 0usize;
+        for l in (0..n).filter(|&l| balanced[l]) {
+            if premium[l] > worst.0 {
+                worst = (premium[l], l);
+            }
+            // Outside the band, and its weight can still move that way.
+            let lp = premium[l].ln();
+            if (lp > band + TOLERANCE && factor[l] < hi_f)
+                || (lp < -band - TOLERANCE && factor[l] > lo_f)
+            {
+                outside += 1;
+            }
+        }
+        let report = BalanceRound {
+            round,
+            rounds: parity.rounds,
+            reference: table.names[reference].clone(),
+            reference_bytes_per_token: ref_bpt,
+            worst_premium: worst.0,
+            worst_language: table.names[worst.1].clone(),
+            outside,
+            seconds: started.elapsed().as_secs_f64(),
+        };
+        observer.balancing(&report);
+        rounds_meta.push(serde_json::json!({
+            "round": round, "reference_bytes_per_token": round4(ref_bpt), "worst_premium": round4(worst.0),
+            "worst_language": report.worst_language, "outside_band": outside, "seconds": round4(report.seconds),
+        }));
+        let converged = outside == 0;
+        if final_round || converged {
+            let mut langs = serde_json::Map::new();
+            let total: u64 = table.lines.iter().sum();
+            let weighted_total: f64 = (0..n)
+                .map(|l| table.lines[l] as f64 * weights[l] as f64)
+                .sum();
+            for l in 0..n {
+                langs.insert(
+                    table.names[l].clone(),
+                    serde_json::json!({
+                        "lines": table.lines[l],
+                        "share": round6(table.lines[l] as f64 / total.max(1) as f64),
+                        "balanced_share": round6(table.lines[l] as f64 * weights[l] as f64 / weighted_total.max(1.0)),
+                        "weight": round4(weights[l] as f64 / WEIGHT_SCALE as f64),
+                        "bytes_per_token": round4(costs[l].bytes_per_token()),
+                        "premium": round4(premium[l]),
+                        "balanced": balanced[l],
+                    }),
+                );
+            }
+            if let Some(obj) = model.metadata.as_object_mut() {
+                obj.insert(
+                    "language_balance".into(),
+                    serde_json::json!({
+                        "method": "parity", "temperature": temperature, "max_premium": parity.max_premium,
+                        "reference": table.names[reference], "min_lines": parity.min_lines,
+                        "rounds": rounds_meta, "converged": converged,
+                        "premiums_measured_on": "training counts", "languages": langs,
+                    }),
+                );
+            }
+            return Ok(model);
+        }
+        // Move every balanced language outside the band to its edge; one
+        // moved earlier and now inside eases back toward the edge (the
+        // smallest change of weight that keeps it inside), never past 1.
+        for l in (0..n).filter(|&l| balanced[l]) {
+            let lp = premium[l].ln();
+            let (target, easing) = if lp > band {
+                (band, false)
+            } else if lp < -band {
+                (-band, false)
+            } else if factor[l] > 0.0 {
+                (band, true)
+            } else if factor[l] < 0.0 {
+                (-band, true)
+            } else {
+                continue;
+            };
+            let slope = match last[l] {
+                Some((f0, p0)) if (factor[l] - f0).abs() > 1e-3 => {
+                    ((p0 - lp) / (factor[l] - f0)).clamp(SLOPE_RANGE.0, SLOPE_RANGE.1)
+                }
+                _ => FIRST_SLOPE,
+            };
+            last[l] = Some((factor[l], lp));
+            let mut next = (factor[l] + (lp - target) / slope)
+                .clamp(factor[l] - MAX_STEP.ln(), factor[l] + MAX_STEP.ln());
+            if easing {
+                next = if factor[l] > 0.0 {
+                    next.max(0.0)
+                } else {
+                    next.min(0.0)
+                };
+            }
+            factor[l] = next.clamp(lo_f, hi_f);
+        }
+        round += 1;
+    }
+}
+
+fn round4(x: f64) -> f64 {
+    (x * 1e4).round() / 1e4
+}
+
+fn round6(x: f64) -> f64 {
+    (x * 1e6).round() / 1e6
+}
