@@ -117,7 +117,8 @@ def test_parity_premiums_are_measured_exactly_and_improve(multilingual, scheme) 
     if scheme == "chars":
         kw.update(pretokenizer="whitespace", vocab_size=7000)
     plain = bpeforge.train(corpus, **kw)
-    tok = bpeforge.train(corpus, langs=langs, max_premium=1.1, balance_rounds=2, balance_min_lines=300, **kw)
+    tok = bpeforge.train(corpus, langs=langs, max_premium=1.1, balance_rounds=2, balance_min_lines=300,
+                         balance_max_lift=3.0, **kw)
     meta = tok.metadata["language_balance"]
     assert meta["method"] == "parity" and meta["reference"] == "en" and meta["max_premium"] == 1.1
     assert meta["rounds"][0]["worst_premium"] > 1.1  # there is something to balance
@@ -130,6 +131,7 @@ def test_parity_premiums_are_measured_exactly_and_improve(multilingual, scheme) 
         assert row["balanced"] == (lang != "en" and row["lines"] >= 300)
         if not row["balanced"]:
             assert row["weight"] == 1.0, lang
+        assert 1.0 <= row["weight"] <= 3.0 + 1e-9, lang  # never lowered; at most balance_max_lift
     # The worst balanced language of the unbalanced model pays less now.
     base = _bytes_per_token(plain, lines, tags)
     balanced = [l for l, r in meta["languages"].items() if r["balanced"]]
@@ -175,6 +177,9 @@ def test_parity_reference_and_errors(two_languages, tmp_path) -> None:
             bpeforge.train(corpus, vocab_size=400, langs=langs, max_premium=bad, progress=False)
     with pytest.raises(bpeforge.ParameterError, match="max_premium needs langs"):
         bpeforge.train(corpus, vocab_size=400, max_premium=1.2, progress=False)
+    for bad in (0.5, 2000, float("nan"), "2"):
+        with pytest.raises(bpeforge.ParameterError, match="balance_max_lift"):
+            bpeforge.train(corpus, vocab_size=400, langs=langs, max_premium=1.2, balance_max_lift=bad, progress=False)
     with pytest.raises(bpeforge.ParameterError, match="balance_rounds"):
         bpeforge.train(corpus, vocab_size=400, langs=langs, max_premium=1.2, balance_rounds=21, progress=False)
     with pytest.raises(bpeforge.ParameterError, match="superbpe"):

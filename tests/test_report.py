@@ -137,7 +137,7 @@ def test_progress_csv_reader(tmp_path: Path) -> None:
 
 def test_figures_present(rep: rp.Report) -> None:
     assert list(rep.figures) == ["pair_frequency", "compression", "token_length", "scripts", "lang_bytes_per_token",
-                                 "lang_fertility", "lang_vocab_share", "training_progress"]
+                                 "lang_fertility", "lang_vocab_share", "lang_change", "training_progress"]
     for f in rep.figures.values():
         d = f.to_dict()
         json.dumps(d)  # plain JSON values only
@@ -205,6 +205,27 @@ def test_language_numbers_match_a_direct_count(rep: rp.Report, data: dict[str, P
     fert = rep.figures["lang_fertility"]
     assert fert.panels[0].hatched is not None and any(fert.panels[0].hatched) and fert.notes
     assert len(fert.panels[0].categories) == FAST["top_langs"]
+
+
+def test_language_change_is_the_token_ratio(rep: rp.Report) -> None:
+    rows = {r["lang"]: r for r in rep.languages}
+    fig = rep.figures["lang_change"]
+    a, b = (m["label"] for m in rep.models)
+    data = fig.data
+    ref = max((r for r in rows.values() if r["lines"] >= rp.CHANGE_MIN_LINES), key=lambda r: r["bytes"])
+    assert data["reference"] == ref["lang"]
+    assert {d["lang"] for d in data["languages"]} == {l for l, r in rows.items() if r["lines"] >= rp.CHANGE_MIN_LINES}
+    for d in data["languages"]:
+        r = rows[d["lang"]]["models"]
+        assert d["token_change"] == pytest.approx(r[a]["tokens"] / r[b]["tokens"] - 1, abs=1e-4)
+        ref_b = ref["models"][b]["bytes_per_token"]
+        assert d["premium"][b] == pytest.approx(ref_b / r[b]["bytes_per_token"], abs=1e-3)
+    largest, costly = fig.panels
+    assert largest.categories[0] == ref["lang"]
+    by_lang = {d["lang"]: d for d in data["languages"]}
+    shown = [c.split(" ")[0] for c in costly.categories]
+    prem = [by_lang[l]["premium"][b] for l in shown]
+    assert prem == sorted(prem, reverse=True) and ref["lang"] not in shown
 
 
 def test_script_shares_sum_to_one(rep: rp.Report) -> None:
@@ -360,7 +381,7 @@ def test_cli_report(data: dict[str, Path], tmp_path: Path) -> None:
     assert "wrote" in proc.stderr and "index.html" in proc.stderr
     full = json.loads((out / "report.json").read_text(encoding="utf-8"))
     assert [m["label"] for m in full["models"]] == ["bytes", "chars ws"]
-    assert len(full["figures"]) == 8 and full["corpus"]["sampled_lines"] == 800
+    assert len(full["figures"]) == 9 and full["corpus"]["sampled_lines"] == 800
 
 
 def test_cli_errors_are_one_line(data: dict[str, Path], tmp_path: Path) -> None:

@@ -96,6 +96,7 @@ def train(
     balance_rounds: int = 3,
     premium_reference: str | None = None,
     balance_min_lines: int = 500,
+    balance_max_lift: float = 16.0,
     progress_csv: PathLike | None = None,
 ) -> Tokenizer:
     """Train a BPE vocabulary on one or more text files.
@@ -152,9 +153,10 @@ def train(
             language's bytes per token divided by its own. Starting from the
             temperature weights, the vocabulary is trained, every language's
             premium is measured on its own training text, and languages
-            outside ``[1/max_premium, max_premium]`` are reweighted (lifted
-            at most 64x, lowered at most 4x); up to ``balance_rounds``
-            retrainings, stopping early once every language is inside. Costs
+            above ``max_premium`` get more weight (at most
+            ``balance_max_lift`` times; no language ever gets less than it
+            started with); up to ``balance_rounds``
+            retrainings, stopping early once no language is above. Costs
             one merge loop per round, never a second pass over the corpus.
             ``language_balance`` in the metadata records every round.
         balance_rounds: reweighting rounds for ``max_premium`` (0-20).
@@ -162,6 +164,9 @@ def train(
             the most bytes).
         balance_min_lines: languages with fewer lines keep their weight
             (too little text to measure reliably).
+        balance_max_lift: the most a language's weight is multiplied by
+            (default 16): a language that needs more gains little per merge
+            it takes from all the others.
         progress_csv: write ``merge,pair_count,elapsed_s`` rows live while
             merging (``bpeforge report --progress-csv`` draws them).
 
@@ -247,6 +252,7 @@ def _train_args(
     balance_rounds: int = 3,
     premium_reference: str | None = None,
     balance_min_lines: int = 500,
+    balance_max_lift: float = 16.0,
     progress_csv: PathLike | None = None,
 ) -> dict[str, Any]:
     """Checks the training keywords and packs them for the engine."""
@@ -269,6 +275,9 @@ def _train_args(
         raise ParameterError(f"premium_reference must be a language tag or None, got {premium_reference!r}")
     if isinstance(balance_min_lines, bool) or not isinstance(balance_min_lines, int) or balance_min_lines < 0:
         raise ParameterError(f"balance_min_lines must be a non-negative integer, got {balance_min_lines!r}")
+    if (isinstance(balance_max_lift, bool) or not isinstance(balance_max_lift, (int, float))
+            or not 1.0 <= balance_max_lift <= 1024.0):
+        raise ParameterError(f"balance_max_lift must be a number from 1 to 1024, got {balance_max_lift!r}")
     if isinstance(file_languages, str):
         raise ParameterError("file_languages must be a list of language tags, one per input file")
     if isinstance(checkpoint_every, bool) or not isinstance(checkpoint_every, int) or checkpoint_every < 1:
@@ -305,6 +314,7 @@ def _train_args(
         "balance_rounds": balance_rounds,
         "premium_reference": premium_reference,
         "balance_min_lines": balance_min_lines,
+        "balance_max_lift": float(balance_max_lift),
         "progress_csv": os.fspath(progress_csv) if progress_csv is not None else None,
     }
 

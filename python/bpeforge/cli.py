@@ -135,6 +135,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         balance_rounds=args.balance_rounds,
         premium_reference=args.premium_reference,
         balance_min_lines=args.balance_min_lines,
+        balance_max_lift=args.balance_max_lift,
         progress_csv=args.progress_csv,
     )
     wall = time.perf_counter() - t0
@@ -464,13 +465,15 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--temperature", type=float, default=1.0,
                    help="language balancing: share p becomes p^(1/T) (1: off; 3-5 is common)")
     t.add_argument("--max-premium", type=float, default=None, metavar="P",
-                   help="parity balancing: reweight languages until each one's tokens per byte is within P times "
-                        "the reference's (e.g. 1.2; needs --langs)")
+                   help="parity balancing: lift languages until none needs more than P times the reference's "
+                        "tokens per byte (e.g. 1.2; needs --langs)")
     t.add_argument("--balance-rounds", type=int, default=3, help="with --max-premium: retraining rounds at most")
     t.add_argument("--premium-reference", default=None, metavar="LANG",
                    help="with --max-premium: the reference language (default: the one with the most bytes)")
     t.add_argument("--balance-min-lines", type=int, default=500,
                    help="with --max-premium: languages with fewer lines keep their weight")
+    t.add_argument("--balance-max-lift", type=float, default=16.0,
+                   help="with --max-premium: the most a language's weight is multiplied by")
     t.add_argument("--progress-csv", default=None, metavar="CSV", help="write merge,pair_count,elapsed_s rows live")
     t.add_argument("--resume", default=None, metavar="MODEL", help="continue this model's merges up to --vocab-size")
     t.add_argument("--checkpoint-every", type=int, default=None, metavar="N",

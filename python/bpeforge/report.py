@@ -16,7 +16,9 @@ figure, and ``report.json`` with everything; the directory appears atomically.
 
 Figures (ids): ``pair_frequency``, ``compression``, ``token_length``,
 ``scripts``; with a language file (``langs``, one tag per corpus line):
-``lang_bytes_per_token``, ``lang_fertility``, ``lang_vocab_share``; with a
+``lang_bytes_per_token``, ``lang_fertility``, ``lang_vocab_share``, and with
+``compare`` also ``lang_change`` (tokens per language, model vs compare: the
+largest languages and the ones the compared model serves worst); with a
 training progress CSV (``progress_csv``, written by ``train(...,
 progress_csv=PATH)``): ``training_progress``.
 
@@ -848,6 +850,8 @@ def build_report(
         t = time.perf_counter()
         lang_figs, languages = _language_figures(models, lines, tags, stats, top_langs)
         figures.update(lang_figs)
+        if len(models) == 2:
+            figures["lang_change"] = _fig_language_change(models, languages, top_langs)
         corpus_info["languages"] = len(languages)
         timings["languages"] = time.perf_counter() - t
 
@@ -1150,6 +1154,58 @@ def _language_figures(
         layout="column",
     )
     return figs, table
+
+
+#: Languages with fewer sampled lines are left out of the change figure (too noisy).
+CHANGE_MIN_LINES = 20
+
+
+def _fig_language_change(models: list[_Model], table: list[dict[str, Any]], top: int) -> Figure:
+    """How many more or fewer tokens the first model needs than the second, per language:
+    the largest languages beside the ones the second model serves worst."""
+    a, b = models[0].label, models[1].label
+    rows = [r for r in table if r["lines"] >= CHANGE_MIN_LINES and r["models"][b]["tokens"] > 0]
+    if not rows:
+        return Figure("lang_change", f"Tokens per language: {a} vs {b}", "No language has enough sampled lines.",
+                      [Panel("bar", "Change in tokens", "language", "change", [], empty_text="no language with "
+                             f"{CHANGE_MIN_LINES}+ sampled lines")])
+    ref = max(rows, key=lambda r: r["bytes"])  # the largest language by bytes is the reference
+    ref_bpt = ref["models"][b]["bytes_per_token"]
+
+    def change(r: dict[str, Any]) -> float:
+        return r["models"][a]["tokens"] / r["models"][b]["tokens"] - 1.0
+
+    def premium(r: dict[str, Any], label: str) -> float:
+        bpt = r["models"][label]["bytes_per_token"]
+        ref_l = ref["models"][label]["bytes_per_token"]
+        return ref_l / bpt if bpt else 0.0
+
+    k = max(1, top // 2)
+    largest = sorted(rows, key=lambda r: -r["bytes"])[:k]
+    costly = sorted((r for r in rows if r is not ref), key=lambda r: -premium(r, b))[:k]
+    panels = [
+        Panel("bar", f"The {len(largest)} largest languages", "language (most bytes first)",
+              f"tokens, {a} vs {b}", [Series(a, [_r(change(r)) for r in largest], None, COLORS[0])],
+              categories=[r["lang"] for r in largest], percent=True),
+        Panel("bar", f"The {len(costly)} costliest languages under {b}", "language (highest premium first)",
+              f"tokens, {a} vs {b}", [Series(a, [_r(change(r)) for r in costly], None, COLORS[2])],
+              categories=[f"{r['lang']} ({premium(r, b):.2f}\u2192{premium(r, a):.2f})" for r in costly],
+              percent=True),
+    ]
+    data = {
+        "reference": ref["lang"],
+        "languages": [{"lang": r["lang"], "lines": r["lines"], "bytes": r["bytes"], "token_change": _r(change(r)),
+                       "premium": {a: _r(premium(r, a)), b: _r(premium(r, b))}} for r in rows],
+    }
+    return Figure(
+        "lang_change", f"Tokens per language: {a} vs {b}",
+        f"The change in the number of tokens {a} needs for each language's sampled lines, relative to {b} "
+        f"(below 0: fewer tokens, better). Left: the languages with the most sampled bytes; right: the "
+        f"languages {b} serves worst, by premium (the bytes per token of the largest language, "
+        f"{ref['lang']}, divided by the language's own; shown as {b}\u2192{a}). Languages with fewer than "
+        f"{CHANGE_MIN_LINES} sampled lines are left out; the figure's JSON has every language.",
+        panels, [], data, layout="column",
+    )
 
 
 def _fig_progress(models: list[_Model], csvs: list[PathLike | None]) -> Figure:

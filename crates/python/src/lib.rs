@@ -144,6 +144,7 @@ struct TrainArgs {
     balance_rounds: usize,
     premium_reference: Option<String>,
     balance_min_lines: u64,
+    balance_max_lift: f64,
     progress_csv: Option<PathBuf>,
 }
 
@@ -206,6 +207,7 @@ fn make_config(a: TrainArgs) -> PyResult<TrainConfig> {
         rounds: a.balance_rounds,
         reference: a.premium_reference,
         min_lines: a.balance_min_lines,
+        max_lift: a.balance_max_lift,
     });
     if let Some(source) = source {
         config.balance = Some(LanguageBalance {
