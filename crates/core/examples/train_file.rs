@@ -5,17 +5,14 @@ use bpeforge_core::progress::{ProgressFormat, ProgressPrinter};
 use bpeforge_core::train::{train_files, TrainConfig};
 use std::path::PathBuf;
 
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let path = PathBuf::from(&args[1]);
     let vocab: usize = args.get(2).map_or(32000, |s| s.parse().unwrap());
     let threads: usize = args.get(3).map_or(1, |s| s.parse().unwrap());
     let scheme = match args.get(4).map(String::as_str) {
-        Some("chars") => Scheme::Chars {
-            unk_token: "<unk>".into(),
-            end_of_word_suffix: None,
-            character_coverage: 1.0,
-        },
+        Some("chars") => Scheme::Chars { unk_token: "<unk>".into(), end_of_word_suffix: None, character_coverage: 1.0 },
         _ => Scheme::Bytes,
     };
     let pretok = PreTokenizerSpec::from_name(args.get(5).map_or("gpt2", String::as_str));
@@ -24,9 +21,5 @@ fn main() {
     let mut obs = ProgressPrinter::new(ProgressFormat::Off);
     let t = std::time::Instant::now();
     let model = train_files(&[path], &config, &mut obs).unwrap();
-    println!(
-        "wall {:.3}s {}",
-        t.elapsed().as_secs_f64(),
-        model.metadata["timings"]
-    );
+    println!("wall {:.3}s {}", t.elapsed().as_secs_f64(), model.metadata["timings"]);
 }

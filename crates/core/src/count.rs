@@ -83,12 +83,7 @@ impl Default for WordCounts {
 
 impl WordCounts {
     pub fn new() -> Self {
-        WordCounts {
-            short: new_map(),
-            long: new_map(),
-            stats: CountStats::default(),
-            superword: None,
-        }
+        WordCounts { short: new_map(), long: new_map(), stats: CountStats::default(), superword: None }
     }
 
     /// Number of distinct word types.
@@ -178,13 +173,7 @@ impl WordCounts {
     pub fn to_bytes(&self) -> Vec<u8> {
         let mut out = Vec::with_capacity(40 + self.len() * 20);
         out.extend_from_slice(COUNTS_MAGIC);
-        for v in [
-            self.stats.bytes,
-            self.stats.texts,
-            self.stats.pieces,
-            self.stats.specials,
-            self.len() as u64,
-        ] {
+        for v in [self.stats.bytes, self.stats.texts, self.stats.pieces, self.stats.specials, self.len() as u64] {
             out.extend_from_slice(&v.to_le_bytes());
         }
         self.for_each(|k, v| {
@@ -197,30 +186,19 @@ impl WordCounts {
 
     /// Reads `to_bytes` output, checking every length.
     pub fn from_bytes(data: &[u8]) -> Result<WordCounts> {
-        let bad =
-            || Error::input("word counts: the data is truncated or not from WordCounts::to_bytes");
+        let bad = || Error::input("word counts: the data is truncated or not from WordCounts::to_bytes");
         if data.len() < 48 || &data[..8] != COUNTS_MAGIC {
             return Err(bad());
         }
         let u64_at = |p: usize| -> Result<u64> {
-            data.get(p..p + 8)
-                .map(|b| u64::from_le_bytes(b.try_into().unwrap_or([0; 8])))
-                .ok_or_else(bad)
+            data.get(p..p + 8).map(|b| u64::from_le_bytes(b.try_into().unwrap_or([0; 8]))).ok_or_else(bad)
         };
         let mut counts = WordCounts::new();
-        counts.stats = CountStats {
-            bytes: u64_at(8)?,
-            texts: u64_at(16)?,
-            pieces: u64_at(24)?,
-            specials: u64_at(32)?,
-        };
+        counts.stats = CountStats { bytes: u64_at(8)?, texts: u64_at(16)?, pieces: u64_at(24)?, specials: u64_at(32)? };
         let n = u64_at(40)?;
         let mut p = 48;
         for _ in 0..n {
-            let len = data
-                .get(p..p + 4)
-                .map(|b| u32::from_le_bytes(b.try_into().unwrap_or([0; 4])))
-                .ok_or_else(bad)? as usize;
+            let len = data.get(p..p + 4).map(|b| u32::from_le_bytes(b.try_into().unwrap_or([0; 4]))).ok_or_else(bad)? as usize;
             p += 4;
             let key = data.get(p..p + len).ok_or_else(bad)?;
             p += len;
@@ -267,8 +245,7 @@ impl WordCounts {
     /// Approximate heap bytes of the table (for reporting bytes per type).
     pub fn memory_bytes(&self) -> usize {
         let short = self.short.capacity() * (16 + 8 + 1);
-        let long = self.long.capacity() * (16 + 8 + 1)
-            + self.long.keys().map(|k| k.len().max(16)).sum::<usize>();
+        let long = self.long.capacity() * (16 + 8 + 1) + self.long.keys().map(|k| k.len().max(16)).sum::<usize>();
         short + long
     }
 }
@@ -292,11 +269,7 @@ pub struct Counter<'a> {
 impl Counter<'_> {
     /// Counts one text into `out`. `on_invalid` is called with the offset of
     /// the first invalid byte when invalid UTF-8 is not allowed.
-    pub fn count_text(
-        &self,
-        text: &[u8],
-        out: &mut WordCounts,
-    ) -> std::result::Result<(), (usize, Option<Error>)> {
+    pub fn count_text(&self, text: &[u8], out: &mut WordCounts) -> std::result::Result<(), (usize, Option<Error>)> {
         self.count_weighted(text, 1, out)
     }
 
@@ -340,8 +313,7 @@ impl Counter<'_> {
             }
             Segment::Text(seg) => utf8_runs(seg, &mut |run| match run {
                 Ok(s) => {
-                    if let (Some(p2), Some(second)) = (self.superword, out.superword.as_deref_mut())
-                    {
+                    if let (Some(p2), Some(second)) = (self.superword, out.superword.as_deref_mut()) {
                         p2.split(s, &mut |piece| second.add(piece.as_bytes(), weight))
                             .map_err(|e| (s.as_ptr() as usize - base, Some(e)))?;
                     }
@@ -374,12 +346,7 @@ impl Counter<'_> {
     }
 
     /// `count_chunk` that gives up (with `Interrupted`) soon after `cancel` is set.
-    pub fn count_chunk_until(
-        &self,
-        chunk: &Chunk,
-        out: &mut WordCounts,
-        cancel: Option<&AtomicBool>,
-    ) -> Result<()> {
+    pub fn count_chunk_until(&self, chunk: &Chunk, out: &mut WordCounts, cancel: Option<&AtomicBool>) -> Result<()> {
         let mut index = 0usize;
         chunk.for_each_text(&mut |text, offset| {
             if index % 1024 == 1023 && cancel.is_some_and(|c| c.load(Ordering::Relaxed)) {
@@ -449,8 +416,7 @@ pub fn count_parallel(
                         if failed.load(Ordering::Relaxed) {
                             continue; // drain so the feeder never blocks
                         }
-                        if let Err(e) = counter.count_chunk_until(&chunk, &mut counts, Some(failed))
-                        {
+                        if let Err(e) = counter.count_chunk_until(&chunk, &mut counts, Some(failed)) {
                             if e.kind == crate::error::ErrorKind::Interrupted {
                                 continue; // the feeder stopped; its error is reported
                             }
@@ -470,8 +436,7 @@ pub fn count_parallel(
             if failed.load(Ordering::Relaxed) {
                 return Err(Error::training("counting failed"));
             }
-            tx.send(chunk)
-                .map_err(|_| Error::training("counting workers stopped"))
+            tx.send(chunk).map_err(|_| Error::training("counting workers stopped"))
         });
         if fed.is_err() {
             // Stop the workers now: queued chunks are skipped, chunks in
@@ -481,12 +446,10 @@ pub fn count_parallel(
         drop(tx);
         let mut parts: Vec<WordCounts> = workers
             .into_iter()
-            .map(|w| {
-                w.join().unwrap_or_else(|_| {
-                    failed.store(true, Ordering::Relaxed);
-                    WordCounts::new()
-                })
-            })
+            .map(|w| w.join().unwrap_or_else(|_| {
+                failed.store(true, Ordering::Relaxed);
+                WordCounts::new()
+            }))
             .collect();
         // A worker's own error (e.g. invalid UTF-8 naming the line) explains
         // a failed feed better than the feeder's "counting failed".
@@ -495,9 +458,7 @@ pub fn count_parallel(
         }
         fed?;
         if failed.load(Ordering::Relaxed) {
-            return Err(Error::training(
-                "a counting worker crashed (this is a bug in bpeforge; please report it)",
-            ));
+            return Err(Error::training("a counting worker crashed (this is a bug in bpeforge; please report it)"));
         }
         parts.sort_by_key(|p| std::cmp::Reverse(p.len()));
         let mut total = parts.remove(0);

@@ -20,8 +20,8 @@ use crate::count::{new_map, Map};
 use crate::error::{Error, Result};
 use crate::model::{Model, Scheme, SPACE_MARKER};
 use crate::pretok::{utf8_runs, PreTokenizer, PreTokenizerSpec, Segment, SpecialSplitter};
-use std::cmp::Reverse;
 use std::collections::BinaryHeap;
+use std::cmp::Reverse;
 
 const SHORT: usize = 96;
 const NO_RANK: u32 = u32::MAX;
@@ -55,10 +55,7 @@ pub struct Dropout {
 
 impl Dropout {
     pub fn new(p: f64, seed: u64) -> Self {
-        Dropout {
-            p,
-            state: seed ^ 0x9E37_79B9_7F4A_7C15,
-        }
+        Dropout { p, state: seed ^ 0x9E37_79B9_7F4A_7C15 }
     }
     #[inline]
     fn next(&mut self) -> u64 {
@@ -88,10 +85,7 @@ pub enum Specials {
     Ordinary,
     /// Allowed specials map to their ids; disallowed ones are an error;
     /// the rest are ordinary text. Indexed by special-token index.
-    Rules {
-        allowed: Vec<bool>,
-        disallowed: Vec<bool>,
-    },
+    Rules { allowed: Vec<bool>, disallowed: Vec<bool> },
 }
 
 pub struct Encoder {
@@ -161,9 +155,7 @@ impl Encoder {
         let first_merge = (model.special_tokens.len() + model.base_len()) as u32;
         let mut ranks = new_map();
         for (k, &(a, b)) in model.merges.iter().enumerate() {
-            ranks
-                .entry(pack(a, b))
-                .or_insert((k as u32, first_merge + k as u32));
+            ranks.entry(pack(a, b)).or_insert((k as u32, first_merge + k as u32));
         }
         let mut token_ids = new_map();
         for (i, t) in tokens.iter().enumerate() {
@@ -171,18 +163,13 @@ impl Encoder {
         }
         let (whitespace, suffix) = match &model.scheme {
             Scheme::Bytes => (model.pretokenizer == PreTokenizerSpec::Whitespace, None),
-            Scheme::Chars {
-                end_of_word_suffix, ..
-            } => (
-                model.pretokenizer == PreTokenizerSpec::Whitespace,
-                end_of_word_suffix.clone(),
-            ),
+            Scheme::Chars { end_of_word_suffix, .. } => {
+                (model.pretokenizer == PreTokenizerSpec::Whitespace, end_of_word_suffix.clone())
+            }
         };
         let shown: Vec<Vec<u8>> = match &model.scheme {
             Scheme::Bytes => tokens.clone(),
-            Scheme::Chars {
-                end_of_word_suffix, ..
-            } => tokens
+            Scheme::Chars { end_of_word_suffix, .. } => tokens
                 .iter()
                 .enumerate()
                 .map(|(i, t)| {
@@ -294,11 +281,7 @@ impl Encoder {
 
     /// The merges as (left, right) token bytes, in order.
     pub fn merge_bytes(&self) -> Vec<(&[u8], &[u8])> {
-        self.model
-            .merges
-            .iter()
-            .map(|&(a, b)| (self.raw.get(a as usize), self.raw.get(b as usize)))
-            .collect()
+        self.model.merges.iter().map(|&(a, b)| (self.raw.get(a as usize), self.raw.get(b as usize))).collect()
     }
 
     pub fn special_tokens(&self) -> &[String] {
@@ -491,11 +474,7 @@ impl Encoder {
                 return;
             }
         }
-        let cache = if piece.len() <= CACHE_MAX_PIECE {
-            cache.as_deref_mut()
-        } else {
-            None
-        };
+        let cache = if piece.len() <= CACHE_MAX_PIECE { cache.as_deref_mut() } else { None };
         if let Some(c) = &cache {
             if let Some(ids) = c.map.get(piece) {
                 out.extend_from_slice(ids);
@@ -587,68 +566,35 @@ impl Encoder {
     /// are kept as their own pieces, as in training).
     fn encode_plain(&self, text: &[u8], out: &mut Vec<u32>, how: &mut Merging) -> Result<()> {
         utf8_runs(text, &mut |run| match run {
-            Ok(s) => self.pretok.split(s, &mut |piece| {
-                self.encode_piece(piece.as_bytes(), out, how)
-            }),
+            Ok(s) => self.pretok.split(s, &mut |piece| self.encode_piece(piece.as_bytes(), out, how)),
             Err(bad) => {
                 let mut none = Merging::Exact(None);
-                self.encode_piece(
-                    bad,
-                    out,
-                    if matches!(how, Merging::Dropout(_)) {
-                        &mut *how
-                    } else {
-                        &mut none
-                    },
-                );
+                self.encode_piece(bad, out, if matches!(how, Merging::Dropout(_)) { &mut *how } else { &mut none });
                 Ok(())
             }
         })
     }
 
     /// Encodes `text`, handling special tokens as `specials` says.
-    pub fn encode(
-        &self,
-        text: &[u8],
-        specials: &Specials,
-        cache: Option<&mut Cache>,
-    ) -> Result<Vec<u32>> {
+    pub fn encode(&self, text: &[u8], specials: &Specials, cache: Option<&mut Cache>) -> Result<Vec<u32>> {
         let mut out = Vec::with_capacity(text.len() / 3 + 1);
         self.encode_into(text, specials, &mut out, cache)?;
         Ok(out)
     }
 
     /// Encodes with BPE-dropout probability `p`, reproducibly from `seed`.
-    pub fn encode_dropout(
-        &self,
-        text: &[u8],
-        specials: &Specials,
-        p: f64,
-        seed: u64,
-    ) -> Result<Vec<u32>> {
+    pub fn encode_dropout(&self, text: &[u8], specials: &Specials, p: f64, seed: u64) -> Result<Vec<u32>> {
         let mut out = Vec::with_capacity(text.len() / 3 + 1);
         let mut d = Dropout::new(p, seed);
         self.encode_with(text, specials, &mut out, &mut Merging::Dropout(&mut d))?;
         Ok(out)
     }
 
-    pub fn encode_into(
-        &self,
-        text: &[u8],
-        specials: &Specials,
-        out: &mut Vec<u32>,
-        cache: Option<&mut Cache>,
-    ) -> Result<()> {
+    pub fn encode_into(&self, text: &[u8], specials: &Specials, out: &mut Vec<u32>, cache: Option<&mut Cache>) -> Result<()> {
         self.encode_with(text, specials, out, &mut Merging::Exact(cache))
     }
 
-    fn encode_with(
-        &self,
-        text: &[u8],
-        specials: &Specials,
-        out: &mut Vec<u32>,
-        how: &mut Merging,
-    ) -> Result<()> {
+    fn encode_with(&self, text: &[u8], specials: &Specials, out: &mut Vec<u32>, how: &mut Merging) -> Result<()> {
         let start = out.len();
         self.encode_internal(text, specials, out, how)?;
         if let Some(map) = &self.to_ext {
@@ -659,19 +605,10 @@ impl Encoder {
         Ok(())
     }
 
-    fn encode_internal(
-        &self,
-        text: &[u8],
-        specials: &Specials,
-        out: &mut Vec<u32>,
-        how: &mut Merging,
-    ) -> Result<()> {
+    fn encode_internal(&self, text: &[u8], specials: &Specials, out: &mut Vec<u32>, how: &mut Merging) -> Result<()> {
         match specials {
             Specials::Ordinary => self.encode_plain(text, out, how),
-            Specials::Rules {
-                allowed,
-                disallowed,
-            } => {
+            Specials::Rules { allowed, disallowed } => {
                 if self.all_specials.is_empty() {
                     return self.encode_plain(text, out, how);
                 }
@@ -704,12 +641,7 @@ impl Encoder {
     }
 
     /// Encodes many texts on `threads` threads; results in input order.
-    pub fn encode_batch(
-        &self,
-        texts: &[&[u8]],
-        specials: &Specials,
-        threads: usize,
-    ) -> Result<Vec<Vec<u32>>> {
+    pub fn encode_batch(&self, texts: &[&[u8]], specials: &Specials, threads: usize) -> Result<Vec<Vec<u32>>> {
         let blocks = self.run_blocks(texts, threads, |block, cache| {
             block
                 .iter()
@@ -721,35 +653,21 @@ impl Encoder {
 
     /// `encode_batch` with BPE-dropout; text `i` uses seed `seed + i`, so the
     /// result does not depend on the thread count.
-    pub fn encode_batch_dropout(
-        &self,
-        texts: &[&[u8]],
-        specials: &Specials,
-        threads: usize,
-        p: f64,
-        seed: u64,
-    ) -> Result<Vec<Vec<u32>>> {
+    pub fn encode_batch_dropout(&self, texts: &[&[u8]], specials: &Specials, threads: usize, p: f64, seed: u64) -> Result<Vec<Vec<u32>>> {
         let base = texts.as_ptr() as usize;
         let blocks = self.run_blocks(texts, threads, |block, _cache| {
             let first = (block.as_ptr() as usize - base) / std::mem::size_of::<&[u8]>();
             block
                 .iter()
                 .enumerate()
-                .map(|(k, t)| {
-                    self.encode_dropout(t, specials, p, seed.wrapping_add((first + k) as u64))
-                })
+                .map(|(k, t)| self.encode_dropout(t, specials, p, seed.wrapping_add((first + k) as u64)))
                 .collect::<Result<Vec<_>>>()
         })?;
         Ok(blocks.into_iter().flatten().collect())
     }
 
     /// Like `encode_batch`, as one flat id vector plus `texts.len() + 1` offsets.
-    pub fn encode_batch_flat(
-        &self,
-        texts: &[&[u8]],
-        specials: &Specials,
-        threads: usize,
-    ) -> Result<(Vec<u32>, Vec<u64>)> {
+    pub fn encode_batch_flat(&self, texts: &[&[u8]], specials: &Specials, threads: usize) -> Result<(Vec<u32>, Vec<u64>)> {
         let blocks = self.run_blocks(texts, threads, |block, cache| {
             let mut ids = Vec::new();
             let mut ends = Vec::with_capacity(block.len());
@@ -789,9 +707,7 @@ impl Encoder {
         let per = texts.len().div_ceil(n_blocks);
         let blocks: Vec<&[&[u8]]> = texts.chunks(per).collect();
         let next = std::sync::atomic::AtomicUsize::new(0);
-        let results: Vec<std::sync::Mutex<Option<Result<R>>>> = (0..blocks.len())
-            .map(|_| std::sync::Mutex::new(None))
-            .collect();
+        let results: Vec<std::sync::Mutex<Option<Result<R>>>> = (0..blocks.len()).map(|_| std::sync::Mutex::new(None)).collect();
         std::thread::scope(|s| {
             for _ in 0..threads.min(blocks.len()) {
                 s.spawn(|| {
@@ -855,10 +771,7 @@ impl Encoder {
             let src = arena.data.as_ptr();
             let mut dst = out.as_mut_ptr();
             for &id in ids {
-                let (a, b) = (
-                    *arena.offsets.get_unchecked(id as usize),
-                    *arena.offsets.get_unchecked(id as usize + 1),
-                );
+                let (a, b) = (*arena.offsets.get_unchecked(id as usize), *arena.offsets.get_unchecked(id as usize + 1));
                 let len = b - a;
                 if len <= COPY_SLACK {
                     std::ptr::copy_nonoverlapping(src.add(a), dst, COPY_SLACK);
@@ -899,21 +812,11 @@ impl Encoder {
         let parts: Vec<Result<Vec<Vec<u8>>>> = std::thread::scope(|s| {
             let handles: Vec<_> = batch
                 .chunks(per.max(1))
-                .map(|chunk| {
-                    s.spawn(move || {
-                        chunk
-                            .iter()
-                            .map(|ids| self.decode_bytes(ids))
-                            .collect::<Result<Vec<_>>>()
-                    })
-                })
+                .map(|chunk| s.spawn(move || chunk.iter().map(|ids| self.decode_bytes(ids)).collect::<Result<Vec<_>>>()))
                 .collect();
             handles
                 .into_iter()
-                .map(|h| {
-                    h.join()
-                        .unwrap_or_else(|_| Err(Error::training("a decoding worker crashed (bug)")))
-                })
+                .map(|h| h.join().unwrap_or_else(|_| Err(Error::training("a decoding worker crashed (bug)"))))
                 .collect()
         });
         let mut out = Vec::with_capacity(batch.len());
@@ -943,13 +846,7 @@ mod tests {
         m.merges = vec![(a, b), (256, 256), (257, 257), (a, a)];
         let enc = Encoder::new(m).unwrap();
         for n in [1usize, 2, 3, 7, 50, 97, 200, 1001] {
-            let text: Vec<u8> = b"ab"
-                .iter()
-                .cycle()
-                .take(2 * n)
-                .copied()
-                .chain(b"aaa".iter().copied())
-                .collect();
+            let text: Vec<u8> = b"ab".iter().cycle().take(2 * n).copied().chain(b"aaa".iter().copied()).collect();
             let mut s1: Vec<u32> = text.iter().map(|&c| c as u32).collect();
             let mut s2 = s1.clone();
             enc.bpe_short(&mut s1);

@@ -38,9 +38,7 @@ impl IdFormat {
             "ids" | "text" | "txt" => Ok(Self::Ids),
             "npy" => Ok(Self::Npy),
             "bin" => Ok(Self::Bin),
-            other => Err(Error::parameter(format!(
-                "format must be \"ids\", \"npy\" or \"bin\", got {other:?}"
-            ))),
+            other => Err(Error::parameter(format!("format must be \"ids\", \"npy\" or \"bin\", got {other:?}"))),
         }
     }
 }
@@ -91,11 +89,7 @@ impl NpyStream {
     fn new(tmp: tempfile::NamedTempFile, descr: &'static str) -> std::io::Result<Self> {
         let mut file = BufWriter::with_capacity(1 << 20, tmp);
         file.write_all(&npy_header(descr, 0))?;
-        Ok(NpyStream {
-            file,
-            descr,
-            count: 0,
-        })
+        Ok(NpyStream { file, descr, count: 0 })
     }
     fn finish(self) -> std::io::Result<tempfile::NamedTempFile> {
         let mut tmp = self.file.into_inner().map_err(|e| e.into_error())?;
@@ -112,11 +106,7 @@ fn temp_beside(dst: &Path) -> Result<tempfile::NamedTempFile> {
         _ => PathBuf::from("."),
     };
     if !dir.is_dir() {
-        return Err(Error::output(format!(
-            "cannot write {}: directory {} does not exist",
-            dst.display(),
-            dir.display()
-        )));
+        return Err(Error::output(format!("cannot write {}: directory {} does not exist", dst.display(), dir.display())));
     }
     tempfile::Builder::new()
         .prefix(".bpeforge-")
@@ -126,8 +116,7 @@ fn temp_beside(dst: &Path) -> Result<tempfile::NamedTempFile> {
 }
 
 fn persist(tmp: tempfile::NamedTempFile, dst: &Path) -> Result<()> {
-    tmp.persist(dst)
-        .map_err(|e| Error::output(format!("cannot write {}: {}", dst.display(), e.error)))?;
+    tmp.persist(dst).map_err(|e| Error::output(format!("cannot write {}: {}", dst.display(), e.error)))?;
     Ok(())
 }
 
@@ -143,20 +132,14 @@ pub fn encode_file(
 ) -> Result<EncodeStats> {
     let werr = |e: std::io::Error| Error::output(format!("cannot write {}: {e}", dst.display()));
     if dst.is_dir() {
-        return Err(Error::output(format!(
-            "cannot write {}: it is a directory",
-            dst.display()
-        )));
+        return Err(Error::output(format!("cannot write {}: it is a directory", dst.display())));
     }
     let total = total_size(src)?;
     let wide = enc.vocab_size() > 1 << 16;
     let id_bytes = if wide { 4 } else { 2 };
     let start = Instant::now();
     let raw = Arc::new(AtomicU64::new(0));
-    let mut stats = EncodeStats {
-        id_bytes,
-        ..Default::default()
-    };
+    let mut stats = EncodeStats { id_bytes, ..Default::default() };
 
     enum Sink {
         Text(BufWriter<tempfile::NamedTempFile>),
@@ -182,23 +165,14 @@ pub fn encode_file(
     let mut line_buf: Vec<u8> = Vec::new();
     read_chunks(src, &TextMode::Lines, raw.clone(), &mut |chunk| {
         let mut texts: Vec<&[u8]> = Vec::new();
-        chunk
-            .for_each_text::<()>(&mut |t, _| {
-                texts.push(t);
-                Ok(())
-            })
-            .ok();
-        let (ids, offsets) = enc
-            .encode_batch_flat(&texts, specials, threads)
-            .map_err(|e| {
-                Error::new(
-                    e.kind,
-                    format!(
-                        "{}, lines {}..: {}",
-                        chunk.source, chunk.first_line, e.message
-                    ),
-                )
-            })?;
+        chunk.for_each_text::<()>(&mut |t, _| {
+            texts.push(t);
+            Ok(())
+        })
+        .ok();
+        let (ids, offsets) = enc.encode_batch_flat(&texts, specials, threads).map_err(|e| {
+            Error::new(e.kind, format!("{}, lines {}..: {}", chunk.source, chunk.first_line, e.message))
+        })?;
         stats.lines += texts.len() as u64;
         stats.bytes += texts.iter().map(|t| t.len() as u64).sum::<u64>();
         let base = stats.tokens;
@@ -234,11 +208,7 @@ pub fn encode_file(
             if observer.should_stop() {
                 return Err(Error::interrupted());
             }
-            observer.encoding(&CountProgress {
-                raw_bytes_done: raw.load(Ordering::Relaxed),
-                raw_bytes_total: Some(total),
-                elapsed: t,
-            });
+            observer.encoding(&CountProgress { raw_bytes_done: raw.load(Ordering::Relaxed), raw_bytes_total: Some(total), elapsed: t });
         }
         Ok(())
     })?;

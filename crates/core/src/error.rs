@@ -37,10 +37,7 @@ pub type Result<T> = std::result::Result<T, Error>;
 
 impl Error {
     pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
-        Error {
-            kind,
-            message: message.into(),
-        }
+        Error { kind, message: message.into() }
     }
     pub fn parameter(message: impl Into<String>) -> Self {
         Self::new(ErrorKind::Parameter, message)

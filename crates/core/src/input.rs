@@ -54,10 +54,7 @@ pub struct Chunk {
 
 impl Chunk {
     /// Calls `f(text, byte_offset_in_chunk)` for every text of the chunk.
-    pub fn for_each_text<'s, E>(
-        &'s self,
-        f: &mut impl FnMut(&'s [u8], usize) -> std::result::Result<(), E>,
-    ) -> std::result::Result<(), E> {
+    pub fn for_each_text<'s, E>(&'s self, f: &mut impl FnMut(&'s [u8], usize) -> std::result::Result<(), E>) -> std::result::Result<(), E> {
         let data = &self.data[..];
         match &self.layout {
             Layout::Lines => {
@@ -107,11 +104,7 @@ impl Chunk {
     pub fn line_of(&self, offset: usize) -> u64 {
         match &self.layout {
             Layout::Ends(ends) => self.first_line + ends.partition_point(|&e| e <= offset) as u64,
-            _ => {
-                self.first_line
-                    + memchr::memchr_iter(b'\n', &self.data[..offset.min(self.data.len())]).count()
-                        as u64
-            }
+            _ => self.first_line + memchr::memchr_iter(b'\n', &self.data[..offset.min(self.data.len())]).count() as u64,
         }
     }
 }
@@ -134,19 +127,10 @@ impl<R: Read> Read for CountingReader<R> {
 /// Opens `path`, decompressing by extension (.gz, .xz, .bz2, .zst).
 pub fn open(path: &Path, raw_counter: Arc<AtomicU64>) -> Result<Box<dyn Read + Send>> {
     if path.is_dir() {
-        return Err(Error::input(format!(
-            "cannot read {}: it is a directory, not a file",
-            path.display()
-        )));
+        return Err(Error::input(format!("cannot read {}: it is a directory, not a file", path.display())));
     }
     let file = File::open(path).map_err(|e| Error::io_read(path, &e))?;
-    let raw = BufReader::with_capacity(
-        1 << 20,
-        CountingReader {
-            inner: file,
-            counter: raw_counter,
-        },
-    );
+    let raw = BufReader::with_capacity(1 << 20, CountingReader { inner: file, counter: raw_counter });
     let name = path.to_string_lossy().to_ascii_lowercase();
     let reader: Box<dyn Read + Send> = if name.ends_with(".gz") {
         Box::new(flate2::read::MultiGzDecoder::new(raw))
@@ -155,9 +139,7 @@ pub fn open(path: &Path, raw_counter: Arc<AtomicU64>) -> Result<Box<dyn Read + S
     } else if name.ends_with(".bz2") {
         Box::new(bzip2::read::MultiBzDecoder::new(raw))
     } else if name.ends_with(".zst") || name.ends_with(".zstd") {
-        Box::new(
-            zstd::stream::read::Decoder::with_buffer(raw).map_err(|e| Error::io_read(path, &e))?,
-        )
+        Box::new(zstd::stream::read::Decoder::with_buffer(raw).map_err(|e| Error::io_read(path, &e))?)
     } else {
         Box::new(raw)
     };
@@ -171,10 +153,7 @@ pub fn total_size(paths: &[PathBuf]) -> Result<u64> {
     for p in paths {
         let md = std::fs::metadata(p).map_err(|e| Error::io_read(p, &e))?;
         if md.is_dir() {
-            return Err(Error::input(format!(
-                "cannot read {}: it is a directory, not a file",
-                p.display()
-            )));
+            return Err(Error::input(format!("cannot read {}: it is a directory, not a file", p.display())));
         }
         total += md.len();
     }
@@ -193,10 +172,7 @@ pub fn read_range_chunks(
 ) -> Result<()> {
     use std::io::{BufRead, Seek, SeekFrom};
     let name = path.to_string_lossy().to_ascii_lowercase();
-    if [".gz", ".xz", ".bz2", ".zst", ".zstd"]
-        .iter()
-        .any(|e| name.ends_with(e))
-    {
+    if [".gz", ".xz", ".bz2", ".zst", ".zstd"].iter().any(|e| name.ends_with(e)) {
         return Err(Error::parameter(format!(
             "{}: a compressed file cannot be split by byte range; give it as a whole shard",
             path.display()
@@ -231,13 +207,7 @@ pub fn read_range_chunks(
             break;
         }
         let lines = memchr::memchr_iter(b'\n', &data).count() as u64;
-        sink(Chunk {
-            data,
-            layout: Layout::Lines,
-            source: source.clone(),
-            first_line,
-            langs: Vec::new(),
-        })?;
+        sink(Chunk { data, layout: Layout::Lines, source: source.clone(), first_line, langs: Vec::new() })?;
         first_line += lines;
     }
     Ok(())
@@ -258,13 +228,7 @@ pub fn read_chunks(
             TextMode::WholeFile => {
                 let mut data = Vec::new();
                 reader.read_to_end(&mut data).map_err(read_err)?;
-                sink(Chunk {
-                    data,
-                    layout: Layout::Whole,
-                    source: source.clone(),
-                    first_line: 1,
-                    langs: Vec::new(),
-                })?;
+                sink(Chunk { data, layout: Layout::Whole, source: source.clone(), first_line: 1, langs: Vec::new() })?;
             }
             TextMode::Lines | TextMode::Records(_) => {
                 let (sep, layout): (&[u8], Layout) = match mode {
@@ -309,13 +273,7 @@ pub fn read_chunks(
                     let lines_here = memchr::memchr_iter(b'\n', &chunk_data).count() as u64;
                     let first_line = line;
                     line += lines_here;
-                    sink(Chunk {
-                        data: chunk_data,
-                        layout: layout.clone(),
-                        source: source.clone(),
-                        first_line,
-                        langs: Vec::new(),
-                    })?;
+                    sink(Chunk { data: chunk_data, layout: layout.clone(), source: source.clone(), first_line, langs: Vec::new() })?;
                     buf.reserve(CHUNK_SIZE + (CHUNK_SIZE >> 2));
                 }
             }
@@ -342,17 +300,8 @@ mod tests {
 
     #[test]
     fn lines_strip_crlf() {
-        let c = Chunk {
-            data: b"a\r\nb\n\nc".to_vec(),
-            layout: Layout::Lines,
-            source: Arc::from("x"),
-            first_line: 1,
-            langs: Vec::new(),
-        };
-        assert_eq!(
-            texts(&c),
-            vec![b"a".to_vec(), b"b".to_vec(), b"".to_vec(), b"c".to_vec()]
-        );
+        let c = Chunk { data: b"a\r\nb\n\nc".to_vec(), layout: Layout::Lines, source: Arc::from("x"), first_line: 1, langs: Vec::new() };
+        assert_eq!(texts(&c), vec![b"a".to_vec(), b"b".to_vec(), b"".to_vec(), b"c".to_vec()]);
         assert_eq!(c.line_of(3), 2);
     }
 
@@ -387,22 +336,16 @@ mod tests {
     fn gzip_roundtrip_and_missing_file() {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("t.txt.gz");
-        let mut enc =
-            flate2::write::GzEncoder::new(File::create(&p).unwrap(), flate2::Compression::fast());
+        let mut enc = flate2::write::GzEncoder::new(File::create(&p).unwrap(), flate2::Compression::fast());
         for i in 0..1000 {
             writeln!(enc, "line {i}").unwrap();
         }
         enc.finish().unwrap();
         let mut all = Vec::new();
-        read_chunks(
-            &[p],
-            &TextMode::Lines,
-            Arc::new(AtomicU64::new(0)),
-            &mut |c| {
-                all.extend(texts(&c));
-                Ok(())
-            },
-        )
+        read_chunks(&[p], &TextMode::Lines, Arc::new(AtomicU64::new(0)), &mut |c| {
+            all.extend(texts(&c));
+            Ok(())
+        })
         .unwrap();
         assert_eq!(all.len(), 1000);
         assert_eq!(all[999], b"line 999");

@@ -93,11 +93,7 @@ impl PairHeap {
                 break;
             }
             let r = l + 1;
-            let c = if r < n && before(&self.v[r], &self.v[l], tokens) {
-                r
-            } else {
-                l
-            };
+            let c = if r < n && before(&self.v[r], &self.v[l], tokens) { r } else { l };
             if before(&self.v[c], &self.v[i], tokens) {
                 self.v.swap(c, i);
                 i = c;
@@ -154,10 +150,7 @@ fn prefetch(nodes: &[Node], i: usize) {
     if i < nodes.len() {
         // SAFETY: prefetching is a hint; the pointer is in bounds.
         unsafe {
-            std::arch::x86_64::_mm_prefetch(
-                nodes.as_ptr().add(i) as *const i8,
-                std::arch::x86_64::_MM_HINT_T0,
-            );
+            std::arch::x86_64::_mm_prefetch(nodes.as_ptr().add(i) as *const i8, std::arch::x86_64::_MM_HINT_T0);
         }
     }
     #[cfg(not(target_arch = "x86_64"))]
@@ -174,11 +167,7 @@ pub struct WordTable {
 
 impl WordTable {
     pub fn new() -> Self {
-        WordTable {
-            sym: Vec::new(),
-            starts: vec![0],
-            counts: Vec::new(),
-        }
+        WordTable { sym: Vec::new(), starts: vec![0], counts: Vec::new() }
     }
     /// Adds a word; words of fewer than two symbols cannot merge and are skipped.
     pub fn push(&mut self, symbols: impl IntoIterator<Item = u32>, count: u64) -> Result<()> {
@@ -249,9 +238,7 @@ fn within_limits(a: &[u8], b: &[u8], wa: u32, wb: u32, limits: &crate::train::To
             return false;
         }
     }
-    if limits.colon_rule
-        && (a.ends_with(b": ") || (a.ends_with(b":") && b.len() > 1 && b[0] == b' '))
-    {
+    if limits.colon_rule && (a.ends_with(b": ") || (a.ends_with(b":") && b.len() > 1 && b[0] == b' ')) {
         return false;
     }
     true
@@ -313,36 +300,28 @@ pub fn learn_merges(
     drop(table.counts);
     drop(table.starts);
 
-    let max_len = params
-        .max_token_length
-        .unwrap_or(usize::MAX)
-        .min(crate::model::MAX_TOKEN_BYTES);
+    let max_len = params.max_token_length.unwrap_or(usize::MAX).min(crate::model::MAX_TOKEN_BYTES);
     let unk = params.unk.unwrap_or(NONE);
     let mut token_len: Vec<usize> = tokens.iter().map(Vec::len).collect();
     let limited = params.limits.max_words > 0 || params.limits.colon_rule;
-    let mut token_words: Vec<u32> = if limited {
-        tokens.iter().map(|t| word_count(t)).collect()
-    } else {
-        Vec::new()
-    };
+    let mut token_words: Vec<u32> = if limited { tokens.iter().map(|t| word_count(t)).collect() } else { Vec::new() };
     let limits = params.limits;
     // `extra` is only consulted for SuperBPE's stage 2.
-    let candidate =
-        |a: u32, b: u32, token_len: &[usize], extra: Option<(&[Vec<u8>], &[u32])>| -> bool {
-            if a == unk || b == unk || token_len[a as usize] + token_len[b as usize] > max_len {
-                return false;
-            }
-            match extra {
-                Some((toks, words)) => within_limits(
-                    &toks[a as usize],
-                    &toks[b as usize],
-                    words[a as usize],
-                    words[b as usize],
-                    &limits,
-                ),
-                None => true,
-            }
-        };
+    let candidate = |a: u32, b: u32, token_len: &[usize], extra: Option<(&[Vec<u8>], &[u32])>| -> bool {
+        if a == unk || b == unk || token_len[a as usize] + token_len[b as usize] > max_len {
+            return false;
+        }
+        match extra {
+            Some((toks, words)) => within_limits(
+                &toks[a as usize],
+                &toks[b as usize],
+                words[a as usize],
+                words[b as usize],
+                &limits,
+            ),
+            None => true,
+        }
+    };
 
     // Initial pair counts and positions, on `threads` node ranges cut at word
     // starts; concatenating the ranges' position lists in order keeps every
@@ -359,10 +338,7 @@ pub fn learn_merges(
             if !candidate(a, b, &token_len, extra) {
                 continue;
             }
-            let e = pairs.entry(pack(a, b)).or_insert_with(|| PairInfo {
-                count: 0,
-                pos: Vec::new(),
-            });
+            let e = pairs.entry(pack(a, b)).or_insert_with(|| PairInfo { count: 0, pos: Vec::new() });
             e.count += weight_of(&nodes[i], &big_weights);
             e.pos.push(i as u32);
         }
@@ -382,18 +358,12 @@ pub fn learn_merges(
         }
         cuts.push(n);
         let parts: Vec<Map<u64, PairInfo>> = std::thread::scope(|s| {
-            let handles: Vec<_> = cuts
-                .windows(2)
-                .map(|w| {
-                    let (lo, hi) = (w[0], w[1]);
-                    let index_range = &index_range;
-                    s.spawn(move || index_range(lo, hi))
-                })
-                .collect();
-            handles
-                .into_iter()
-                .map(|h| h.join().unwrap_or_default())
-                .collect()
+            let handles: Vec<_> = cuts.windows(2).map(|w| {
+                let (lo, hi) = (w[0], w[1]);
+                let index_range = &index_range;
+                s.spawn(move || index_range(lo, hi))
+            }).collect();
+            handles.into_iter().map(|h| h.join().unwrap_or_default()).collect()
         });
         let mut parts = parts.into_iter();
         let mut total = parts.next().unwrap_or_default();
@@ -415,14 +385,7 @@ pub fn learn_merges(
     let mut heap = PairHeap::default();
     heap.v.reserve(pairs.len());
     for (&key, info) in pairs.iter() {
-        heap.push(
-            Entry {
-                count: info.count,
-                a: (key >> 32) as u32,
-                b: key as u32,
-            },
-            tokens,
-        );
+        heap.push(Entry { count: info.count, a: (key >> 32) as u32, b: key as u32 }, tokens);
     }
 
     let setup_seconds = setup_start.elapsed().as_secs_f64();
@@ -438,13 +401,7 @@ pub fn learn_merges(
             Some(info) => info.count,
         };
         if current != top.count {
-            heap.push(
-                Entry {
-                    count: current,
-                    ..top
-                },
-                tokens,
-            );
+            heap.push(Entry { count: current, ..top }, tokens);
             continue;
         }
         if top.count < params.min_frequency.max(1) {
@@ -460,15 +417,9 @@ pub fn learn_merges(
             continue;
         }
         if tick(&merges, top.count)? == Flow::Stop {
-            return Ok(Learned {
-                merges,
-                interrupted: true,
-                setup_seconds,
-            });
+            return Ok(Learned { merges, interrupted: true, setup_seconds });
         }
-        let Some(info) = pairs.remove(&key) else {
-            continue;
-        };
+        let Some(info) = pairs.remove(&key) else { continue };
         let r = tokens.len() as u32;
         token_len.push(merged.len());
         if limited {
@@ -502,24 +453,14 @@ pub fn learn_merges(
             if p != NONE {
                 let ps = nodes[p as usize].sym;
                 *step_dec.entry(pack(ps, a)).or_insert(0) += w;
-                if candidate(
-                    ps,
-                    r,
-                    &token_len,
-                    limited.then_some((&tokens[..], &token_words[..])),
-                ) {
+                if candidate(ps, r, &token_len, limited.then_some((&tokens[..], &token_words[..]))) {
                     add_new(&mut step_new, pack(ps, r), w, p);
                 }
             }
             if nx != NONE {
                 let ns = nodes[nx as usize].sym;
                 *step_dec.entry(pack(b, ns)).or_insert(0) += w;
-                if candidate(
-                    r,
-                    ns,
-                    &token_len,
-                    limited.then_some((&tokens[..], &token_words[..])),
-                ) {
+                if candidate(r, ns, &token_len, limited.then_some((&tokens[..], &token_words[..]))) {
                     add_new(&mut step_new, pack(r, ns), w, i);
                 }
                 nodes[nx as usize].prev = i;
@@ -532,20 +473,13 @@ pub fn learn_merges(
         merges.push((a, b, top.count));
     }
     let _ = heap.len();
-    Ok(Learned {
-        merges,
-        interrupted: false,
-        setup_seconds,
-    })
+    Ok(Learned { merges, interrupted: false, setup_seconds })
 }
 
 /// Records an occurrence of a pair that contains the new symbol.
 #[inline]
 fn add_new(step_new: &mut Map<u64, PairInfo>, key: u64, w: u64, at: u32) {
-    let e = step_new.entry(key).or_insert_with(|| PairInfo {
-        count: 0,
-        pos: Vec::new(),
-    });
+    let e = step_new.entry(key).or_insert_with(|| PairInfo { count: 0, pos: Vec::new() });
     e.count += w;
     e.pos.push(at);
 }
@@ -580,14 +514,7 @@ fn apply_step(
     }
     for (key, info) in step_new.drain() {
         if info.count > 0 {
-            heap.push(
-                Entry {
-                    count: info.count,
-                    a: (key >> 32) as u32,
-                    b: key as u32,
-                },
-                tokens,
-            );
+            heap.push(Entry { count: info.count, a: (key >> 32) as u32, b: key as u32 }, tokens);
             pairs.insert(key, info);
         }
     }
@@ -613,18 +540,8 @@ mod tests {
 
     fn run(words: &[(&str, u64)], max_merges: usize) -> Vec<(String, String, u64)> {
         let (table, mut tokens, mut ids) = setup(words);
-        let params = MergeParams {
-            max_merges,
-            min_frequency: 1,
-            max_token_length: None,
-            unk: None,
-            limits: Default::default(),
-            threads: 2,
-        };
-        let learned = learn_merges(table, &mut tokens, &mut ids, &params, &mut |_, _| {
-            Ok(Flow::Continue)
-        })
-        .unwrap();
+        let params = MergeParams { max_merges, min_frequency: 1, max_token_length: None, unk: None, limits: Default::default(), threads: 2 };
+        let learned = learn_merges(table, &mut tokens, &mut ids, &params, &mut |_, _| Ok(Flow::Continue)).unwrap();
         learned
             .merges
             .into_iter()
@@ -646,13 +563,9 @@ mod tests {
         let mut words: Vec<(String, u64)> = Vec::new();
         let mut total = 0;
         while total < 1_300_000 {
-            state = state
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
+            state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
             let len = 2 + (state >> 60) as usize;
-            let w: String = (0..len)
-                .map(|k| (b'a' + ((state >> (k * 3 % 58)) & 3) as u8) as char)
-                .collect();
+            let w: String = (0..len).map(|k| (b'a' + ((state >> (k * 3 % 58)) & 3) as u8) as char).collect();
             total += w.len();
             words.push((w, 1 + (state >> 62)));
         }
@@ -666,19 +579,8 @@ mod tests {
             for (w, c) in &words {
                 table.push(w.bytes().map(u32::from), *c).unwrap();
             }
-            let params = MergeParams {
-                max_merges: 300,
-                min_frequency: 1,
-                max_token_length: None,
-                unk: None,
-                limits: Default::default(),
-                threads,
-            };
-            learn_merges(table, &mut tokens, &mut ids, &params, &mut |_, _| {
-                Ok(Flow::Continue)
-            })
-            .unwrap()
-            .merges
+            let params = MergeParams { max_merges: 300, min_frequency: 1, max_token_length: None, unk: None, limits: Default::default(), threads };
+            learn_merges(table, &mut tokens, &mut ids, &params, &mut |_, _| Ok(Flow::Continue)).unwrap().merges
         };
         assert_eq!(run_with(1), run_with(2));
         assert_eq!(run_with(1), run_with(3));
@@ -701,16 +603,7 @@ mod tests {
 
     #[test]
     fn counts_are_weighted_and_updated() {
-        let m = run(
-            &[
-                ("hug", 10),
-                ("pug", 5),
-                ("pun", 12),
-                ("bun", 4),
-                ("hugs", 5),
-            ],
-            3,
-        );
+        let m = run(&[("hug", 10), ("pug", 5), ("pun", 12), ("bun", 4), ("hugs", 5)], 3);
         assert_eq!(m[0], ("u".into(), "g".into(), 20));
         assert_eq!(m[1], ("u".into(), "n".into(), 16));
         assert_eq!(m[2], ("h".into(), "ug".into(), 15));

@@ -53,16 +53,11 @@ where
         fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
             write!(f, "an array of at most {MAX_MERGES} elements")
         }
-        fn visit_seq<A: serde::de::SeqAccess<'de>>(
-            self,
-            mut seq: A,
-        ) -> std::result::Result<Vec<T>, A::Error> {
+        fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> std::result::Result<Vec<T>, A::Error> {
             let mut out = Vec::new();
             while let Some(x) = seq.next_element()? {
                 if out.len() >= MAX_MERGES {
-                    return Err(serde::de::Error::custom(format!(
-                        "an array has more than {MAX_MERGES} elements; refused"
-                    )));
+                    return Err(serde::de::Error::custom(format!("an array has more than {MAX_MERGES} elements; refused")));
                 }
                 out.push(x);
             }
@@ -79,9 +74,7 @@ where
 {
     struct W<T>(Vec<T>);
     impl<'de, T: Deserialize<'de>> Deserialize<'de> for W<T> {
-        fn deserialize<D2: serde::Deserializer<'de>>(
-            d: D2,
-        ) -> std::result::Result<Self, D2::Error> {
+        fn deserialize<D2: serde::Deserializer<'de>>(d: D2) -> std::result::Result<Self, D2::Error> {
             bounded_vec(d).map(W)
         }
     }
@@ -135,11 +128,7 @@ pub struct Model {
     pub metadata: serde_json::Value,
     /// Optional external ids: `ids[i]` is the id callers see for the token
     /// with internal id `i` (imported vocabularies keep their own numbering).
-    #[serde(
-        default,
-        skip_serializing_if = "Option::is_none",
-        deserialize_with = "bounded_opt_vec"
-    )]
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "bounded_opt_vec")]
     pub ids: Option<Vec<u32>>,
 }
 
@@ -184,11 +173,7 @@ impl Model {
     /// The id of `<unk>` (chars scheme).
     pub fn unk_id(&self) -> Option<u32> {
         match &self.scheme {
-            Scheme::Chars { unk_token, .. } => self
-                .special_tokens
-                .iter()
-                .position(|t| t == unk_token)
-                .map(|i| i as u32),
+            Scheme::Chars { unk_token, .. } => self.special_tokens.iter().position(|t| t == unk_token).map(|i| i as u32),
             Scheme::Bytes => None,
         }
     }
@@ -218,14 +203,8 @@ impl Model {
                     a.max(b)
                 )));
             }
-            if (a as usize) < self.special_tokens.len()
-                || (b as usize) < self.special_tokens.len()
-                || Some(a) == unk
-                || Some(b) == unk
-            {
-                return Err(Error::model(format!(
-                    "merge {k} uses a special token (id {a} or {b}); special tokens never merge"
-                )));
+            if (a as usize) < self.special_tokens.len() || (b as usize) < self.special_tokens.len() || Some(a) == unk || Some(b) == unk {
+                return Err(Error::model(format!("merge {k} uses a special token (id {a} or {b}); special tokens never merge")));
             }
             let len = tokens[a as usize].len() + tokens[b as usize].len();
             if len > MAX_TOKEN_BYTES {
@@ -233,9 +212,7 @@ impl Model {
             }
             total += len;
             if total > MAX_VOCAB_BYTES {
-                return Err(Error::model(format!(
-                    "the tokens add up to more than {MAX_VOCAB_BYTES} bytes; refused"
-                )));
+                return Err(Error::model(format!("the tokens add up to more than {MAX_VOCAB_BYTES} bytes; refused")));
             }
             let mut t = Vec::with_capacity(len);
             t.extend_from_slice(&tokens[a as usize]);
@@ -248,10 +225,7 @@ impl Model {
     /// Checks everything a loaded (possibly hostile) model claims.
     pub fn validate(&self) -> Result<()> {
         if self.format != FORMAT {
-            return Err(Error::model(format!(
-                "not a bpeforge model (format is {:?}, expected {FORMAT:?})",
-                self.format
-            )));
+            return Err(Error::model(format!("not a bpeforge model (format is {:?}, expected {FORMAT:?})", self.format)));
         }
         if self.version != VERSION {
             return Err(Error::model(format!(
@@ -260,10 +234,7 @@ impl Model {
             )));
         }
         if self.merges.len() > MAX_MERGES {
-            return Err(Error::model(format!(
-                "the model claims {} merges; more than {MAX_MERGES} is refused",
-                self.merges.len()
-            )));
+            return Err(Error::model(format!("the model claims {} merges; more than {MAX_MERGES} is refused", self.merges.len())));
         }
         if !self.merge_counts.is_empty() && self.merge_counts.len() != self.merges.len() {
             return Err(Error::model(format!(
@@ -284,35 +255,22 @@ impl Model {
         match &self.scheme {
             Scheme::Bytes => {
                 if self.alphabet.is_some() {
-                    return Err(Error::model(
-                        "the bytes scheme has a fixed alphabet; 'alphabet' must be null",
-                    ));
+                    return Err(Error::model("the bytes scheme has a fixed alphabet; 'alphabet' must be null"));
                 }
             }
-            Scheme::Chars {
-                unk_token,
-                end_of_word_suffix,
-                character_coverage,
-            } => {
+            Scheme::Chars { unk_token, end_of_word_suffix, character_coverage } => {
                 if !(0.0..=1.0).contains(character_coverage) || character_coverage.is_nan() {
-                    return Err(Error::model(format!(
-                        "character_coverage {character_coverage} is outside [0, 1]"
-                    )));
+                    return Err(Error::model(format!("character_coverage {character_coverage} is outside [0, 1]")));
                 }
                 if self.unk_id().is_none() {
-                    return Err(Error::model(format!(
-                        "unk_token {unk_token:?} is not among the special tokens"
-                    )));
+                    return Err(Error::model(format!("unk_token {unk_token:?} is not among the special tokens")));
                 }
                 if let Some(s) = end_of_word_suffix {
                     if s.is_empty() {
                         return Err(Error::model("end_of_word_suffix is the empty string"));
                     }
                 }
-                let alphabet = self
-                    .alphabet
-                    .as_ref()
-                    .ok_or_else(|| Error::model("the chars scheme needs an 'alphabet'"))?;
+                let alphabet = self.alphabet.as_ref().ok_or_else(|| Error::model("the chars scheme needs an 'alphabet'"))?;
                 let mut seen = std::collections::HashSet::new();
                 for s in alphabet {
                     let body = match end_of_word_suffix {
@@ -320,14 +278,10 @@ impl Model {
                         None => s,
                     };
                     if body.chars().count() != 1 {
-                        return Err(Error::model(format!(
-                            "alphabet symbol {s:?} is not one character"
-                        )));
+                        return Err(Error::model(format!("alphabet symbol {s:?} is not one character")));
                     }
                     if !seen.insert(s.as_str()) {
-                        return Err(Error::model(format!(
-                            "alphabet symbol {s:?} is listed twice"
-                        )));
+                        return Err(Error::model(format!("alphabet symbol {s:?} is listed twice")));
                     }
                 }
             }
@@ -343,14 +297,10 @@ impl Model {
             let mut seen = std::collections::HashSet::with_capacity(ids.len());
             for &e in ids {
                 if e >= MAX_EXTERNAL_ID {
-                    return Err(Error::model(format!(
-                        "external id {e} is too large (ids must be below {MAX_EXTERNAL_ID})"
-                    )));
+                    return Err(Error::model(format!("external id {e} is too large (ids must be below {MAX_EXTERNAL_ID})")));
                 }
                 if !seen.insert(e) {
-                    return Err(Error::model(format!(
-                        "external id {e} is used twice in 'ids'"
-                    )));
+                    return Err(Error::model(format!("external id {e} is used twice in 'ids'")));
                 }
             }
         }
@@ -392,15 +342,13 @@ impl Model {
             write!(out, "\n    [{a}, {b}]").map_err(|e| Error::output(e.to_string()))?;
         }
         out.extend_from_slice(b"\n  ],\n  \"merge_counts\": ");
-        serde_json::to_writer(&mut out, &self.merge_counts)
-            .map_err(|e| Error::output(e.to_string()))?;
+        serde_json::to_writer(&mut out, &self.merge_counts).map_err(|e| Error::output(e.to_string()))?;
         if let Some(ids) = &self.ids {
             out.extend_from_slice(b",\n  \"ids\": ");
             serde_json::to_writer(&mut out, ids).map_err(|e| Error::output(e.to_string()))?;
         }
         out.extend_from_slice(b",\n  \"metadata\": ");
-        serde_json::to_writer_pretty(&mut out, &self.metadata)
-            .map_err(|e| Error::output(e.to_string()))?;
+        serde_json::to_writer_pretty(&mut out, &self.metadata).map_err(|e| Error::output(e.to_string()))?;
         out.extend_from_slice(b"\n}\n");
         Ok(out)
     }
@@ -422,8 +370,7 @@ impl Model {
         let json = self.to_json()?;
         let data = if is_gz(path) {
             let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
-            enc.write_all(&json)
-                .map_err(|e| Error::output(e.to_string()))?;
+            enc.write_all(&json).map_err(|e| Error::output(e.to_string()))?;
             enc.finish().map_err(|e| Error::output(e.to_string()))?
         } else {
             json
@@ -433,28 +380,19 @@ impl Model {
 
     pub fn load(path: &Path) -> Result<Model> {
         let mut file = std::fs::File::open(path).map_err(|e| {
-            Error::new(
-                crate::error::ErrorKind::Input,
-                Error::io_read(path, &e).message,
-            )
+            Error::new(crate::error::ErrorKind::Input, Error::io_read(path, &e).message)
         })?;
         let mut data = Vec::new();
         let res = if is_gz(path) {
-            flate2::read::GzDecoder::new(file)
-                .take(MAX_MODEL_BYTES + 1)
-                .read_to_end(&mut data)
+            flate2::read::GzDecoder::new(file).take(MAX_MODEL_BYTES + 1).read_to_end(&mut data)
         } else {
             (&mut file).take(MAX_MODEL_BYTES + 1).read_to_end(&mut data)
         };
         res.map_err(|e| Error::model(format!("{}: cannot read the model: {e}", path.display())))?;
         if data.len() as u64 > MAX_MODEL_BYTES {
-            return Err(Error::model(format!(
-                "{}: the model is larger than {MAX_MODEL_BYTES} bytes; refused",
-                path.display()
-            )));
+            return Err(Error::model(format!("{}: the model is larger than {MAX_MODEL_BYTES} bytes; refused", path.display())));
         }
-        Model::from_json(&data)
-            .map_err(|e| Error::model(format!("{}: {}", path.display(), e.message)))
+        Model::from_json(&data).map_err(|e| Error::model(format!("{}: {}", path.display(), e.message)))
     }
 }
 
@@ -465,25 +403,16 @@ fn is_gz(path: &Path) -> bool {
 /// Writes `data` to `path` through a temporary file in the same directory and
 /// a rename, so readers see the old file or the new one, never a mix.
 pub fn write_atomic(path: &Path, data: &[u8]) -> Result<()> {
-    let fail = |what: &str, e: &dyn std::fmt::Display| {
-        Error::output(format!("cannot write {}: {what}: {e}", path.display()))
-    };
+    let fail = |what: &str, e: &dyn std::fmt::Display| Error::output(format!("cannot write {}: {what}: {e}", path.display()));
     if path.is_dir() {
-        return Err(Error::output(format!(
-            "cannot write {}: it is a directory",
-            path.display()
-        )));
+        return Err(Error::output(format!("cannot write {}: it is a directory", path.display())));
     }
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
         _ => std::path::PathBuf::from("."),
     };
     if !dir.is_dir() {
-        return Err(Error::output(format!(
-            "cannot write {}: directory {} does not exist",
-            path.display(),
-            dir.display()
-        )));
+        return Err(Error::output(format!("cannot write {}: directory {} does not exist", path.display(), dir.display())));
     }
     let mut tmp = tempfile::Builder::new()
         .prefix(".bpeforge-")
@@ -491,10 +420,7 @@ pub fn write_atomic(path: &Path, data: &[u8]) -> Result<()> {
         .tempfile_in(&dir)
         .map_err(|e| fail("cannot create a temporary file there", &e))?;
     tmp.write_all(data).map_err(|e| fail("write failed", &e))?;
-    tmp.as_file()
-        .sync_all()
-        .map_err(|e| fail("sync failed", &e))?;
-    tmp.persist(path)
-        .map_err(|e| fail("rename failed", &e.error))?;
+    tmp.as_file().sync_all().map_err(|e| fail("sync failed", &e))?;
+    tmp.persist(path).map_err(|e| fail("rename failed", &e.error))?;
     Ok(())
 }

@@ -68,9 +68,7 @@ pub enum PreTokenizerSpec {
     O200k,
     Whitespace,
     None,
-    Regex {
-        pattern: String,
-    },
+    Regex { pattern: String },
     /// SuperBPE stage 2: the matches of `SUPERWORD_PATTERN` *and* the text
     /// between them are pieces (an "isolated" split).
     Superword,
@@ -86,9 +84,7 @@ impl PreTokenizerSpec {
             "whitespace" => Self::Whitespace,
             "none" => Self::None,
             "superword" => Self::Superword,
-            other => Self::Regex {
-                pattern: other.to_string(),
-            },
+            other => Self::Regex { pattern: other.to_string() },
         }
     }
     /// The preset name, or the custom pattern.
@@ -129,11 +125,7 @@ enum Lookahead {
 
 #[derive(Debug)]
 enum Engine {
-    Dfa {
-        re: meta::Regex,
-        lookahead: Lookahead,
-        covers: bool,
-    },
+    Dfa { re: meta::Regex, lookahead: Lookahead, covers: bool },
     Backtrack(Box<fancy_regex::Regex>),
     Superword(meta::Regex),
     Whitespace,
@@ -181,9 +173,7 @@ impl PreTokenizer {
             },
             PreTokenizerSpec::Whitespace => Engine::Whitespace,
             PreTokenizerSpec::None => Engine::Whole,
-            PreTokenizerSpec::Superword => {
-                Engine::Superword(compile_meta(SUPERWORD_FAST).map_err(Error::parameter)?)
-            }
+            PreTokenizerSpec::Superword => Engine::Superword(compile_meta(SUPERWORD_FAST).map_err(Error::parameter)?),
             PreTokenizerSpec::Regex { pattern } => {
                 if pattern.is_empty() {
                     return Err(Error::parameter(
@@ -191,16 +181,10 @@ impl PreTokenizer {
                     ));
                 }
                 if pattern.len() > 100_000 {
-                    return Err(Error::parameter(
-                        "pretokenizer: the custom regex is longer than 100000 bytes",
-                    ));
+                    return Err(Error::parameter("pretokenizer: the custom regex is longer than 100000 bytes"));
                 }
                 match compile_meta(pattern) {
-                    Ok(re) => Engine::Dfa {
-                        re,
-                        lookahead: Lookahead::Off,
-                        covers: false,
-                    },
+                    Ok(re) => Engine::Dfa { re, lookahead: Lookahead::Off, covers: false },
                     Err(dfa_err) => {
                         let re = fancy_regex::RegexBuilder::new(pattern)
                             .backtrack_limit(BACKTRACK_LIMIT)
@@ -225,11 +209,7 @@ impl PreTokenizer {
     /// Calls `f` with each piece of `text`, in order. Empty pieces are skipped.
     pub fn split<'t>(&self, text: &'t str, f: &mut impl FnMut(&'t str)) -> Result<()> {
         match &self.engine {
-            Engine::Dfa {
-                re,
-                lookahead,
-                covers,
-            } => {
+            Engine::Dfa { re, lookahead, covers } => {
                 if *covers {
                     split_covering(re, *lookahead, text, f);
                 } else {
@@ -297,12 +277,7 @@ impl PreTokenizer {
 }
 
 /// Anchored matching from the end of each piece; see the module notes.
-fn split_covering<'t>(
-    re: &meta::Regex,
-    lookahead: Lookahead,
-    text: &'t str,
-    f: &mut impl FnMut(&'t str),
-) {
+fn split_covering<'t>(re: &meta::Regex, lookahead: Lookahead, text: &'t str, f: &mut impl FnMut(&'t str)) {
     let mut pos = 0;
     while pos < text.len() {
         let input = Input::new(text).range(pos..).anchored(Anchored::Yes);
@@ -332,9 +307,7 @@ fn split_superword<'t>(re: &meta::Regex, text: &'t str, f: &mut impl FnMut(&'t s
     let mut pos = 0;
     let mut gap = 0;
     while pos < text.len() {
-        let Some(m) = re.find(Input::new(text).range(pos..)) else {
-            break;
-        };
+        let Some(m) = re.find(Input::new(text).range(pos..)) else { break };
         let (start, mut end) = (m.start(), m.end());
         if end == start {
             break;
@@ -370,14 +343,7 @@ fn emulate_lookahead(text: &str, start: usize, end: usize, lookahead: Lookahead)
     let piece = &text[start..end];
     let first = piece.as_bytes()[0];
     // Fast reject: most pieces start with a letter, digit or punctuation.
-    if !(first == b' '
-        || first == b'\t'
-        || first == b'\n'
-        || first == b'\r'
-        || first >= 0x80
-        || first == 0x0b
-        || first == 0x0c)
-    {
+    if !(first == b' ' || first == b'\t' || first == b'\n' || first == b'\r' || first >= 0x80 || first == 0x0b || first == 0x0c) {
         return end;
     }
     let next = text[end..].chars().next();
@@ -424,9 +390,7 @@ impl SpecialSplitter {
     pub fn new(tokens: &[String]) -> Result<Self> {
         for t in tokens {
             if t.is_empty() {
-                return Err(Error::parameter(
-                    "special_tokens: an empty string cannot be a special token",
-                ));
+                return Err(Error::parameter("special_tokens: an empty string cannot be a special token"));
             }
         }
         let matcher = if tokens.is_empty() {
@@ -442,10 +406,7 @@ impl SpecialSplitter {
                     .map_err(|e| Error::parameter(format!("special_tokens: {e}")))?,
             )
         };
-        Ok(SpecialSplitter {
-            matcher,
-            tokens: tokens.to_vec(),
-        })
+        Ok(SpecialSplitter { matcher, tokens: tokens.to_vec() })
     }
 
     pub fn is_empty(&self) -> bool {
@@ -457,11 +418,7 @@ impl SpecialSplitter {
     }
 
     /// Calls `f` for each segment of `text` in order (empty text segments skipped).
-    pub fn split<'t, E>(
-        &self,
-        text: &'t [u8],
-        f: &mut impl FnMut(Segment<'t>) -> std::result::Result<(), E>,
-    ) -> std::result::Result<(), E> {
+    pub fn split<'t, E>(&self, text: &'t [u8], f: &mut impl FnMut(Segment<'t>) -> std::result::Result<(), E>) -> std::result::Result<(), E> {
         let Some(m) = &self.matcher else {
             if !text.is_empty() {
                 f(Segment::Text(text))?;
@@ -524,20 +481,11 @@ mod tests {
 
     fn fancy_pieces(pattern: &str, text: &str) -> Vec<String> {
         let re = fancy_regex::Regex::new(pattern).unwrap();
-        re.find_iter(text)
-            .map(|m| m.unwrap().as_str().to_string())
-            .filter(|s| !s.is_empty())
-            .collect()
+        re.find_iter(text).map(|m| m.unwrap().as_str().to_string()).filter(|s| !s.is_empty()).collect()
     }
 
     fn ours(spec: PreTokenizerSpec, text: &str) -> Vec<String> {
-        PreTokenizer::new(spec)
-            .unwrap()
-            .pieces(text)
-            .unwrap()
-            .into_iter()
-            .map(String::from)
-            .collect()
+        PreTokenizer::new(spec).unwrap().pieces(text).unwrap().into_iter().map(String::from).collect()
     }
 
     const CASES: &[&str] = &[
@@ -569,11 +517,7 @@ mod tests {
             (PreTokenizerSpec::O200k, O200K_PATTERN),
         ] {
             for text in CASES {
-                assert_eq!(
-                    ours(spec.clone(), text),
-                    fancy_pieces(pat, text),
-                    "{spec:?} on {text:?}"
-                );
+                assert_eq!(ours(spec.clone(), text), fancy_pieces(pat, text), "{spec:?} on {text:?}");
             }
         }
     }
@@ -613,11 +557,7 @@ mod tests {
 
     #[test]
     fn presets_cover_text() {
-        for spec in [
-            PreTokenizerSpec::Gpt2,
-            PreTokenizerSpec::Cl100k,
-            PreTokenizerSpec::O200k,
-        ] {
+        for spec in [PreTokenizerSpec::Gpt2, PreTokenizerSpec::Cl100k, PreTokenizerSpec::O200k] {
             for text in CASES {
                 assert_eq!(ours(spec.clone(), text).concat(), *text);
             }
@@ -626,26 +566,17 @@ mod tests {
 
     #[test]
     fn whitespace_and_none() {
-        assert_eq!(
-            ours(PreTokenizerSpec::Whitespace, " a  b\u{1c}c\n"),
-            vec!["a", "b", "c"]
-        );
+        assert_eq!(ours(PreTokenizerSpec::Whitespace, " a  b\u{1c}c\n"), vec!["a", "b", "c"]);
         assert_eq!(ours(PreTokenizerSpec::None, "a b"), vec!["a b"]);
         assert!(ours(PreTokenizerSpec::None, "").is_empty());
     }
 
     #[test]
     fn custom_regex_backtracking_is_bounded() {
-        let p = PreTokenizer::new(PreTokenizerSpec::Regex {
-            pattern: r"(a+)+\1b".into(),
-        })
-        .unwrap();
+        let p = PreTokenizer::new(PreTokenizerSpec::Regex { pattern: r"(a+)+\1b".into() }).unwrap();
         let text = "a".repeat(40);
         assert!(p.pieces(&text).is_err() || p.pieces(&text).unwrap().is_empty());
-        assert!(PreTokenizer::new(PreTokenizerSpec::Regex {
-            pattern: "(".into()
-        })
-        .is_err());
+        assert!(PreTokenizer::new(PreTokenizerSpec::Regex { pattern: "(".into() }).is_err());
     }
 
     #[test]
@@ -659,13 +590,7 @@ mod tests {
         .unwrap();
         assert_eq!(
             out,
-            vec![
-                Segment::Text(b"a"),
-                Segment::Special(1),
-                Segment::Text(b"b"),
-                Segment::Special(2),
-                Segment::Special(0)
-            ]
+            vec![Segment::Text(b"a"), Segment::Special(1), Segment::Text(b"b"), Segment::Special(2), Segment::Special(0)]
         );
     }
 
@@ -678,14 +603,6 @@ mod tests {
             Ok(())
         })
         .unwrap();
-        assert_eq!(
-            out,
-            vec![
-                Ok("ab".into()),
-                Err(vec![0xff, 0xfe]),
-                Ok("cd".into()),
-                Err(vec![0xe2, 0x82])
-            ]
-        );
+        assert_eq!(out, vec![Ok("ab".into()), Err(vec![0xff, 0xfe]), Ok("cd".into()), Err(vec![0xe2, 0x82])]);
     }
 }

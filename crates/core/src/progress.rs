@@ -23,11 +23,7 @@ impl ProgressFormat {
     /// "auto" (human on a terminal, JSON otherwise), "human", "json", "off".
     pub fn parse(s: &str) -> Option<Self> {
         match s {
-            "auto" => Some(if std::io::stderr().is_terminal() {
-                Self::Human
-            } else {
-                Self::Json
-            }),
+            "auto" => Some(if std::io::stderr().is_terminal() { Self::Human } else { Self::Json }),
             "human" | "bar" => Some(Self::Human),
             "json" => Some(Self::Json),
             "off" | "none" | "quiet" => Some(Self::Off),
@@ -63,17 +59,8 @@ fn eta(done: f64, total: f64, elapsed: f64) -> String {
 
 impl ProgressPrinter {
     pub fn new(format: ProgressFormat) -> Self {
-        let interval = if format == ProgressFormat::Json {
-            2.0
-        } else {
-            0.25
-        };
-        ProgressPrinter {
-            format,
-            last: None,
-            interval,
-            open_line: false,
-        }
+        let interval = if format == ProgressFormat::Json { 2.0 } else { 0.25 };
+        ProgressPrinter { format, last: None, interval, open_line: false }
     }
 
     fn due(&mut self) -> bool {

@@ -1,9 +1,9 @@
 //! Training end to end: settings -> counting -> word table -> merge loop -> model.
 
 use crate::count::{count_parallel, new_map, CountStats, Counter, Map, WordCounts};
-use crate::encode::Encoder;
 use crate::error::{Error, Result};
 use crate::input::{read_chunks, total_size, Chunk, TextMode};
+use crate::encode::Encoder;
 use crate::merge::{learn_merges, Flow, MergeParams, WordTable};
 use crate::model::{Model, Scheme, SPACE_MARKER};
 use crate::pretok::{PreTokenizer, PreTokenizerSpec, SpecialSplitter};
@@ -91,10 +91,7 @@ impl LanguageTable {
             return Err(Error::input(format!("{}: empty language tag", where_())));
         }
         if self.names.len() >= u16::MAX as usize {
-            return Err(Error::input(format!(
-                "{}: more than 65535 distinct language tags",
-                where_()
-            )));
+            return Err(Error::input(format!("{}: more than 65535 distinct language tags", where_())));
         }
         let id = self.names.len() as u16;
         self.names.push(tag.to_string());
@@ -117,10 +114,7 @@ impl LanguageTable {
                     )));
                 }
                 for path in langs {
-                    let reader = std::io::BufReader::new(crate::input::open(
-                        path,
-                        Arc::new(AtomicU64::new(0)),
-                    )?);
+                    let reader = std::io::BufReader::new(crate::input::open(path, Arc::new(AtomicU64::new(0)))?);
                     for (n, line) in reader.lines().enumerate() {
                         let line = line.map_err(|e| Error::io_read(path, &e))?;
                         let tag = line.trim();
@@ -144,9 +138,7 @@ impl LanguageTable {
                     let mut last = b'\n';
                     let mut n = 0u64;
                     loop {
-                        let k = reader
-                            .read(&mut buf)
-                            .map_err(|e| Error::io_read(path, &e))?;
+                        let k = reader.read(&mut buf).map_err(|e| Error::io_read(path, &e))?;
                         if k == 0 {
                             break;
                         }
@@ -162,16 +154,10 @@ impl LanguageTable {
         }
         let total: u64 = table.lines.iter().sum();
         if total == 0 {
-            return Err(Error::training(
-                "language balancing: the language files are empty",
-            ));
+            return Err(Error::training("language balancing: the language files are empty"));
         }
         let t = balance.temperature;
-        let p: Vec<f64> = table
-            .lines
-            .iter()
-            .map(|&l| l as f64 / total as f64)
-            .collect();
+        let p: Vec<f64> = table.lines.iter().map(|&l| l as f64 / total as f64).collect();
         let z: f64 = p.iter().map(|&x| x.powf(1.0 / t)).sum();
         table.weights = p
             .iter()
@@ -250,12 +236,7 @@ impl TrainConfig {
                 Scheme::Chars { unk_token, .. } => Some(unk_token.clone()),
                 Scheme::Bytes => None,
             };
-            self.special_tokens = m
-                .special_tokens
-                .iter()
-                .filter(|t| Some(*t) != unk.as_ref())
-                .cloned()
-                .collect();
+            self.special_tokens = m.special_tokens.iter().filter(|t| Some(*t) != unk.as_ref()).cloned().collect();
         }
     }
 
@@ -265,22 +246,12 @@ impl TrainConfig {
             return Err(Error::parameter("vocab_size must be positive"));
         }
         if self.vocab_size > u32::MAX as usize / 2 {
-            return Err(Error::parameter(format!(
-                "vocab_size {} is too large",
-                self.vocab_size
-            )));
+            return Err(Error::parameter(format!("vocab_size {} is too large", self.vocab_size)));
         }
         if self.max_token_length == Some(0) {
-            return Err(Error::parameter(
-                "max_token_length must be at least 1 (or None for no limit)",
-            ));
+            return Err(Error::parameter("max_token_length must be at least 1 (or None for no limit)"));
         }
-        if let Scheme::Chars {
-            unk_token,
-            end_of_word_suffix,
-            character_coverage,
-        } = &self.scheme
-        {
+        if let Scheme::Chars { unk_token, end_of_word_suffix, character_coverage } = &self.scheme {
             if !(*character_coverage > 0.0 && *character_coverage <= 1.0) {
                 return Err(Error::parameter(format!(
                     "character_coverage must be in (0, 1], got {character_coverage}"
@@ -291,9 +262,7 @@ impl TrainConfig {
             }
             if let Some(s) = end_of_word_suffix {
                 if s.is_empty() {
-                    return Err(Error::parameter(
-                        "end_of_word_suffix must not be empty (use None for the ▁ prefix)",
-                    ));
+                    return Err(Error::parameter("end_of_word_suffix must not be empty (use None for the ▁ prefix)"));
                 }
                 if self.pretokenizer != PreTokenizerSpec::Whitespace {
                     return Err(Error::parameter(format!(
@@ -306,14 +275,10 @@ impl TrainConfig {
         let mut seen = std::collections::HashSet::new();
         for t in &self.special_tokens {
             if t.is_empty() {
-                return Err(Error::parameter(
-                    "special_tokens: an empty string cannot be a special token",
-                ));
+                return Err(Error::parameter("special_tokens: an empty string cannot be a special token"));
             }
             if !seen.insert(t) {
-                return Err(Error::parameter(format!(
-                    "special_tokens: {t:?} is listed twice"
-                )));
+                return Err(Error::parameter(format!("special_tokens: {t:?} is listed twice")));
             }
         }
         if let TextMode::Records(sep) = &self.text_mode {
@@ -324,15 +289,10 @@ impl TrainConfig {
         PreTokenizer::new(self.pretokenizer.clone())?;
         if let Some(b) = &self.balance {
             if !(b.temperature > 0.0 && b.temperature.is_finite()) {
-                return Err(Error::parameter(format!(
-                    "temperature must be positive, got {}",
-                    b.temperature
-                )));
+                return Err(Error::parameter(format!("temperature must be positive, got {}", b.temperature)));
             }
             if self.text_mode != TextMode::Lines {
-                return Err(Error::parameter(
-                    "language balancing reads one language per line: it needs the lines text mode",
-                ));
+                return Err(Error::parameter("language balancing reads one language per line: it needs the lines text mode"));
             }
             if let Some(p) = &b.parity {
                 p.validate()?;
@@ -348,9 +308,7 @@ impl TrainConfig {
         }
         if let Some(sb) = &self.superbpe {
             if !matches!(self.scheme, Scheme::Bytes) {
-                return Err(Error::parameter(
-                    "superbpe_transition: SuperBPE is implemented for scheme=\"bytes\"",
-                ));
+                return Err(Error::parameter("superbpe_transition: SuperBPE is implemented for scheme=\"bytes\""));
             }
             if sb.transition >= self.vocab_size {
                 return Err(Error::parameter(format!(
@@ -359,9 +317,7 @@ impl TrainConfig {
                 )));
             }
             if self.resume_from.is_some() {
-                return Err(Error::parameter(
-                    "superbpe_transition cannot be combined with resume_from",
-                ));
+                return Err(Error::parameter("superbpe_transition cannot be combined with resume_from"));
             }
             if self.pretokenizer == PreTokenizerSpec::Superword {
                 return Err(Error::parameter("superbpe_transition: stage 1 needs a word-level pre-tokenizer such as \"gpt2\""));
@@ -428,11 +384,7 @@ impl Observer for Silent {}
 const POLL_SECONDS: f64 = 0.05;
 
 /// Trains on files.
-pub fn train_files(
-    paths: &[PathBuf],
-    config: &TrainConfig,
-    observer: &mut dyn Observer,
-) -> Result<Model> {
+pub fn train_files(paths: &[PathBuf], config: &TrainConfig, observer: &mut dyn Observer) -> Result<Model> {
     config.validate()?;
     if paths.is_empty() {
         return Err(Error::input("no input files given"));
@@ -464,29 +416,24 @@ pub fn train_files(
                     (Some(b), Some(table)) => Some(Tagger::new(&b.source, i, table)?),
                     _ => None,
                 };
-                read_chunks(
-                    std::slice::from_ref(path),
-                    &config.text_mode,
-                    raw.clone(),
-                    &mut |mut chunk| {
-                        if let Some(t) = tagger.as_mut() {
-                            t.tag(&mut chunk)?;
+                read_chunks(std::slice::from_ref(path), &config.text_mode, raw.clone(), &mut |mut chunk| {
+                    if let Some(t) = tagger.as_mut() {
+                        t.tag(&mut chunk)?;
+                    }
+                    let t = start.elapsed().as_secs_f64();
+                    if t - last >= POLL_SECONDS {
+                        last = t;
+                        if observer.should_stop() {
+                            return Err(Error::interrupted());
                         }
-                        let t = start.elapsed().as_secs_f64();
-                        if t - last >= POLL_SECONDS {
-                            last = t;
-                            if observer.should_stop() {
-                                return Err(Error::interrupted());
-                            }
-                            observer.counting(&CountProgress {
-                                raw_bytes_done: raw.load(Ordering::Relaxed),
-                                raw_bytes_total: Some(total),
-                                elapsed: t,
-                            });
-                        }
-                        sink(chunk)
-                    },
-                )?;
+                        observer.counting(&CountProgress {
+                            raw_bytes_done: raw.load(Ordering::Relaxed),
+                            raw_bytes_total: Some(total),
+                            elapsed: t,
+                        });
+                    }
+                    sink(chunk)
+                })?;
                 if let Some(t) = tagger {
                     for (total, b) in lang_bytes.iter_mut().zip(t.finish()?) {
                         *total += b;
@@ -514,16 +461,8 @@ pub fn train_files(
     if languages.is_some() {
         counts.rescale(WEIGHT_SCALE);
     }
-    let mut model = train_from_counts(
-        counts,
-        config,
-        observer,
-        serde_json::json!(inputs),
-        count_seconds,
-    )?;
-    if let (Some(table), Some(b), Some(obj)) =
-        (&languages, &config.balance, model.metadata.as_object_mut())
-    {
+    let mut model = train_from_counts(counts, config, observer, serde_json::json!(inputs), count_seconds)?;
+    if let (Some(table), Some(b), Some(obj)) = (&languages, &config.balance, model.metadata.as_object_mut()) {
         obj.insert("language_balance".into(), table.metadata(b.temperature));
     }
     Ok(model)
@@ -532,10 +471,7 @@ pub fn train_files(
 /// Attaches each line's language id to chunks of input file `i`.
 struct Tagger<'a> {
     fixed: Option<u16>,
-    reader: Option<(
-        std::io::BufReader<Box<dyn std::io::Read + Send>>,
-        &'a PathBuf,
-    )>,
+    reader: Option<(std::io::BufReader<Box<dyn std::io::Read + Send>>, &'a PathBuf)>,
     table: &'a LanguageTable,
     line: u64,
     /// UTF-8 bytes of the texts seen, per language id.
@@ -568,29 +504,24 @@ impl<'a> Tagger<'a> {
     fn tag(&mut self, chunk: &mut Chunk) -> Result<()> {
         use std::io::BufRead;
         let mut lengths = Vec::new();
-        chunk
-            .for_each_text::<()>(&mut |text, _| {
-                lengths.push(text.len() as u64);
-                Ok(())
-            })
-            .ok();
+        chunk.for_each_text::<()>(&mut |text, _| {
+            lengths.push(text.len() as u64);
+            Ok(())
+        })
+        .ok();
         let n = lengths.len();
         if let Some(id) = self.fixed {
             chunk.langs = vec![id; n];
             self.bytes[id as usize] += lengths.iter().sum::<u64>();
             return Ok(());
         }
-        let Some((reader, path)) = self.reader.as_mut() else {
-            return Ok(());
-        };
+        let Some((reader, path)) = self.reader.as_mut() else { return Ok(()) };
         let mut tags = Vec::with_capacity(n);
         let mut buf = String::new();
         for _ in 0..n {
             buf.clear();
             self.line += 1;
-            let k = reader
-                .read_line(&mut buf)
-                .map_err(|e| Error::io_read(path, &e))?;
+            let k = reader.read_line(&mut buf).map_err(|e| Error::io_read(path, &e))?;
             if k == 0 {
                 return Err(Error::input(format!(
                     "{} has only {} line(s) but {} has more lines: the language file must have one tag per input line",
@@ -601,11 +532,7 @@ impl<'a> Tagger<'a> {
             }
             let tag = buf.trim();
             let id = self.table.ids.get(tag).copied().ok_or_else(|| {
-                Error::input(format!(
-                    "{}, line {}: language tag {tag:?} changed while reading",
-                    path.display(),
-                    self.line
-                ))
+                Error::input(format!("{}, line {}: language tag {tag:?} changed while reading", path.display(), self.line))
             })?;
             tags.push(id);
             self.bytes[id as usize] += lengths[tags.len() - 1];
@@ -619,11 +546,7 @@ impl<'a> Tagger<'a> {
         use std::io::BufRead;
         if let Some((mut reader, path)) = self.reader {
             let mut buf = String::new();
-            while reader
-                .read_line(&mut buf)
-                .map_err(|e| Error::io_read(path, &e))?
-                > 0
-            {
+            while reader.read_line(&mut buf).map_err(|e| Error::io_read(path, &e))? > 0 {
                 if !buf.trim().is_empty() {
                     return Err(Error::input(format!(
                         "{} has more lines ({}+) than its input file: the language file must have one tag per input line",
@@ -696,19 +619,13 @@ fn count_words_mode<'c>(
         lang_weights,
         tag_languages,
     };
-    let threads = if config.threads == 0 {
-        default_threads()
-    } else {
-        config.threads
-    };
+    let threads = if config.threads == 0 { default_threads() } else { config.threads };
     count_parallel(&counter, threads, |sink| feed(sink, observer))
 }
 
 /// All cores, as the OS reports them.
 pub fn default_threads() -> usize {
-    std::thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(1)
+    std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
 }
 
 /// Base symbols of one word type, as strings (chars scheme).
@@ -730,11 +647,7 @@ fn char_symbols(piece: &str, whitespace: bool, suffix: Option<&str>, out: &mut V
                 out.push(SPACE_MARKER.to_string());
             }
             for c in piece.chars() {
-                out.push(if c == ' ' {
-                    SPACE_MARKER.to_string()
-                } else {
-                    c.to_string()
-                });
+                out.push(if c == ' ' { SPACE_MARKER.to_string() } else { c.to_string() });
             }
         }
     }
@@ -750,10 +663,7 @@ pub fn train_from_counts(
 ) -> Result<Model> {
     config.validate()?;
     if let Some(sb) = &config.superbpe {
-        let units = counts
-            .superword
-            .take()
-            .ok_or_else(|| Error::training("SuperBPE needs stage-2 counts"))?;
+        let units = counts.superword.take().ok_or_else(|| Error::training("SuperBPE needs stage-2 counts"))?;
         return train_superbpe(counts, *units, config, sb, observer, inputs, count_seconds);
     }
     let word_types = counts.len();
@@ -771,18 +681,12 @@ pub fn train_from_counts(
     let merge_start = Instant::now();
     let resumed = config.resume_from.as_ref();
     if let Some(m) = resumed {
-        if m.special_tokens != specials
-            || m.scheme != config.scheme
-            || m.pretokenizer != config.pretokenizer
-        {
+        if m.special_tokens != specials || m.scheme != config.scheme || m.pretokenizer != config.pretokenizer {
             return Err(Error::parameter(
                 "resume_from: the model's scheme, pre-tokenizer and special tokens must be kept when resuming",
             ));
         }
-        if m.ids
-            .as_ref()
-            .is_some_and(|ids| ids.iter().enumerate().any(|(i, &e)| e as usize != i))
-        {
+        if m.ids.as_ref().is_some_and(|ids| ids.iter().enumerate().any(|(i, &e)| e as usize != i)) {
             return Err(Error::parameter(
                 "resume_from: this imported model numbers its ids differently from bpeforge's layout (special tokens, base symbols, merges), so new merges would have no ids; extend a bpeforge-numbered model",
             ));
@@ -807,11 +711,7 @@ pub fn train_from_counts(
     // replays tens of thousands of merges on long units, the bulk of its
     // extra cost.
     let mut pending: Vec<(Vec<u32>, u64)> = Vec::new();
-    let push_word = |table: &mut WordTable,
-                     pending: &mut Vec<(Vec<u32>, u64)>,
-                     syms: Vec<u32>,
-                     count: u64|
-     -> Result<()> {
+    let push_word = |table: &mut WordTable, pending: &mut Vec<(Vec<u32>, u64)>, syms: Vec<u32>, count: u64| -> Result<()> {
         if replay.is_some() {
             pending.push((syms, count));
             Ok(())
@@ -822,11 +722,7 @@ pub fn train_from_counts(
     let (alphabet, unk) = match &config.scheme {
         Scheme::Bytes => {
             tokens.extend((0..=255u8).map(|b| vec![b]));
-            let lead = if whitespace {
-                Some(base_start + b' ' as u32)
-            } else {
-                None
-            };
+            let lead = if whitespace { Some(base_start + b' ' as u32) } else { None };
             let mut result = Ok(());
             counts.for_each(|piece, count| {
                 if count < min_count {
@@ -834,21 +730,14 @@ pub fn train_from_counts(
                     return;
                 }
                 if result.is_ok() {
-                    let syms: Vec<u32> = lead
-                        .into_iter()
-                        .chain(piece.iter().map(|&b| base_start + b as u32))
-                        .collect();
+                    let syms: Vec<u32> = lead.into_iter().chain(piece.iter().map(|&b| base_start + b as u32)).collect();
                     result = push_word(&mut table, &mut pending, syms, count);
                 }
             });
             result?;
             (None, None)
         }
-        Scheme::Chars {
-            end_of_word_suffix,
-            character_coverage,
-            ..
-        } => {
+        Scheme::Chars { end_of_word_suffix, character_coverage, .. } => {
             // Pass 1: intern symbols, count them, keep each word as symbol ids.
             let mut interned: Map<String, u32> = new_map();
             let mut freq: Vec<u64> = Vec::new();
@@ -881,9 +770,7 @@ pub fn train_from_counts(
             drop(counts);
             let unk = specials
                 .iter()
-                .position(
-                    |t| matches!(&config.scheme, Scheme::Chars { unk_token, .. } if t == unk_token),
-                )
+                .position(|t| matches!(&config.scheme, Scheme::Chars { unk_token, .. } if t == unk_token))
                 .map(|u| u as u32)
                 .ok_or_else(|| Error::training("unk_token missing"))?;
             let alphabet: Vec<String> = match resumed {
@@ -892,11 +779,9 @@ pub fn train_from_counts(
                 None => {
                     let mut order: Vec<u32> = (0..names.len() as u32).collect();
                     order.sort_by(|&x, &y| {
-                        freq[y as usize].cmp(&freq[x as usize]).then_with(|| {
-                            names[x as usize]
-                                .as_bytes()
-                                .cmp(names[y as usize].as_bytes())
-                        })
+                        freq[y as usize]
+                            .cmp(&freq[x as usize])
+                            .then_with(|| names[x as usize].as_bytes().cmp(names[y as usize].as_bytes()))
                     });
                     let total: u64 = freq.iter().sum();
                     let mut keep = order.len();
@@ -912,11 +797,7 @@ pub fn train_from_counts(
                             }
                         }
                     }
-                    order
-                        .iter()
-                        .take(keep)
-                        .map(|&s| names[s as usize].clone())
-                        .collect()
+                    order.iter().take(keep).map(|&s| names[s as usize].clone()).collect()
                 }
             };
             let mut position: Map<&str, u32> = new_map();
@@ -924,28 +805,16 @@ pub fn train_from_counts(
                 position.insert(sym.as_str(), base_start + k as u32);
                 tokens.push(sym.as_bytes().to_vec());
             }
-            let remap: Vec<u32> = names
-                .iter()
-                .map(|n| position.get(n.as_str()).copied().unwrap_or(unk))
-                .collect();
+            let remap: Vec<u32> = names.iter().map(|n| position.get(n.as_str()).copied().unwrap_or(unk)).collect();
             drop(position);
             for (ids, count) in words {
-                push_word(
-                    &mut table,
-                    &mut pending,
-                    ids.into_iter().map(|s| remap[s as usize]).collect(),
-                    count,
-                )?;
+                push_word(&mut table, &mut pending, ids.into_iter().map(|s| remap[s as usize]).collect(), count)?;
             }
             (Some(alphabet), Some(unk))
         }
     };
     if let Some(enc) = &replay {
-        let threads = if config.threads == 0 {
-            default_threads()
-        } else {
-            config.threads
-        };
+        let threads = if config.threads == 0 { default_threads() } else { config.threads };
         let per = pending.len().div_ceil(threads.max(1)).max(1);
         std::thread::scope(|s| {
             for part in pending.chunks_mut(per) {
@@ -974,17 +843,8 @@ pub fn train_from_counts(
     }
     let mut old_merges: Vec<(u32, u32, u64)> = Vec::new();
     if let Some(m) = resumed {
-        let counts = if m.merge_counts.len() == m.merges.len() {
-            m.merge_counts.clone()
-        } else {
-            vec![0; m.merges.len()]
-        };
-        old_merges = m
-            .merges
-            .iter()
-            .zip(counts)
-            .map(|(&(a, b), c)| (a, b, c))
-            .collect();
+        let counts = if m.merge_counts.len() == m.merges.len() { m.merge_counts.clone() } else { vec![0; m.merges.len()] };
+        old_merges = m.merges.iter().zip(counts).map(|(&(a, b), c)| (a, b, c)).collect();
         tokens = m.token_bytes()?;
         if config.vocab_size < tokens.len() {
             return Err(Error::parameter(format!(
@@ -1005,29 +865,12 @@ pub fn train_from_counts(
         max_token_length: config.max_token_length,
         unk,
         limits: config.token_limits,
-        threads: if config.threads == 0 {
-            default_threads()
-        } else {
-            config.threads
-        },
+        threads: if config.threads == 0 { default_threads() } else { config.threads },
     };
     let make_model = |merges: &[(u32, u32, u64)]| {
-        let mut model = Model::new(
-            config.scheme.clone(),
-            config.pretokenizer.clone(),
-            specials.clone(),
-            alphabet.clone(),
-        );
-        model.merges = old_merges
-            .iter()
-            .chain(merges)
-            .map(|&(a, b, _)| (a, b))
-            .collect();
-        model.merge_counts = old_merges
-            .iter()
-            .chain(merges)
-            .map(|&(_, _, c)| c)
-            .collect();
+        let mut model = Model::new(config.scheme.clone(), config.pretokenizer.clone(), specials.clone(), alphabet.clone());
+        model.merges = old_merges.iter().chain(merges).map(|&(a, b, _)| (a, b)).collect();
+        model.merge_counts = old_merges.iter().chain(merges).map(|&(_, _, c)| c).collect();
         model
     };
     let mut last = 0.0f64;
@@ -1064,12 +907,7 @@ pub fn train_from_counts(
             if observer.should_stop() {
                 return Ok(Flow::Stop);
             }
-            observer.merging(&MergeProgress {
-                done,
-                target,
-                pair_count,
-                elapsed: t,
-            });
+            observer.merging(&MergeProgress { done, target, pair_count, elapsed: t });
         }
         Ok(Flow::Continue)
     };
@@ -1079,8 +917,7 @@ pub fn train_from_counts(
     let learned = learn_merges(table, &mut tokens, &mut token_ids, &params, &mut tick)?;
     drop(tick);
     if let Some((mut w, path)) = csv {
-        w.flush()
-            .map_err(|e| Error::output(format!("cannot write {}: {e}", path.display())))?;
+        w.flush().map_err(|e| Error::output(format!("cannot write {}: {e}", path.display())))?;
     }
     let merge_seconds = merge_start.elapsed().as_secs_f64();
     if learned.interrupted {
@@ -1164,10 +1001,7 @@ fn train_superbpe(
     stage2.superbpe = None;
     stage2.pretokenizer = PreTokenizerSpec::Superword;
     stage2.resume_from = Some(model);
-    stage2.token_limits = TokenLimits {
-        max_words: sb.max_words,
-        colon_rule: sb.colon_rule,
-    };
+    stage2.token_limits = TokenLimits { max_words: sb.max_words, colon_rule: sb.colon_rule };
     units.stats = stats;
     let mut model = train_from_counts(units, &stage2, observer, inputs, 0.0)?;
     let stage2_meta = std::mem::take(&mut model.metadata);
@@ -1187,12 +1021,8 @@ fn train_superbpe(
                 "stage2_merge_seconds": stage2_meta["timings"]["merge_seconds"].clone(),
             }),
         );
-        let m1 = stage1_meta["timings"]["merge_seconds"]
-            .as_f64()
-            .unwrap_or(0.0);
-        let m2 = stage2_meta["timings"]["merge_seconds"]
-            .as_f64()
-            .unwrap_or(0.0);
+        let m1 = stage1_meta["timings"]["merge_seconds"].as_f64().unwrap_or(0.0);
+        let m2 = stage2_meta["timings"]["merge_seconds"].as_f64().unwrap_or(0.0);
         obj.insert("timings".into(), serde_json::json!({"count_seconds": round3(count_seconds), "merge_seconds": round3(m1 + m2)}));
         obj.insert("stopped_early".into(), stage2_meta["stopped_early"].clone());
         if let Some(settings) = obj.get_mut("settings").and_then(|v| v.as_object_mut()) {
@@ -1211,16 +1041,8 @@ fn round3(x: f64) -> f64 {
 fn describe_inputs(inputs: &serde_json::Value) -> String {
     match inputs {
         serde_json::Value::Array(items) => {
-            let names: Vec<String> = items
-                .iter()
-                .take(3)
-                .map(|v| v.as_str().unwrap_or("?").to_string())
-                .collect();
-            let more = if items.len() > 3 {
-                format!(" and {} more", items.len() - 3)
-            } else {
-                String::new()
-            };
+            let names: Vec<String> = items.iter().take(3).map(|v| v.as_str().unwrap_or("?").to_string()).collect();
+            let more = if items.len() > 3 { format!(" and {} more", items.len() - 3) } else { String::new() };
             format!("{}{more}", names.join(", "))
         }
         other => other.to_string(),

@@ -10,10 +10,7 @@ use bpeforge_core::input::{Chunk, Layout, TextMode};
 use bpeforge_core::model::{Model, Scheme};
 use bpeforge_core::pretok::{PreTokenizer, PreTokenizerSpec};
 use bpeforge_core::progress::{ProgressFormat, ProgressPrinter};
-use bpeforge_core::train::{
-    self, CountProgress, LangSource, LanguageBalance, MergeProgress, Observer, SuperBpe,
-    TrainConfig,
-};
+use bpeforge_core::train::{self, CountProgress, LangSource, LanguageBalance, MergeProgress, Observer, SuperBpe, TrainConfig};
 use pyo3::exceptions::{PyRuntimeError, PyTypeError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList, PyString};
@@ -59,10 +56,7 @@ impl PyObserver {
                 "progress must be one of 'auto', 'human', 'json', 'off' (or True/False), got {progress:?}"
             )))
         })?;
-        Ok(PyObserver {
-            printer: ProgressPrinter::new(format),
-            signal: None,
-        })
+        Ok(PyObserver { printer: ProgressPrinter::new(format), signal: None })
     }
 }
 
@@ -157,9 +151,7 @@ fn make_config(a: TrainArgs) -> PyResult<TrainConfig> {
             character_coverage: a.character_coverage,
         },
         other => {
-            return Err(to_pyerr(Error::parameter(format!(
-                "scheme must be \"bytes\" or \"chars\", got {other:?}"
-            ))));
+            return Err(to_pyerr(Error::parameter(format!("scheme must be \"bytes\" or \"chars\", got {other:?}"))));
         }
     };
     let text_mode = match (a.documents, a.separator) {
@@ -168,11 +160,7 @@ fn make_config(a: TrainArgs) -> PyResult<TrainConfig> {
         (false, None) => TextMode::Lines,
     };
     let threads = check_threads(a.threads)?;
-    let mut config = TrainConfig::new(
-        a.vocab_size,
-        scheme,
-        PreTokenizerSpec::from_name(&a.pretokenizer),
-    );
+    let mut config = TrainConfig::new(a.vocab_size, scheme, PreTokenizerSpec::from_name(&a.pretokenizer));
     config.special_tokens = a.special_tokens;
     config.min_frequency = a.min_frequency;
     config.max_token_length = a.max_token_length;
@@ -185,18 +173,14 @@ fn make_config(a: TrainArgs) -> PyResult<TrainConfig> {
     }
     if let Some(path) = a.checkpoint_path {
         if a.checkpoint_every == 0 {
-            return Err(to_pyerr(Error::parameter(
-                "checkpoint_every must be at least 1 when a checkpoint path is given",
-            )));
+            return Err(to_pyerr(Error::parameter("checkpoint_every must be at least 1 when a checkpoint path is given")));
         }
         config.checkpoint = Some((path, a.checkpoint_every));
     }
     config.progress_csv = a.progress_csv;
     let source = match (a.langs, a.file_languages) {
         (Some(_), Some(_)) => {
-            return Err(to_pyerr(Error::parameter(
-                "give either langs (files of tags) or file_languages (a tag per file), not both",
-            )));
+            return Err(to_pyerr(Error::parameter("give either langs (files of tags) or file_languages (a tag per file), not both")));
         }
         (Some(files), None) => Some(LangSource::Files(files)),
         (None, Some(tags)) => Some(LangSource::PerFile(tags)),
@@ -210,26 +194,14 @@ fn make_config(a: TrainArgs) -> PyResult<TrainConfig> {
         max_lift: a.balance_max_lift,
     });
     if let Some(source) = source {
-        config.balance = Some(LanguageBalance {
-            source,
-            temperature: a.temperature,
-            parity,
-        });
+        config.balance = Some(LanguageBalance { source, temperature: a.temperature, parity });
     } else if a.temperature != 1.0 {
-        return Err(to_pyerr(Error::parameter(
-            "temperature needs langs= or file_languages= (the language of each line)",
-        )));
+        return Err(to_pyerr(Error::parameter("temperature needs langs= or file_languages= (the language of each line)")));
     } else if parity.is_some() {
-        return Err(to_pyerr(Error::parameter(
-            "max_premium needs langs= or file_languages= (the language of each line)",
-        )));
+        return Err(to_pyerr(Error::parameter("max_premium needs langs= or file_languages= (the language of each line)")));
     }
     if let Some(t) = a.superbpe_transition {
-        config.superbpe = Some(SuperBpe {
-            transition: t,
-            max_words: a.superbpe_max_words,
-            colon_rule: a.superbpe_colon_rule,
-        });
+        config.superbpe = Some(SuperBpe { transition: t, max_words: a.superbpe_max_words, colon_rule: a.superbpe_colon_rule });
     }
     config.validate().map_err(to_pyerr)?;
     Ok(config)
@@ -237,12 +209,7 @@ fn make_config(a: TrainArgs) -> PyResult<TrainConfig> {
 
 /// Trains on files (the engine reads and decompresses them itself).
 #[pyfunction]
-fn train_files(
-    py: Python<'_>,
-    paths: Vec<PathBuf>,
-    args: TrainArgs,
-    progress: &str,
-) -> PyResult<NativeTokenizer> {
+fn train_files(py: Python<'_>, paths: Vec<PathBuf>, args: TrainArgs, progress: &str) -> PyResult<NativeTokenizer> {
     let config = make_config(args)?;
     let mut observer = PyObserver::new(progress)?;
     let result = py.detach(|| train::train_files(&paths, &config, &mut observer));
@@ -273,13 +240,7 @@ fn count_files<'py>(
                     if paths.len() != 1 {
                         return Err(Error::parameter("byte_range needs exactly one input file"));
                     }
-                    bpeforge_core::input::read_range_chunks(
-                        &paths[0],
-                        start,
-                        end,
-                        raw.clone(),
-                        sink,
-                    )
+                    bpeforge_core::input::read_range_chunks(&paths[0], start, end, raw.clone(), sink)
                 }
                 None => {
                     bpeforge_core::input::total_size(&paths)?;
@@ -351,13 +312,7 @@ fn train_counts(
             total.rescale(train::WEIGHT_SCALE);
         }
         let seconds = start.elapsed().as_secs_f64();
-        train::train_from_counts(
-            total,
-            &config,
-            &mut observer,
-            serde_json::json!(inputs),
-            seconds,
-        )
+        train::train_from_counts(total, &config, &mut observer, serde_json::json!(inputs), seconds)
     });
     finish(result, observer)
 }
@@ -369,22 +324,13 @@ const ITER_CHUNK_ITEMS: usize = 65_536;
 /// Trains on a Python iterable of `str`: the calling thread pulls texts under
 /// the GIL while worker threads count earlier chunks without it.
 #[pyfunction]
-fn train_iterator(
-    py: Python<'_>,
-    texts: &Bound<'_, PyAny>,
-    args: TrainArgs,
-    progress: &str,
-) -> PyResult<NativeTokenizer> {
+fn train_iterator(py: Python<'_>, texts: &Bound<'_, PyAny>, args: TrainArgs, progress: &str) -> PyResult<NativeTokenizer> {
     let config = make_config(args)?;
     let mut observer = PyObserver::new(progress)?;
     let iter = texts.try_iter().map_err(|_| {
         PyTypeError::new_err(format!(
             "texts must be an iterable of str, got {}",
-            texts
-                .get_type()
-                .name()
-                .map(|n| n.to_string())
-                .unwrap_or_default()
+            texts.get_type().name().map(|n| n.to_string()).unwrap_or_default()
         ))
     })?;
     let source: Arc<str> = Arc::from("<iterator>");
@@ -420,10 +366,7 @@ fn train_iterator(
                             Err(_) => {
                                 py_error = Some(PyTypeError::new_err(format!(
                                     "texts: item {item_no} is {}, not str",
-                                    obj.get_type()
-                                        .name()
-                                        .map(|n| n.to_string())
-                                        .unwrap_or_default()
+                                    obj.get_type().name().map(|n| n.to_string()).unwrap_or_default()
                                 )));
                                 return Err(Error::input("bad item"));
                             }
@@ -441,13 +384,7 @@ fn train_iterator(
             }
             read += data.len() as u64;
             if !ends.is_empty() {
-                sink(Chunk {
-                    data,
-                    layout: Layout::Ends(ends),
-                    source: source.clone(),
-                    first_line: first,
-                    langs: Vec::new(),
-                })?;
+                sink(Chunk { data, layout: Layout::Ends(ends), source: source.clone(), first_line: first, langs: Vec::new() })?;
             }
             let t = start.elapsed().as_secs_f64();
             if t - last >= 0.05 {
@@ -455,11 +392,7 @@ fn train_iterator(
                 if observer.should_stop() {
                     return Err(Error::interrupted());
                 }
-                observer.counting(&CountProgress {
-                    raw_bytes_done: read,
-                    raw_bytes_total: None,
-                    elapsed: t,
-                });
+                observer.counting(&CountProgress { raw_bytes_done: read, raw_bytes_total: None, elapsed: t });
             }
             if exhausted {
                 return Ok(());
@@ -478,13 +411,7 @@ fn train_iterator(
     };
     let count_seconds = start.elapsed().as_secs_f64();
     let result = py.detach(|| {
-        train::train_from_counts(
-            counts,
-            &config,
-            &mut observer,
-            serde_json::json!(["<iterator>"]),
-            count_seconds,
-        )
+        train::train_from_counts(counts, &config, &mut observer, serde_json::json!(["<iterator>"]), count_seconds)
     });
     finish(result, observer)
 }
@@ -496,11 +423,7 @@ struct NativeTokenizer {
     cache: Mutex<Cache>,
 }
 
-fn specials_rule(
-    enc: &Encoder,
-    allowed: Option<Vec<usize>>,
-    disallowed: Option<Vec<usize>>,
-) -> PyResult<Specials> {
+fn specials_rule(enc: &Encoder, allowed: Option<Vec<usize>>, disallowed: Option<Vec<usize>>) -> PyResult<Specials> {
     if allowed.is_none() && disallowed.is_none() {
         return Ok(Specials::Ordinary);
     }
@@ -510,17 +433,12 @@ fn specials_rule(
     for (list, flags) in [(allowed, &mut a), (disallowed, &mut d)] {
         for k in list.unwrap_or_default() {
             if k >= n {
-                return Err(to_pyerr(Error::parameter(format!(
-                    "special token index {k} out of range"
-                ))));
+                return Err(to_pyerr(Error::parameter(format!("special token index {k} out of range"))));
             }
             flags[k] = true;
         }
     }
-    Ok(Specials::Rules {
-        allowed: a,
-        disallowed: d,
-    })
+    Ok(Specials::Rules { allowed: a, disallowed: d })
 }
 
 /// More threads than this is a mistake, not a machine: refuse it clearly
@@ -530,12 +448,10 @@ const MAX_THREADS: usize = 256;
 fn check_threads(threads: Option<usize>) -> PyResult<usize> {
     match threads {
         None => Ok(train::default_threads().min(MAX_THREADS)),
-        Some(0) => Err(to_pyerr(Error::parameter(
-            "threads must be at least 1 (or None for all cores)",
-        ))),
-        Some(t) if t > MAX_THREADS => Err(to_pyerr(Error::parameter(format!(
-            "threads={t} is more than {MAX_THREADS}; use None for all cores"
-        )))),
+        Some(0) => Err(to_pyerr(Error::parameter("threads must be at least 1 (or None for all cores)"))),
+        Some(t) if t > MAX_THREADS => {
+            Err(to_pyerr(Error::parameter(format!("threads={t} is more than {MAX_THREADS}; use None for all cores"))))
+        }
         Some(t) => Ok(t),
     }
 }
@@ -544,9 +460,7 @@ fn check_dropout(dropout: Option<f64>) -> PyResult<Option<f64>> {
     match dropout {
         None => Ok(None),
         Some(p) if (0.0..=1.0).contains(&p) => Ok(if p == 0.0 { None } else { Some(p) }),
-        Some(p) => Err(to_pyerr(Error::parameter(format!(
-            "dropout must be between 0 and 1, got {p}"
-        )))),
+        Some(p) => Err(to_pyerr(Error::parameter(format!("dropout must be between 0 and 1, got {p}")))),
     }
 }
 
@@ -564,11 +478,7 @@ fn collect_strs<'py>(texts: &Bound<'py, PyAny>) -> PyResult<Vec<Bound<'py, PyStr
             Err(e) => {
                 return Err(PyTypeError::new_err(format!(
                     "texts: item {i} is {}, not str",
-                    e.into_inner()
-                        .get_type()
-                        .name()
-                        .map(|n| n.to_string())
-                        .unwrap_or_default()
+                    e.into_inner().get_type().name().map(|n| n.to_string()).unwrap_or_default()
                 )))
             }
         }
@@ -623,11 +533,7 @@ impl NativeTokenizer {
 
     /// The merges as (left bytes, right bytes), in order.
     fn merges<'py>(&self, py: Python<'py>) -> Vec<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)> {
-        self.enc
-            .merge_bytes()
-            .into_iter()
-            .map(|(a, b)| (PyBytes::new(py, a), PyBytes::new(py, b)))
-            .collect()
+        self.enc.merge_bytes().into_iter().map(|(a, b)| (PyBytes::new(py, a), PyBytes::new(py, b))).collect()
     }
 
     #[getter]
@@ -663,9 +569,8 @@ impl NativeTokenizer {
 
     /// All tokens' bytes, by id.
     fn tokens<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
-        let items: Vec<Bound<'py, PyBytes>> = (0..self.enc.vocab_size() as u32)
-            .map(|i| PyBytes::new(py, self.enc.id_to_token(i).unwrap_or(b"")))
-            .collect();
+        let items: Vec<Bound<'py, PyBytes>> =
+            (0..self.enc.vocab_size() as u32).map(|i| PyBytes::new(py, self.enc.id_to_token(i).unwrap_or(b""))).collect();
         PyList::new(py, items)
     }
 
@@ -682,9 +587,7 @@ impl NativeTokenizer {
         let rule = specials_rule(&self.enc, allowed, disallowed)?;
         let bytes = text.as_bytes();
         if let Some(p) = check_dropout(dropout)? {
-            return py
-                .detach(|| self.enc.encode_dropout(bytes, &rule, p, seed))
-                .map_err(to_pyerr);
+            return py.detach(|| self.enc.encode_dropout(bytes, &rule, p, seed)).map_err(to_pyerr);
         }
         let run = |cache: Option<&mut Cache>| self.enc.encode(bytes, &rule, cache);
         let result = if bytes.len() > DETACH_BYTES {
@@ -718,10 +621,7 @@ impl NativeTokenizer {
         let borrowed = borrow_texts(&owned)?;
         let threads = check_threads(threads)?;
         match check_dropout(dropout)? {
-            Some(p) => py.detach(|| {
-                self.enc
-                    .encode_batch_dropout(&borrowed, &rule, threads, p, seed)
-            }),
+            Some(p) => py.detach(|| self.enc.encode_batch_dropout(&borrowed, &rule, threads, p, seed)),
             None => py.detach(|| self.enc.encode_batch(&borrowed, &rule, threads)),
         }
         .map_err(to_pyerr)
@@ -745,8 +645,7 @@ impl NativeTokenizer {
         let format = IdFormat::parse(format).map_err(to_pyerr)?;
         let threads = check_threads(threads)?;
         let mut observer = PyObserver::new(progress)?;
-        let result =
-            py.detach(|| encode_file(&self.enc, &src, &dst, format, &rule, threads, &mut observer));
+        let result = py.detach(|| encode_file(&self.enc, &src, &dst, format, &rule, threads, &mut observer));
         match result {
             Ok(s) => Ok((s.lines, s.tokens, s.bytes, s.seconds, s.id_bytes)),
             Err(e) => Err(match (e.kind.clone(), observer.signal) {
@@ -770,9 +669,7 @@ impl NativeTokenizer {
         let owned = collect_strs(texts)?;
         let borrowed = borrow_texts(&owned)?;
         let threads = check_threads(threads)?;
-        let (ids, offsets) = py
-            .detach(|| self.enc.encode_batch_flat(&borrowed, &rule, threads))
-            .map_err(to_pyerr)?;
+        let (ids, offsets) = py.detach(|| self.enc.encode_batch_flat(&borrowed, &rule, threads)).map_err(to_pyerr)?;
         let id_bytes: Vec<u8> = ids.iter().flat_map(|x| x.to_le_bytes()).collect();
         let off_bytes: Vec<u8> = offsets.iter().flat_map(|x| x.to_le_bytes()).collect();
         Ok((PyBytes::new(py, &id_bytes), PyBytes::new(py, &off_bytes)))
@@ -787,9 +684,7 @@ impl NativeTokenizer {
     /// Decodes a little-endian u32 id buffer (e.g. a numpy array's bytes).
     fn decode_raw<'py>(&self, py: Python<'py>, ids: &[u8]) -> PyResult<Bound<'py, PyBytes>> {
         if ids.len() % 4 != 0 {
-            return Err(to_pyerr(Error::parameter(
-                "raw ids must be a buffer of 4-byte integers",
-            )));
+            return Err(to_pyerr(Error::parameter("raw ids must be a buffer of 4-byte integers")));
         }
         // Zero-copy when the buffer is aligned (the usual case for bytes).
         // SAFETY: u32 has no invalid bit patterns; align_to only yields a
@@ -807,40 +702,21 @@ impl NativeTokenizer {
     }
 
     #[pyo3(signature = (batch, threads=None))]
-    fn decode_batch_bytes<'py>(
-        &self,
-        py: Python<'py>,
-        batch: Vec<Vec<i64>>,
-        threads: Option<usize>,
-    ) -> PyResult<Vec<Bound<'py, PyBytes>>> {
-        let batch: Vec<Vec<u32>> = batch
-            .iter()
-            .map(|ids| checked_ids(ids))
-            .collect::<PyResult<_>>()?;
+    fn decode_batch_bytes<'py>(&self, py: Python<'py>, batch: Vec<Vec<i64>>, threads: Option<usize>) -> PyResult<Vec<Bound<'py, PyBytes>>> {
+        let batch: Vec<Vec<u32>> = batch.iter().map(|ids| checked_ids(ids)).collect::<PyResult<_>>()?;
         let threads = check_threads(threads)?;
-        let outs = py
-            .detach(|| self.enc.decode_batch(&batch, threads))
-            .map_err(to_pyerr)?;
+        let outs = py.detach(|| self.enc.decode_batch(&batch, threads)).map_err(to_pyerr)?;
         Ok(outs.iter().map(|o| PyBytes::new(py, o)).collect())
     }
 
     /// Decodes a flat little-endian u32 id buffer cut by i64 offsets.
     #[pyo3(signature = (ids, offsets, threads=None))]
-    fn decode_batch_raw<'py>(
-        &self,
-        py: Python<'py>,
-        ids: &[u8],
-        offsets: &[u8],
-        threads: Option<usize>,
-    ) -> PyResult<Vec<Bound<'py, PyBytes>>> {
+    fn decode_batch_raw<'py>(&self, py: Python<'py>, ids: &[u8], offsets: &[u8], threads: Option<usize>) -> PyResult<Vec<Bound<'py, PyBytes>>> {
         let ids = raw_u32(ids)?;
         if offsets.len() % 8 != 0 {
             return Err(to_pyerr(Error::parameter("offsets must be int64")));
         }
-        let offs: Vec<i64> = offsets
-            .chunks_exact(8)
-            .map(|c| i64::from_le_bytes(c.try_into().unwrap_or([0; 8])))
-            .collect();
+        let offs: Vec<i64> = offsets.chunks_exact(8).map(|c| i64::from_le_bytes(c.try_into().unwrap_or([0; 8]))).collect();
         let mut batch = Vec::with_capacity(offs.len().saturating_sub(1));
         for w in offs.windows(2) {
             let (a, b) = (w[0], w[1]);
@@ -853,9 +729,7 @@ impl NativeTokenizer {
             batch.push(ids[a as usize..b as usize].to_vec());
         }
         let threads = check_threads(threads)?;
-        let outs = py
-            .detach(|| self.enc.decode_batch(&batch, threads))
-            .map_err(to_pyerr)?;
+        let outs = py.detach(|| self.enc.decode_batch(&batch, threads)).map_err(to_pyerr)?;
         Ok(outs.iter().map(|o| PyBytes::new(py, o)).collect())
     }
 }
@@ -864,34 +738,22 @@ impl NativeTokenizer {
 fn checked_ids(ids: &[i64]) -> PyResult<Vec<u32>> {
     ids.iter()
         .map(|&i| {
-            u32::try_from(i).map_err(|_| {
-                to_pyerr(Error::parameter(format!(
-                    "token id {i} is outside the vocabulary"
-                )))
-            })
+            u32::try_from(i).map_err(|_| to_pyerr(Error::parameter(format!("token id {i} is outside the vocabulary"))))
         })
         .collect()
 }
 
 fn raw_u32(ids: &[u8]) -> PyResult<Vec<u32>> {
     if ids.len() % 4 != 0 {
-        return Err(to_pyerr(Error::parameter(
-            "raw ids must be a buffer of 4-byte integers",
-        )));
+        return Err(to_pyerr(Error::parameter("raw ids must be a buffer of 4-byte integers")));
     }
-    Ok(ids
-        .chunks_exact(4)
-        .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-        .collect())
+    Ok(ids.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect())
 }
 
 impl NativeTokenizer {
     fn from_model(model: Model) -> PyResult<Self> {
         let enc = Encoder::new(model).map_err(to_pyerr)?;
-        Ok(NativeTokenizer {
-            enc: Arc::new(enc),
-            cache: Mutex::new(Cache::new()),
-        })
+        Ok(NativeTokenizer { enc: Arc::new(enc), cache: Mutex::new(Cache::new()) })
     }
 }
 
@@ -900,11 +762,7 @@ impl NativeTokenizer {
 #[pyo3(signature = (text, preset="gpt2"))]
 fn pretokenize(text: &str, preset: &str) -> PyResult<Vec<String>> {
     let p = PreTokenizer::new(PreTokenizerSpec::from_name(preset)).map_err(to_pyerr)?;
-    Ok(p.pieces(text)
-        .map_err(to_pyerr)?
-        .into_iter()
-        .map(String::from)
-        .collect())
+    Ok(p.pieces(text).map_err(to_pyerr)?.into_iter().map(String::from).collect())
 }
 
 /// Number of threads used when `threads=None`.
