@@ -44,6 +44,10 @@ from pathlib import Path
 
 HOLD_EVERY = 20
 MIN_LINES = 1000
+#: bpeforge models trained in this run, by (temperature, max_premium).
+MODELS: dict = {}
+#: The held-apart (language, line) pairs.
+HELD: list = []
 
 
 def read_lines(path: Path) -> list[str]:
@@ -77,7 +81,9 @@ def bpeforge_encoder(corpus: Path, langs: Path, vocab: int, temperature: float |
         kw.update(langs=langs, max_premium=max_premium, balance_min_lines=min_lines)
     t = time.perf_counter()
     tok = bpeforge.train(corpus, vocab_size=vocab, progress=False, **kw)
-    return (lambda lines: [len(x) for x in tok.encode_batch(lines)]), time.perf_counter() - t
+    seconds = time.perf_counter() - t
+    MODELS[(temperature, max_premium)] = tok
+    return (lambda lines: [len(x) for x in tok.encode_batch(lines)]), seconds
 
 
 def sentencepiece_encoder(corpus: Path, vocab: int, workdir: Path):
@@ -147,6 +153,8 @@ def main() -> int:
                          "the languages the table measures, >= 1000 lines in the corpus = 950 training lines)")
     ap.add_argument("--tools", default="bpeforge,sentencepiece,hf")
     ap.add_argument("--markdown", action="store_true")
+    ap.add_argument("--report", type=Path, metavar="DIR",
+                    help="also write `bpeforge report` of the first parity model vs unbalanced on the held-apart lines")
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
     tools = set(args.tools.split(","))
@@ -159,6 +167,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="bpeforge-balance-") as tmp:
         work = Path(tmp)
         corpus, langs_file, held = split(lines, langs, work)
+        HELD[:] = held
         print(f"train lines {len(lines) - len(held)}, held-apart lines {len(held)}, languages with >= {MIN_LINES} lines: {len(keep)}",
               file=sys.stderr)
         enc, s = bpeforge_encoder(corpus, langs_file, args.vocab_size, None)
@@ -188,6 +197,15 @@ def main() -> int:
         env = "-" if r["en_vs_unbalanced"] is None else f"{r['en_vs_unbalanced'] * 100:+.1f}%"
         print(f"| {r['tool']} | {r['train_s']} | {r['en_bytes_per_token']} | {env} | {r['worst_decile_mean']} | "
               f"{r['max']} ({r['max_lang']}) | {'yes' if ok else 'no'} |")
+    if args.report and len(MODELS) > 1:
+        from bpeforge.report import write_report
+
+        parity = next((k for k in MODELS if k[1]), None) or next(k for k in MODELS if k != (None, None))
+        label = f"parity {parity[1]:g}" if parity[1] else f"T={parity[0]:g}"
+        held_lines = [line for lang, line in HELD]
+        write_report(args.report, MODELS[parity], held_lines, langs=[lang for lang, _ in HELD],
+                     compare=MODELS[(None, None)], labels=[label, "unbalanced"], sample=0, top_langs=30)
+        print(f"report: {args.report / 'index.html'}", file=sys.stderr)
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(rows, indent=1))
