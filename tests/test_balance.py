@@ -208,6 +208,9 @@ def test_parity_progress_and_cli(two_languages, tmp_path, capfd) -> None:
     assert sum(1 for e in events if e.get("phase") == "counting" and e.get("done")) == 1
     meta = bpeforge.load(out).metadata["language_balance"]
     assert meta["method"] == "parity" and len(meta["rounds"]) == len(rounds)
+    r = subprocess.run([sys.executable, "-m", "bpeforge", "inspect", str(out)], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0 and "language balance: parity, max_premium 1.3, reference en" in r.stdout
+    assert r.stdout.count("    round ") == len(rounds)
     r = subprocess.run([sys.executable, "-m", "bpeforge", "train", str(corpus), "--max-premium", "1.3",
                         "--vocab-size", "400", "--quiet"], capture_output=True, text=True, timeout=300)
     assert r.returncode != 0 and "max_premium needs langs" in r.stderr and "Traceback" not in r.stderr

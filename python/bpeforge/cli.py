@@ -253,6 +253,23 @@ def _show(token: bytes) -> str:
         return "<" + token.hex(" ") + ">"
 
 
+def _inspect_balance(bal: Any, w: Any) -> None:
+    """Language balance in a few lines: method, rounds, the most lifted languages."""
+    if not isinstance(bal, dict) or not isinstance(bal.get("languages"), dict):
+        return
+    langs = bal["languages"]
+    if bal.get("method") == "parity":
+        w(f"  language balance: parity, max_premium {bal.get('max_premium')}, reference {bal.get('reference')}, "
+          f"temperature {bal.get('temperature')}, {len(langs)} languages\n")
+        for r in bal.get("rounds", []):
+            w(f"    round {r.get('round', 0) + 1}: {bal.get('reference')} {r.get('reference_bytes_per_token')} bytes/token, "
+              f"worst premium {r.get('worst_premium')} ({r.get('worst_language')}), {r.get('above_band')} above\n")
+    else:
+        w(f"  language balance: temperature {bal.get('temperature')}, {len(langs)} languages\n")
+    top = sorted(langs.items(), key=lambda kv: -float(kv[1].get("weight", 1.0)))[:8]
+    w("    largest weights: " + ", ".join(f"{k} {v.get('weight')}" for k, v in top) + "\n")
+
+
 def cmd_inspect(args: argparse.Namespace) -> int:
     tok = load(args.model)
     meta = tok.metadata
@@ -266,6 +283,7 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     for key in ("library", "settings", "corpus", "timings", "inputs", "word_types", "stopped_early"):
         if key in meta:
             w(f"  {key}: {json.dumps(meta[key], ensure_ascii=False)}\n")
+    _inspect_balance(meta.get("language_balance"), w)
     merges = tok.merges
     counts = tok.merge_counts or [0] * len(merges)
     limit = len(merges) if args.all else min(args.merges, len(merges))
