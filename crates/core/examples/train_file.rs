@@ -21,5 +21,5 @@ fn main() {
     let mut obs = ProgressPrinter::new(ProgressFormat::Off);
     let t = std::time::Instant::now();
     let model = train_files(&[path], &config, &mut obs).unwrap();
-    println!("wall {:.3}s {}", t.elapsed().as_secs_f64(), model.metadata["timings"]);
+    println!("wall {:.3}s {} types {} table {}", t.elapsed().as_secs_f64(), model.metadata["timings"], model.metadata["word_types"], model.metadata["word_table"]);
 }
