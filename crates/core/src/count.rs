@@ -136,7 +136,7 @@ fn hash_short(key: u128) -> u64 {
 impl ShortTable {
     fn with_capacity(cap: usize) -> Self {
         let cap = cap.max(SHORT_MIN_CAPACITY).next_power_of_two();
-        ShortTable { slots: vec![Slot::default(); cap], len: 0, limit: cap / 4 * 3 }
+        ShortTable { slots: crate::mem::filled_vec(cap, Slot::default()), len: 0, limit: cap / 4 * 3 }
     }
 
     #[inline(always)]

@@ -276,7 +276,7 @@ pub fn learn_merges(
 ) -> Result<Learned> {
     let setup_start = std::time::Instant::now();
     let n = table.sym.len();
-    let mut nodes: Vec<Node> = Vec::with_capacity(n);
+    let mut nodes: Vec<Node> = crate::mem::vec_with_capacity(n);
     let mut big_weights: Vec<u64> = Vec::new();
     for w in 0..table.counts.len() {
         let (s, e) = (table.starts[w] as usize, table.starts[w + 1] as usize);
