@@ -16,7 +16,7 @@
 
 use crate::error::{Error, Result};
 use crate::input::Chunk;
-use crate::pretok::{utf8_runs, PreTokenizer, Segment, SpecialSplitter};
+use crate::pretok::{utf8_runs, PreTokCache, PreTokenizer, Segment, SpecialSplitter};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
@@ -474,7 +474,18 @@ pub struct Counter<'a> {
     pub lang_weights: Option<&'a [u64]>,
 }
 
+/// A counting thread's regex scratch space (see `PreTokenizer::split_with`).
+pub struct Scratch {
+    words: PreTokCache,
+    superword: Option<PreTokCache>,
+}
+
 impl Counter<'_> {
+    /// Scratch space for one counting thread.
+    pub fn scratch(&self) -> Scratch {
+        Scratch { words: self.pretokenizer.cache(), superword: self.superword.map(|p| p.cache()) }
+    }
+
     /// Counts one text into `out`. `on_invalid` is called with the offset of
     /// the first invalid byte when invalid UTF-8 is not allowed.
     pub fn count_text(&self, text: &[u8], out: &mut WordCounts) -> std::result::Result<(), (usize, Option<Error>)> {
@@ -483,10 +494,16 @@ impl Counter<'_> {
 
     /// Like `count_text`, each occurrence counting `weight`.
     pub fn count_weighted(&self, text: &[u8], weight: u64, out: &mut WordCounts) -> std::result::Result<(), (usize, Option<Error>)> {
-        self.count_into(text, weight, &mut out.adder())
+        self.count_into(text, weight, &mut out.adder(), &mut self.scratch())
     }
 
-    fn count_into(&self, text: &[u8], weight: u64, out: &mut Adder) -> std::result::Result<(), (usize, Option<Error>)> {
+    fn count_into(
+        &self,
+        text: &[u8],
+        weight: u64,
+        out: &mut Adder,
+        scratch: &mut Scratch,
+    ) -> std::result::Result<(), (usize, Option<Error>)> {
         out.stats.texts += 1;
         out.stats.bytes += text.len() as u64;
         let base = text.as_ptr() as usize;
@@ -497,14 +514,16 @@ impl Counter<'_> {
             }
             Segment::Text(seg) => utf8_runs(seg, &mut |run| match run {
                 Ok(s) => {
-                    if let (Some(p2), Some(second)) = (self.superword, out.superword.as_deref_mut()) {
-                        p2.split(s, &mut |piece| second.add(piece.as_bytes(), weight))
+                    if let (Some(p2), Some(second), Some(cache)) =
+                        (self.superword, out.superword.as_deref_mut(), scratch.superword.as_mut())
+                    {
+                        p2.split_with(cache, s, &mut |piece| second.add(piece.as_bytes(), weight))
                             .map_err(|e| (s.as_ptr() as usize - base, Some(e)))?;
                     }
                     let mut pieces = 0u64;
                     let r = self
                         .pretokenizer
-                        .split(s, &mut |piece| {
+                        .split_with(&mut scratch.words, s, &mut |piece| {
                             pieces += 1;
                             out.add(piece.as_bytes(), weight);
                         })
@@ -535,6 +554,17 @@ impl Counter<'_> {
 
     /// `count_chunk` that gives up (with `Interrupted`) soon after `cancel` is set.
     pub fn count_chunk_until(&self, chunk: &Chunk, out: &mut WordCounts, cancel: Option<&AtomicBool>) -> Result<()> {
+        self.count_chunk_with(chunk, out, cancel, &mut self.scratch())
+    }
+
+    /// `count_chunk_until` with the thread's own scratch space.
+    pub fn count_chunk_with(
+        &self,
+        chunk: &Chunk,
+        out: &mut WordCounts,
+        cancel: Option<&AtomicBool>,
+        scratch: &mut Scratch,
+    ) -> Result<()> {
         let mut index = 0usize;
         let mut out = out.adder();
         chunk.for_each_text(&mut |text, offset| {
@@ -546,7 +576,7 @@ impl Counter<'_> {
                 _ => 1,
             };
             index += 1;
-            self.count_into(text, weight, &mut out).map_err(|(at, err)| {
+            self.count_into(text, weight, &mut out, scratch).map_err(|(at, err)| {
                 let line = chunk.line_of(offset + at);
                 match err {
                     Some(e) => Error::new(e.kind, format!("{}, line {}: {}", chunk.source, line, e.message)),
@@ -580,7 +610,8 @@ pub fn count_parallel(
     };
     if threads == 1 {
         let mut counts = fresh();
-        feed(&mut |chunk| counter.count_chunk(&chunk, &mut counts))?;
+        let mut scratch = counter.scratch();
+        feed(&mut |chunk| counter.count_chunk_with(&chunk, &mut counts, None, &mut scratch))?;
         return Ok(counts);
     }
     let failed = AtomicBool::new(false);
@@ -595,11 +626,12 @@ pub fn count_parallel(
                 let fresh = &fresh;
                 scope.spawn(move || {
                     let mut counts = fresh();
+                    let mut scratch = counter.scratch();
                     for chunk in rx.iter() {
                         if failed.load(Ordering::Relaxed) {
                             continue; // drain so the feeder never blocks
                         }
-                        if let Err(e) = counter.count_chunk_until(&chunk, &mut counts, Some(failed)) {
+                        if let Err(e) = counter.count_chunk_with(&chunk, &mut counts, Some(failed), &mut scratch) {
                             if e.kind == crate::error::ErrorKind::Interrupted {
                                 continue; // the feeder stopped; its error is reported
                             }
