@@ -28,7 +28,7 @@
 //! * Tie-breaks compare byte strings only when counts are equal; on real
 //!   corpora that is common only in the long tail of small counts.
 
-use crate::count::{new_map, Map};
+use crate::count::{new_map, prefetch, Map};
 use crate::error::{Error, Result};
 
 const NONE: u32 = u32::MAX;
@@ -143,19 +143,6 @@ fn weight_of(node: &Node, big_weights: &[u64]) -> u64 {
 
 /// How many positions ahead to prefetch nodes while merging.
 const PREFETCH_AHEAD: usize = 8;
-
-#[inline(always)]
-fn prefetch(nodes: &[Node], i: usize) {
-    #[cfg(target_arch = "x86_64")]
-    if i < nodes.len() {
-        // SAFETY: prefetching is a hint; the pointer is in bounds.
-        unsafe {
-            std::arch::x86_64::_mm_prefetch(nodes.as_ptr().add(i) as *const i8, std::arch::x86_64::_MM_HINT_T0);
-        }
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = (nodes, i);
-}
 
 /// Input to the merge loop: word types as symbol-id sequences with counts,
 /// already laid out as the loop's node arena (one run of linked nodes per
@@ -443,8 +430,22 @@ pub fn learn_merges(
             positions.sort_unstable();
         }
         for (k, &i) in positions.iter().enumerate() {
-            if let Some(&ahead) = positions.get(k + PREFETCH_AHEAD) {
-                prefetch(&nodes, ahead as usize);
+            // Two-stage prefetch: the node itself 2D positions ahead; D ahead
+            // (by then usually in cache) the neighbours it links to, which
+            // lie in another line when the word crosses one or has dead
+            // nodes from earlier merges.
+            if let Some(&far) = positions.get(k + 2 * PREFETCH_AHEAD) {
+                prefetch(&nodes, far as usize);
+            }
+            if let Some(&near) = positions.get(k + PREFETCH_AHEAD) {
+                let n = nodes[near as usize];
+                if n.prev != NONE {
+                    prefetch(&nodes, n.prev as usize);
+                }
+                if n.next != NONE {
+                    prefetch(&nodes, n.next as usize);
+                    prefetch(&nodes, n.next as usize + 1);
+                }
             }
             let iu = i as usize;
             let node = nodes[iu];
