@@ -21,5 +21,13 @@ fn main() {
     let mut obs = ProgressPrinter::new(ProgressFormat::Off);
     let t = std::time::Instant::now();
     let model = train_files(&[path], &config, &mut obs).unwrap();
-    println!("wall {:.3}s {}", t.elapsed().as_secs_f64(), model.metadata["timings"]);
+    // A digest of the learned merges and their counts, to compare builds.
+    let mut digest = 0xcbf29ce484222325u64;
+    for (&(a, b), &c) in model.merges.iter().zip(&model.merge_counts) {
+        for v in [a as u64, b as u64, c] {
+            digest = (digest ^ v).wrapping_mul(0x100000001b3);
+        }
+    }
+    println!("merges {} digest {digest:016x}", model.merges.len());
+    println!("wall {:.3}s {} types {} table {}", t.elapsed().as_secs_f64(), model.metadata["timings"], model.metadata["word_types"], model.metadata["word_table"]);
 }

@@ -9,14 +9,19 @@
 //! * Keys are the raw bytes of each pre-token, inline when short (see
 //!   `WordCounts`); long ones are probed with a borrowed slice (`entry_ref`),
 //!   so only the first occurrence of a type allocates.
-//! * foldhash: on this workload (short byte strings, ~2M distinct) it hashed
-//!   faster than ahash/FxHash in our runs, and it is seedable, so runs are
-//!   reproducible.
+//! * Short keys live in our own open-addressing table (`ShortTable`) so that
+//!   each key's slot can be prefetched 16 pre-tokens before it is updated
+//!   (`Batch`): on multi-1m the table is far larger than the caches and a
+//!   probe was a cache miss per pre-token. Its memory asks for huge pages
+//!   (`mem.rs`).
+//! * Long keys: hashbrown with foldhash (fast on byte strings, fixed seed,
+//!   so runs are reproducible).
+//! * Each counting thread owns its regex cache (`Scratch`).
 //! * With `threads == 1` the caller's thread counts inline; no channel.
 
 use crate::error::{Error, Result};
 use crate::input::Chunk;
-use crate::pretok::{utf8_runs, PreTokenizer, Segment, SpecialSplitter};
+use crate::pretok::{utf8_runs, PreTokCache, PreTokenizer, Segment, SpecialSplitter};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
@@ -58,7 +63,7 @@ impl CountStats {
 /// by about a third (the boxed-key probe was a cache miss per pre-token).
 #[derive(Debug)]
 pub struct WordCounts {
-    short: Map<u128, u64>,
+    short: ShortTable,
     long: Map<Box<[u8]>, u64>,
     pub stats: CountStats,
     /// SuperBPE: the stage-2 units of the same texts, counted in the same pass.
@@ -75,6 +80,261 @@ fn short_key(piece: &[u8]) -> u128 {
     u128::from_le_bytes(b)
 }
 
+/// Hints the CPU to load `slice[i]` into cache (no effect elsewhere).
+#[inline(always)]
+pub(crate) fn prefetch<T>(slice: &[T], i: usize) {
+    #[cfg(target_arch = "x86_64")]
+    if i < slice.len() {
+        // SAFETY: prefetching is only a hint and never faults; the pointer is
+        // in bounds of the slice anyway.
+        unsafe {
+            std::arch::x86_64::_mm_prefetch(slice.as_ptr().add(i) as *const i8, std::arch::x86_64::_MM_HINT_T0);
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (slice, i);
+}
+
+/// One slot of `ShortTable`: a key (0 = empty) and its count. 32-byte
+/// aligned, so a slot never straddles a cache line.
+#[derive(Clone, Copy, Default, Debug)]
+#[repr(C, align(32))]
+struct Slot {
+    key: u128,
+    count: u64,
+}
+
+/// Counts of short keys (`short_key`): open addressing, linear probing.
+///
+/// Why not hashbrown: with 1.7M word types (multi-1m) the table is ~64 MB,
+/// far beyond the caches, and a hashbrown probe is two dependent cache misses
+/// (control bytes, then the bucket) whose address is known only inside the
+/// probe. Here the slot address is `hash & mask`, so callers can prefetch it
+/// many pre-tokens ahead (see `Batch`), and a probe touches one line.
+/// The key 0 never occurs (byte 15 holds the length, 1..=15), so it marks
+/// empty slots. No deletions: `retain` rebuilds.
+#[derive(Debug, Clone)]
+struct ShortTable {
+    slots: Vec<Slot>,
+    len: usize,
+    /// Grow when `len` would exceed this (3/4 of the capacity).
+    limit: usize,
+}
+
+const SHORT_MIN_CAPACITY: usize = 1 << 12;
+
+#[inline(always)]
+fn fold_mul(a: u64, b: u64) -> u64 {
+    let p = a as u128 * b as u128;
+    (p as u64) ^ ((p >> 64) as u64)
+}
+
+/// Hash of a short key: two folded multiplies (the mixing of foldhash and
+/// wyhash). Fixed constants: counts and their iteration order are
+/// reproducible (and the model never depends on that order anyway).
+#[inline(always)]
+fn hash_short(key: u128) -> u64 {
+    let (lo, hi) = (key as u64, (key >> 64) as u64);
+    fold_mul(fold_mul(lo ^ 0x243f_6a88_85a3_08d3, hi ^ 0x1319_8a2e_0370_7344) ^ 0xa409_3822_299f_31d0, 0x082e_fa98_ec4e_6c89)
+}
+
+impl ShortTable {
+    fn with_capacity(cap: usize) -> Self {
+        let cap = cap.max(SHORT_MIN_CAPACITY).next_power_of_two();
+        ShortTable { slots: crate::mem::filled_vec(cap, Slot::default()), len: 0, limit: cap / 4 * 3 }
+    }
+
+    #[inline(always)]
+    fn index(&self, hash: u64) -> usize {
+        hash as usize & (self.slots.len() - 1)
+    }
+
+    /// Prefetches the slot where a probe for `hash` starts.
+    #[inline(always)]
+    fn prefetch(&self, hash: u64) {
+        prefetch(&self.slots, self.index(hash));
+    }
+
+    /// Adds `n` to `key`'s count; `hash` is `hash_short(key)`.
+    #[inline(always)]
+    fn add(&mut self, key: u128, hash: u64, n: u64) {
+        let mask = self.slots.len() - 1;
+        let mut i = hash as usize & mask;
+        loop {
+            let s = &mut self.slots[i];
+            if s.key == key {
+                s.count += n;
+                return;
+            }
+            if s.key == 0 {
+                *s = Slot { key, count: n };
+                self.len += 1;
+                if self.len > self.limit {
+                    self.grow(self.slots.len() * 2);
+                }
+                return;
+            }
+            i = (i + 1) & mask;
+        }
+    }
+
+    #[cold]
+    fn grow(&mut self, cap: usize) {
+        let mut bigger = ShortTable::with_capacity(cap);
+        for s in self.slots.iter().filter(|s| s.key != 0) {
+            bigger.insert_new(s.key, s.count);
+        }
+        *self = bigger;
+    }
+
+    /// Inserts a key known to be absent, without checking the load.
+    fn insert_new(&mut self, key: u128, count: u64) {
+        let mask = self.slots.len() - 1;
+        let mut i = hash_short(key) as usize & mask;
+        while self.slots[i].key != 0 {
+            i = (i + 1) & mask;
+        }
+        self.slots[i] = Slot { key, count };
+        self.len += 1;
+    }
+
+    fn iter(&self) -> impl Iterator<Item = (u128, u64)> + '_ {
+        self.slots.iter().filter(|s| s.key != 0).map(|s| (s.key, s.count))
+    }
+
+    fn values_mut(&mut self) -> impl Iterator<Item = &mut u64> + '_ {
+        self.slots.iter_mut().filter(|s| s.key != 0).map(|s| &mut s.count)
+    }
+
+    fn retain(&mut self, keep: impl Fn(u64) -> bool) {
+        let kept = self.iter().filter(|&(_, v)| keep(v)).count();
+        let mut out = ShortTable::with_capacity(kept * 4 / 3 + 1);
+        for (k, v) in self.iter().filter(|&(_, v)| keep(v)) {
+            out.insert_new(k, v);
+        }
+        *self = out;
+    }
+
+    /// Adds every entry of `other`, prefetching a few entries ahead.
+    fn absorb(&mut self, other: &ShortTable) {
+        if self.len + other.len > self.limit {
+            self.grow(((self.len + other.len) * 4 / 3 + 1).next_power_of_two());
+        }
+        let mut batch = Batch::on_table(self);
+        for (k, v) in other.iter() {
+            batch.push_short(k, v);
+        }
+    }
+}
+
+/// How many short pre-tokens are in flight between hashing (and
+/// prefetching their slot) and adding them.
+const BATCH_AHEAD: usize = 16;
+
+/// A short pipeline in front of a `ShortTable`: each key's slot is
+/// prefetched when the key arrives and the key is added `BATCH_AHEAD` keys
+/// later, when the line is (usually) in cache. Turns one cache miss per
+/// pre-token into overlapped misses. Adds the keys still in flight on drop.
+struct Batch<'a> {
+    table: &'a mut ShortTable,
+    keys: [u128; BATCH_AHEAD],
+    hashes: [u64; BATCH_AHEAD],
+    ns: [u64; BATCH_AHEAD],
+    /// Index of the oldest pending key; `len` keys are pending.
+    head: usize,
+    len: usize,
+}
+
+impl<'a> Batch<'a> {
+    fn on_table(table: &'a mut ShortTable) -> Self {
+        Batch {
+            table,
+            keys: [0; BATCH_AHEAD],
+            hashes: [0; BATCH_AHEAD],
+            ns: [0; BATCH_AHEAD],
+            head: 0,
+            len: 0,
+        }
+    }
+
+    #[inline(always)]
+    fn push_short(&mut self, key: u128, n: u64) {
+        let h = hash_short(key);
+        self.table.prefetch(h);
+        let slot = if self.len == BATCH_AHEAD {
+            let old = self.head;
+            self.table.add(self.keys[old], self.hashes[old], self.ns[old]);
+            self.head = (self.head + 1) % BATCH_AHEAD;
+            old
+        } else {
+            self.len += 1;
+            (self.head + self.len - 1) % BATCH_AHEAD
+        };
+        self.keys[slot] = key;
+        self.hashes[slot] = h;
+        self.ns[slot] = n;
+    }
+
+    fn flush(&mut self) {
+        while self.len > 0 {
+            let i = self.head;
+            self.table.add(self.keys[i], self.hashes[i], self.ns[i]);
+            self.head = (self.head + 1) % BATCH_AHEAD;
+            self.len -= 1;
+        }
+    }
+}
+
+impl Drop for Batch<'_> {
+    fn drop(&mut self) {
+        self.flush();
+    }
+}
+
+/// `WordCounts` while counting: short pre-tokens go through a `Batch`, long
+/// ones straight into the map. Borrowing the counts mutably means nobody can
+/// read them while keys are still in flight.
+pub struct Adder<'a> {
+    batch: Batch<'a>,
+    long: &'a mut Map<Box<[u8]>, u64>,
+    stats: &'a mut CountStats,
+    superword: Option<&'a mut WordCounts>,
+}
+
+impl Adder<'_> {
+    #[inline]
+    fn add(&mut self, piece: &[u8], n: u64) {
+        if piece.len() <= SHORT_KEY {
+            self.batch.push_short(short_key(piece), n);
+        } else {
+            *self.long.entry_ref(piece).or_insert(0) += n;
+        }
+    }
+
+    /// `WordCounts::add_tagged` through the pipeline.
+    #[inline]
+    fn add_tagged(&mut self, language: u16, piece: &[u8], n: u64) {
+        with_tag(language, piece, |key| self.add(key, n))
+    }
+}
+
+/// Calls `f` with the key `add_tagged` uses: the language id (2 bytes,
+/// little-endian) followed by the piece.
+#[inline]
+fn with_tag(language: u16, piece: &[u8], f: impl FnOnce(&[u8])) {
+    let mut buf = [0u8; 64];
+    if piece.len() + 2 <= buf.len() {
+        buf[..2].copy_from_slice(&language.to_le_bytes());
+        buf[2..piece.len() + 2].copy_from_slice(piece);
+        f(&buf[..piece.len() + 2]);
+    } else {
+        let mut key = Vec::with_capacity(piece.len() + 2);
+        key.extend_from_slice(&language.to_le_bytes());
+        key.extend_from_slice(piece);
+        f(&key);
+    }
+}
+
 impl Default for WordCounts {
     fn default() -> Self {
         Self::new()
@@ -83,12 +343,17 @@ impl Default for WordCounts {
 
 impl WordCounts {
     pub fn new() -> Self {
-        WordCounts { short: new_map(), long: new_map(), stats: CountStats::default(), superword: None }
+        WordCounts {
+            short: ShortTable::with_capacity(0),
+            long: new_map(),
+            stats: CountStats::default(),
+            superword: None,
+        }
     }
 
     /// Number of distinct word types.
     pub fn len(&self) -> usize {
-        self.short.len() + self.long.len()
+        self.short.len + self.long.len()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -99,7 +364,8 @@ impl WordCounts {
     #[inline]
     pub fn add(&mut self, piece: &[u8], n: u64) {
         if piece.len() <= SHORT_KEY {
-            *self.short.entry(short_key(piece)).or_insert(0) += n;
+            let key = short_key(piece);
+            self.short.add(key, hash_short(key), n);
         } else {
             *self.long.entry_ref(piece).or_insert(0) += n;
         }
@@ -110,28 +376,32 @@ impl WordCounts {
     /// of such keys holds each language's own counts (`split_tag`).
     #[inline]
     pub fn add_tagged(&mut self, language: u16, piece: &[u8], n: u64) {
-        let mut buf = [0u8; 64];
-        if piece.len() + 2 <= buf.len() {
-            buf[..2].copy_from_slice(&language.to_le_bytes());
-            buf[2..piece.len() + 2].copy_from_slice(piece);
-            self.add(&buf[..piece.len() + 2], n);
-        } else {
-            let mut key = Vec::with_capacity(piece.len() + 2);
-            key.extend_from_slice(&language.to_le_bytes());
-            key.extend_from_slice(piece);
-            self.add(&key, n);
+        with_tag(language, piece, |key| self.add(key, n))
+    }
+
+    /// The language and the piece of a key made by `add_tagged` (a key
+    /// shorter than a tag reads as language 0).
+    #[inline]
+    pub fn split_tag(key: &[u8]) -> (u16, &[u8]) {
+        match key {
+            [a, b, rest @ ..] => (u16::from_le_bytes([*a, *b]), rest),
+            _ => (0, key),
         }
     }
 
-    /// The language and the piece of a key made by `add_tagged`.
-    #[inline]
-    pub fn split_tag(key: &[u8]) -> (u16, &[u8]) {
-        (u16::from_le_bytes([key[0], key[1]]), &key[2..])
+    /// A pipelined adder for many pieces (see `Batch`).
+    fn adder(&mut self) -> Adder<'_> {
+        Adder {
+            batch: Batch::on_table(&mut self.short),
+            long: &mut self.long,
+            stats: &mut self.stats,
+            superword: self.superword.as_deref_mut(),
+        }
     }
 
     /// Calls `f(bytes, count)` for every word type (in no particular order).
     pub fn for_each(&self, mut f: impl FnMut(&[u8], u64)) {
-        for (&k, &v) in self.short.iter() {
+        for (k, v) in self.short.iter() {
             let b = k.to_le_bytes();
             f(&b[..b[15] as usize], v);
         }
@@ -140,18 +410,16 @@ impl WordCounts {
         }
     }
 
-    /// Adds `other` into `self` (the bigger maps absorb the smaller).
+    /// Adds `other` into `self` (the bigger tables absorb the smaller).
     pub fn merge(&mut self, mut other: WordCounts) {
-        if other.short.len() > self.short.len() {
+        if other.short.len > self.short.len {
             std::mem::swap(&mut self.short, &mut other.short);
         }
         if other.long.len() > self.long.len() {
             std::mem::swap(&mut self.long, &mut other.long);
         }
-        self.short.reserve(other.short.len());
-        for (k, v) in other.short.drain() {
-            *self.short.entry(k).or_insert(0) += v;
-        }
+        self.short.absorb(&other.short);
+        drop(other.short);
         self.long.reserve(other.long.len());
         for (k, v) in other.long.drain() {
             *self.long.entry(k).or_insert(0) += v;
@@ -237,14 +505,14 @@ impl WordCounts {
     /// Drops word types seen fewer than `min` times; returns how many.
     pub fn prune(&mut self, min: u64) -> usize {
         let before = self.len();
-        self.short.retain(|_, v| *v >= min);
+        self.short.retain(|v| v >= min);
         self.long.retain(|_, v| *v >= min);
         before - self.len()
     }
 
     /// Approximate heap bytes of the table (for reporting bytes per type).
     pub fn memory_bytes(&self) -> usize {
-        let short = self.short.capacity() * (16 + 8 + 1);
+        let short = self.short.slots.len() * std::mem::size_of::<Slot>();
         let long = self.long.capacity() * (16 + 8 + 1) + self.long.keys().map(|k| k.len().max(16)).sum::<usize>();
         short + long
     }
@@ -266,7 +534,18 @@ pub struct Counter<'a> {
     pub tag_languages: bool,
 }
 
+/// A counting thread's regex scratch space (see `PreTokenizer::split_with`).
+pub struct Scratch {
+    words: PreTokCache,
+    superword: Option<PreTokCache>,
+}
+
 impl Counter<'_> {
+    /// Scratch space for one counting thread.
+    pub fn scratch(&self) -> Scratch {
+        Scratch { words: self.pretokenizer.cache(), superword: self.superword.map(|p| p.cache()) }
+    }
+
     /// Counts one text into `out`. `on_invalid` is called with the offset of
     /// the first invalid byte when invalid UTF-8 is not allowed.
     pub fn count_text(&self, text: &[u8], out: &mut WordCounts) -> std::result::Result<(), (usize, Option<Error>)> {
@@ -274,34 +553,19 @@ impl Counter<'_> {
     }
 
     /// Like `count_text`, each occurrence counting `weight`.
-    pub fn count_weighted(
+    pub fn count_weighted(&self, text: &[u8], weight: u64, out: &mut WordCounts) -> std::result::Result<(), (usize, Option<Error>)> {
+        self.count_into(text, weight, None, &mut out.adder(), &mut self.scratch())
+    }
+
+    /// Counts one text with every piece keyed by `language` (see
+    /// `WordCounts::add_tagged`), or plainly when `language` is None.
+    fn count_into(
         &self,
         text: &[u8],
         weight: u64,
-        out: &mut WordCounts,
-    ) -> std::result::Result<(), (usize, Option<Error>)> {
-        self.count_with(text, weight, out, |out, piece, w| out.add(piece, w))
-    }
-
-    /// Like `count_text`, each piece keyed by `language` (see `add_tagged`).
-    pub fn count_tagged(
-        &self,
-        text: &[u8],
-        language: u16,
-        out: &mut WordCounts,
-    ) -> std::result::Result<(), (usize, Option<Error>)> {
-        self.count_with(text, 1, out, |out, piece, w| {
-            out.add_tagged(language, piece, w)
-        })
-    }
-
-    #[inline(always)]
-    fn count_with(
-        &self,
-        text: &[u8],
-        weight: u64,
-        out: &mut WordCounts,
-        mut add: impl FnMut(&mut WordCounts, &[u8], u64),
+        language: Option<u16>,
+        out: &mut Adder,
+        scratch: &mut Scratch,
     ) -> std::result::Result<(), (usize, Option<Error>)> {
         out.stats.texts += 1;
         out.stats.bytes += text.len() as u64;
@@ -313,21 +577,33 @@ impl Counter<'_> {
             }
             Segment::Text(seg) => utf8_runs(seg, &mut |run| match run {
                 Ok(s) => {
-                    if let (Some(p2), Some(second)) = (self.superword, out.superword.as_deref_mut()) {
-                        p2.split(s, &mut |piece| second.add(piece.as_bytes(), weight))
+                    if let (Some(p2), Some(second), Some(cache)) =
+                        (self.superword, out.superword.as_deref_mut(), scratch.superword.as_mut())
+                    {
+                        p2.split_with(cache, s, &mut |piece| second.add(piece.as_bytes(), weight))
                             .map_err(|e| (s.as_ptr() as usize - base, Some(e)))?;
                     }
-                    self.pretokenizer
-                        .split(s, &mut |piece| {
-                            out.stats.pieces += 1;
-                            add(out, piece.as_bytes(), weight);
+                    let mut pieces = 0u64;
+                    let r = self
+                        .pretokenizer
+                        .split_with(&mut scratch.words, s, &mut |piece| {
+                            pieces += 1;
+                            match language {
+                                None => out.add(piece.as_bytes(), weight),
+                                Some(l) => out.add_tagged(l, piece.as_bytes(), weight),
+                            }
                         })
-                        .map_err(|e| (s.as_ptr() as usize - base, Some(e)))
+                        .map_err(|e| (s.as_ptr() as usize - base, Some(e)));
+                    out.stats.pieces += pieces;
+                    r
                 }
                 Err(bad) => {
                     if self.allow_invalid_utf8 {
                         out.stats.pieces += 1;
-                        add(out, bad, weight);
+                        match language {
+                            None => out.add(bad, weight),
+                            Some(l) => out.add_tagged(l, bad, weight),
+                        }
                         if let Some(second) = out.superword.as_deref_mut() {
                             second.add(bad, weight);
                         }
@@ -347,23 +623,34 @@ impl Counter<'_> {
 
     /// `count_chunk` that gives up (with `Interrupted`) soon after `cancel` is set.
     pub fn count_chunk_until(&self, chunk: &Chunk, out: &mut WordCounts, cancel: Option<&AtomicBool>) -> Result<()> {
+        self.count_chunk_with(chunk, out, cancel, &mut self.scratch())
+    }
+
+    /// `count_chunk_until` with the thread's own scratch space.
+    pub fn count_chunk_with(
+        &self,
+        chunk: &Chunk,
+        out: &mut WordCounts,
+        cancel: Option<&AtomicBool>,
+        scratch: &mut Scratch,
+    ) -> Result<()> {
         let mut index = 0usize;
+        let mut out = out.adder();
         chunk.for_each_text(&mut |text, offset| {
             if index % 1024 == 1023 && cancel.is_some_and(|c| c.load(Ordering::Relaxed)) {
                 return Err(Error::interrupted());
             }
-            let counted = if self.tag_languages {
-                let language = chunk.langs.get(index).copied().unwrap_or(0);
-                self.count_tagged(text, language, out)
+            let (weight, language) = if self.tag_languages {
+                (1, Some(chunk.langs.get(index).copied().unwrap_or(0)))
             } else {
                 let weight = match self.lang_weights {
                     Some(w) if !chunk.langs.is_empty() => chunk.langs.get(index).map_or(1, |&l| w[l as usize]),
                     _ => 1,
                 };
-                self.count_weighted(text, weight, out)
+                (weight, None)
             };
             index += 1;
-            counted.map_err(|(at, err)| {
+            self.count_into(text, weight, language, &mut out, scratch).map_err(|(at, err)| {
                 let line = chunk.line_of(offset + at);
                 match err {
                     Some(e) => Error::new(e.kind, format!("{}, line {}: {}", chunk.source, line, e.message)),
@@ -397,7 +684,8 @@ pub fn count_parallel(
     };
     if threads == 1 {
         let mut counts = fresh();
-        feed(&mut |chunk| counter.count_chunk(&chunk, &mut counts))?;
+        let mut scratch = counter.scratch();
+        feed(&mut |chunk| counter.count_chunk_with(&chunk, &mut counts, None, &mut scratch))?;
         return Ok(counts);
     }
     let failed = AtomicBool::new(false);
@@ -412,11 +700,12 @@ pub fn count_parallel(
                 let fresh = &fresh;
                 scope.spawn(move || {
                     let mut counts = fresh();
+                    let mut scratch = counter.scratch();
                     for chunk in rx.iter() {
                         if failed.load(Ordering::Relaxed) {
                             continue; // drain so the feeder never blocks
                         }
-                        if let Err(e) = counter.count_chunk_until(&chunk, &mut counts, Some(failed)) {
+                        if let Err(e) = counter.count_chunk_with(&chunk, &mut counts, Some(failed), &mut scratch) {
                             if e.kind == crate::error::ErrorKind::Interrupted {
                                 continue; // the feeder stopped; its error is reported
                             }
@@ -467,4 +756,58 @@ pub fn count_parallel(
         }
         Ok(total)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn snapshot(c: &WordCounts) -> HashMap<Vec<u8>, u64> {
+        let mut m = HashMap::new();
+        c.for_each(|k, v| {
+            assert!(m.insert(k.to_vec(), v).is_none(), "type listed twice: {k:?}");
+        });
+        m
+    }
+
+    /// Pseudo-random pieces of 1..=40 bytes (short and long keys, with
+    /// repeats), through the pipelined adder, the plain `add`, `merge`,
+    /// `prune` and the byte form, checked against a std HashMap.
+    #[test]
+    fn tables_agree_with_a_plain_map() {
+        let mut state = 7u64;
+        let mut next = || {
+            state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            state >> 33
+        };
+        let pieces: Vec<Vec<u8>> = (0..30_000)
+            .map(|_| {
+                let len = 1 + (next() % 40) as usize;
+                (0..len).map(|_| (next() % 3) as u8 * 100).collect()
+            })
+            .collect();
+        let mut expected: HashMap<Vec<u8>, u64> = HashMap::new();
+        let mut parts = vec![WordCounts::new(), WordCounts::new()];
+        for (i, p) in pieces.iter().cycle().take(100_000).enumerate() {
+            let n = 1 + (i % 3) as u64;
+            *expected.entry(p.clone()).or_insert(0) += n;
+            let part = &mut parts[i % 2];
+            if i % 5 == 0 {
+                part.add(p, n);
+            } else {
+                part.adder().add(p, n);
+            }
+        }
+        let mut total = parts.pop().unwrap();
+        total.merge(parts.pop().unwrap());
+        assert_eq!(total.len(), expected.len());
+        assert_eq!(snapshot(&total), expected);
+        let again = WordCounts::from_bytes(&total.to_bytes()).unwrap();
+        assert_eq!(snapshot(&again), expected);
+        let dropped = total.prune(3);
+        expected.retain(|_, v| *v >= 3);
+        assert_eq!(dropped, again.len() - expected.len());
+        assert_eq!(snapshot(&total), expected);
+    }
 }

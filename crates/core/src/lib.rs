@@ -17,6 +17,7 @@ pub mod encode_file;
 pub mod error;
 pub mod input;
 pub mod merge;
+mod mem;
 pub mod model;
 pub mod pretok;
 pub mod progress;

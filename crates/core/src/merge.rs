@@ -28,7 +28,7 @@
 //! * Tie-breaks compare byte strings only when counts are equal; on real
 //!   corpora that is common only in the long tail of small counts.
 
-use crate::count::{new_map, Map};
+use crate::count::{new_map, prefetch, Map};
 use crate::error::{Error, Result};
 
 const NONE: u32 = u32::MAX;
@@ -144,53 +144,71 @@ fn weight_of(node: &Node, big_weights: &[u64]) -> u64 {
 /// How many positions ahead to prefetch nodes while merging.
 const PREFETCH_AHEAD: usize = 8;
 
-#[inline(always)]
-fn prefetch(nodes: &[Node], i: usize) {
-    #[cfg(target_arch = "x86_64")]
-    if i < nodes.len() {
-        // SAFETY: prefetching is a hint; the pointer is in bounds.
-        unsafe {
-            std::arch::x86_64::_mm_prefetch(nodes.as_ptr().add(i) as *const i8, std::arch::x86_64::_MM_HINT_T0);
-        }
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = (nodes, i);
-}
-
-/// Input to the merge loop: word types as symbol-id sequences with counts.
+/// Input to the merge loop: word types as symbol-id sequences with counts,
+/// already laid out as the loop's node arena (one run of linked nodes per
+/// word), so there is no intermediate copy of every symbol.
 pub struct WordTable {
-    pub sym: Vec<u32>,
-    /// Start offset of each word in `sym`, plus a final end offset.
-    pub starts: Vec<u32>,
-    pub counts: Vec<u64>,
+    nodes: Vec<Node>,
+    /// Counts of 2^31 and more (see `Node::weight`).
+    big_weights: Vec<u64>,
+    types: usize,
 }
 
 impl WordTable {
     pub fn new() -> Self {
-        WordTable { sym: Vec::new(), starts: vec![0], counts: Vec::new() }
+        WordTable { nodes: Vec::new(), big_weights: Vec::new(), types: 0 }
     }
+
+    /// A table with room for `symbols` symbols in all: one allocation, with
+    /// huge pages requested (the merge loop reads the arena at random).
+    pub fn with_capacity(symbols: usize) -> Self {
+        WordTable { nodes: crate::mem::vec_with_capacity(symbols), big_weights: Vec::new(), types: 0 }
+    }
+
     /// Adds a word; words of fewer than two symbols cannot merge and are skipped.
     pub fn push(&mut self, symbols: impl IntoIterator<Item = u32>, count: u64) -> Result<()> {
-        let before = self.sym.len();
-        self.sym.extend(symbols);
-        if self.sym.len() - before < 2 {
-            self.sym.truncate(before);
+        let start = self.nodes.len();
+        let weight = if count < BIG as u64 { count as u32 } else { BIG | self.big_weights.len() as u32 };
+        for (k, sym) in symbols.into_iter().enumerate() {
+            let i = start + k;
+            self.nodes.push(Node {
+                sym,
+                prev: if k > 0 { (i - 1) as u32 } else { NONE },
+                next: (i + 1) as u32,
+                weight,
+            });
+        }
+        let end = self.nodes.len();
+        if end - start < 2 {
+            self.nodes.truncate(start);
             return Ok(());
         }
-        if self.sym.len() >= u32::MAX as usize - 1 {
+        if end >= u32::MAX as usize - 1 {
+            self.nodes.truncate(start);
             return Err(Error::training(
                 "the word-type table exceeds 4 billion symbols; prune rare word types (min count) or shard the corpus",
             ));
         }
-        self.starts.push(self.sym.len() as u32);
-        self.counts.push(count);
+        self.nodes[end - 1].next = NONE;
+        if weight & BIG != 0 {
+            self.big_weights.push(count);
+        }
+        self.types += 1;
         Ok(())
     }
+
+    /// Number of word types (with two symbols or more).
     pub fn len(&self) -> usize {
-        self.counts.len()
+        self.types
     }
+
     pub fn is_empty(&self) -> bool {
-        self.counts.is_empty()
+        self.types == 0
+    }
+
+    /// Number of symbols of all word types.
+    pub fn symbols(&self) -> usize {
+        self.nodes.len()
     }
 }
 
@@ -275,30 +293,8 @@ pub fn learn_merges(
     tick: &mut MergeTick,
 ) -> Result<Learned> {
     let setup_start = std::time::Instant::now();
-    let n = table.sym.len();
-    let mut nodes: Vec<Node> = Vec::with_capacity(n);
-    let mut big_weights: Vec<u64> = Vec::new();
-    for w in 0..table.counts.len() {
-        let (s, e) = (table.starts[w] as usize, table.starts[w + 1] as usize);
-        let count = table.counts[w];
-        let weight = if count < BIG as u64 {
-            count as u32
-        } else {
-            big_weights.push(count);
-            BIG | (big_weights.len() - 1) as u32
-        };
-        for i in s..e {
-            nodes.push(Node {
-                sym: table.sym[i],
-                prev: if i > s { (i - 1) as u32 } else { NONE },
-                next: if i + 1 < e { (i + 1) as u32 } else { NONE },
-                weight,
-            });
-        }
-    }
-    drop(table.sym);
-    drop(table.counts);
-    drop(table.starts);
+    let WordTable { mut nodes, big_weights, .. } = table;
+    let n = nodes.len();
 
     let max_len = params.max_token_length.unwrap_or(usize::MAX).min(crate::model::MAX_TOKEN_BYTES);
     let unk = params.unk.unwrap_or(NONE);
@@ -434,8 +430,22 @@ pub fn learn_merges(
             positions.sort_unstable();
         }
         for (k, &i) in positions.iter().enumerate() {
-            if let Some(&ahead) = positions.get(k + PREFETCH_AHEAD) {
-                prefetch(&nodes, ahead as usize);
+            // Two-stage prefetch: the node itself 2D positions ahead; D ahead
+            // (by then usually in cache) the neighbours it links to, which
+            // lie in another line when the word crosses one or has dead
+            // nodes from earlier merges.
+            if let Some(&far) = positions.get(k + 2 * PREFETCH_AHEAD) {
+                prefetch(&nodes, far as usize);
+            }
+            if let Some(&near) = positions.get(k + PREFETCH_AHEAD) {
+                let n = nodes[near as usize];
+                if n.prev != NONE {
+                    prefetch(&nodes, n.prev as usize);
+                }
+                if n.next != NONE {
+                    prefetch(&nodes, n.next as usize);
+                    prefetch(&nodes, n.next as usize + 1);
+                }
             }
             let iu = i as usize;
             let node = nodes[iu];

@@ -723,6 +723,16 @@ pub fn train_from_counts(
         Scheme::Bytes => {
             tokens.extend((0..=255u8).map(|b| vec![b]));
             let lead = if whitespace { Some(base_start + b' ' as u32) } else { None };
+            if replay.is_none() {
+                // Size the node arena exactly: one allocation, no regrowth.
+                let mut symbols = 0usize;
+                counts.for_each(|piece, count| {
+                    if count >= min_count && piece.len() + lead.is_some() as usize >= 2 {
+                        symbols += piece.len() + lead.is_some() as usize;
+                    }
+                });
+                table = WordTable::with_capacity(symbols);
+            }
             let mut result = Ok(());
             counts.for_each(|piece, count| {
                 if count < min_count {
@@ -730,11 +740,17 @@ pub fn train_from_counts(
                     return;
                 }
                 if result.is_ok() {
-                    let syms: Vec<u32> = lead.into_iter().chain(piece.iter().map(|&b| base_start + b as u32)).collect();
-                    result = push_word(&mut table, &mut pending, syms, count);
+                    let syms = lead.into_iter().chain(piece.iter().map(|&b| base_start + b as u32));
+                    result = match replay {
+                        Some(_) => push_word(&mut table, &mut pending, syms.collect(), count),
+                        None => table.push(syms, count),
+                    };
                 }
             });
             result?;
+            // The count table is not needed any more; free it before the
+            // merge loop allocates its index.
+            drop(counts);
             (None, None)
         }
         Scheme::Chars { end_of_word_suffix, character_coverage, .. } => {
@@ -807,6 +823,9 @@ pub fn train_from_counts(
             }
             let remap: Vec<u32> = names.iter().map(|n| position.get(n.as_str()).copied().unwrap_or(unk)).collect();
             drop(position);
+            if replay.is_none() {
+                table = WordTable::with_capacity(words.iter().map(|(w, _)| if w.len() >= 2 { w.len() } else { 0 }).sum());
+            }
             for (ids, count) in words {
                 push_word(&mut table, &mut pending, ids.into_iter().map(|s| remap[s as usize]).collect(), count)?;
             }
@@ -825,6 +844,7 @@ pub fn train_from_counts(
                 });
             }
         });
+        table = WordTable::with_capacity(pending.iter().map(|(w, _)| if w.len() >= 2 { w.len() } else { 0 }).sum());
         for (syms, count) in pending.drain(..) {
             table.push(syms, count)?;
         }
@@ -913,7 +933,7 @@ pub fn train_from_counts(
     };
     let table_seconds = merge_start.elapsed().as_secs_f64();
     let word_table_types = table.len();
-    let word_table_symbols = table.sym.len();
+    let word_table_symbols = table.symbols();
     let learned = learn_merges(table, &mut tokens, &mut token_ids, &params, &mut tick)?;
     drop(tick);
     if let Some((mut w, path)) = csv {

@@ -1,0 +1,54 @@
+//! Big arrays that are read at random (the word-count table, the merge
+//! arena): allocated with a request for transparent huge pages.
+//!
+//! With 4 KiB pages a 100 MB table spans 25,000 pages, far more than the
+//! TLB holds, so nearly every random probe also walks the page table (and
+//! in a virtual machine that walk is itself several memory accesses); a
+//! software prefetch cannot hide that. With 2 MiB pages the same table is
+//! 50 TLB entries. Where THP is "always" this changes nothing, where it is
+//! "madvise" (many distributions and VMs) it is what makes huge pages
+//! happen, and where it is "never" the kernel ignores the request.
+
+/// Arrays smaller than this are not worth a system call.
+const MIN_BYTES: usize = 4 << 20;
+const HUGE_PAGE: usize = 2 << 20;
+
+/// A vector of `len` copies of `value`, whose memory the kernel is asked to
+/// back with huge pages *before* it is first written (pages already faulted
+/// in as small pages are only merged later, if ever).
+pub(crate) fn filled_vec<T: Clone>(len: usize, value: T) -> Vec<T> {
+    let mut v: Vec<T> = Vec::with_capacity(len);
+    advise_huge(v.as_mut_ptr() as *mut u8, len * std::mem::size_of::<T>());
+    v.resize(len, value);
+    v
+}
+
+/// An empty vector with room for `cap` elements, advised as in `filled_vec`.
+pub(crate) fn vec_with_capacity<T>(cap: usize) -> Vec<T> {
+    let mut v: Vec<T> = Vec::with_capacity(cap);
+    advise_huge(v.as_mut_ptr() as *mut u8, cap * std::mem::size_of::<T>());
+    v
+}
+
+#[cfg(target_os = "linux")]
+fn advise_huge(ptr: *mut u8, bytes: usize) {
+    if bytes < MIN_BYTES {
+        return;
+    }
+    // Only whole 2 MiB pages inside the allocation.
+    let start = (ptr as usize).next_multiple_of(HUGE_PAGE);
+    let end = (ptr as usize + bytes) / HUGE_PAGE * HUGE_PAGE;
+    if end > start {
+        // SAFETY: [start, end) lies inside an allocation we own (`ptr` is the
+        // start of a live buffer of at least `bytes` bytes). MADV_HUGEPAGE
+        // only changes how the kernel backs these pages; it never changes
+        // their contents or validity, and a failure (e.g. THP disabled) is
+        // harmless, so the result is ignored.
+        unsafe {
+            libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_HUGEPAGE);
+        }
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn advise_huge(_ptr: *mut u8, _bytes: usize) {}
