@@ -634,18 +634,35 @@ pub fn train_from_counts(
         Scheme::Bytes => {
             tokens.extend((0..=255u8).map(|b| vec![b]));
             let lead = if whitespace { Some(base_start + b' ' as u32) } else { None };
-            let mut result = Ok(());
-            counts.for_each(|piece, count| {
-                if count < min_count {
-                    pruned_types += 1;
-                    return;
+            match &replay {
+                // Resuming (and SuperBPE's stage 2): each word type is
+                // re-encoded straight from its counted bytes into the table,
+                // on all threads; no per-type symbol vectors are kept.
+                Some(enc) => {
+                    let threads = if config.threads == 0 { default_threads() } else { config.threads };
+                    let (t, pruned) = replay_bytes_table(&counts, enc, whitespace, min_count, threads)?;
+                    table = t;
+                    pruned_types += pruned;
                 }
-                if result.is_ok() {
-                    let syms: Vec<u32> = lead.into_iter().chain(piece.iter().map(|&b| base_start + b as u32)).collect();
-                    result = push_word(&mut table, &mut pending, syms, count);
+                None => {
+                    let mut result = Ok(());
+                    counts.for_each(|piece, count| {
+                        if count < min_count {
+                            pruned_types += 1;
+                            return;
+                        }
+                        if result.is_ok() {
+                            let syms = lead.into_iter().chain(piece.iter().map(|&b| base_start + b as u32));
+                            result = table.push(syms, count);
+                        }
+                    });
+                    result?;
                 }
-            });
-            result?;
+            }
+            // The table now holds every word type: the counts are not needed
+            // in the merge loop, which is where the peak memory is.
+            drop(counts);
+            release_free_memory();
             (None, None)
         }
         Scheme::Chars { end_of_word_suffix, character_coverage, .. } => {
@@ -886,6 +903,78 @@ pub fn train_from_counts(
     Ok(model)
 }
 
+/// The word table of a resumed run (bytes scheme): every word type of
+/// `counts` (at least `min_count` times) re-encoded with the resumed model's
+/// merges, which is the state after its last merge (SEMANTICS §8). Word
+/// types are shared between `threads` workers by reference (no copy of their
+/// bytes); each builds a part of the table, and the parts are joined in
+/// order. Returns the table and the number of word types pruned.
+fn replay_bytes_table(
+    counts: &WordCounts,
+    enc: &Encoder,
+    whitespace: bool,
+    min_count: u64,
+    threads: usize,
+) -> Result<(WordTable, usize)> {
+    let (short, long) = counts.entries();
+    let pruned = short.iter().filter(|e| e.1 < min_count).count() + long.iter().filter(|e| e.1 < min_count).count();
+    let joinable = enc.joinable_byte_pairs();
+    let threads = threads.max(1);
+    let work = |short: &[(u128, u64)], long: &[(&[u8], u64)]| -> Result<WordTable> {
+        let mut table = WordTable::new();
+        let (mut syms, mut scratch, mut buf) = (Vec::new(), Vec::new(), Vec::new());
+        let mut one = |piece: &[u8], count: u64, table: &mut WordTable| -> Result<()> {
+            if count < min_count {
+                return Ok(());
+            }
+            syms.clear();
+            let bytes = if whitespace {
+                buf.clear();
+                buf.push(b' ');
+                buf.extend_from_slice(piece);
+                &buf[..]
+            } else {
+                piece
+            };
+            enc.encode_bytes_split(bytes, &joinable, &mut syms, &mut scratch);
+            table.push(syms.iter().copied(), count)
+        };
+        for (key, count) in short {
+            let (b, n) = crate::count::short_key_bytes(key);
+            one(&b[..n], *count, &mut table)?;
+        }
+        for &(piece, count) in long {
+            one(piece, count, &mut table)?;
+        }
+        Ok(table)
+    };
+    let parts: Vec<Result<WordTable>> = if threads == 1 {
+        vec![work(&short, &long)]
+    } else {
+        let (ps, pl) = (short.len().div_ceil(threads).max(1), long.len().div_ceil(threads).max(1));
+        std::thread::scope(|s| {
+            let handles: Vec<_> = (0..threads)
+                .map(|t| {
+                    let sh = &short[(t * ps).min(short.len())..((t + 1) * ps).min(short.len())];
+                    let lo = &long[(t * pl).min(long.len())..((t + 1) * pl).min(long.len())];
+                    let work = &work;
+                    s.spawn(move || work(sh, lo))
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().unwrap_or_else(|_| Err(Error::training("a replay worker crashed (this is a bug in bpeforge; please report it)"))))
+                .collect()
+        })
+    };
+    let mut parts = parts.into_iter();
+    let mut table = parts.next().unwrap_or_else(|| Ok(WordTable::new()))?;
+    for part in parts {
+        table.append(part?)?;
+    }
+    Ok((table, pruned))
+}
+
 /// SuperBPE: stage 1 learns subwords up to the transition size on the
 /// word-level pieces; stage 2 continues from exactly that state on the wider
 /// stage-2 units (its merges may join words), with the paper's limits. The
@@ -905,6 +994,7 @@ fn train_superbpe(
     stage1.checkpoint = None;
     let stats = words.stats.clone();
     let mut model = train_from_counts(words, &stage1, observer, inputs.clone(), count_seconds)?;
+    release_free_memory();
     let stage1_meta = model.metadata.clone();
     let stage1_pretokenizer = model.pretokenizer.clone();
     model.pretokenizer = PreTokenizerSpec::Superword;
@@ -930,6 +1020,7 @@ fn train_superbpe(
                 "stage2_word_table": stage2_meta["word_table"].clone(),
                 "stage1_merge_seconds": stage1_meta["timings"]["merge_seconds"].clone(),
                 "stage2_merge_seconds": stage2_meta["timings"]["merge_seconds"].clone(),
+                "stage2_merge_breakdown": stage2_meta["timings"]["merge_breakdown"].clone(),
             }),
         );
         let m1 = stage1_meta["timings"]["merge_seconds"].as_f64().unwrap_or(0.0);
@@ -943,6 +1034,25 @@ fn train_superbpe(
     }
     model.metadata = meta;
     Ok(model)
+}
+
+/// Hands memory that was freed back to the operating system (glibc keeps
+/// freed blocks, and a block in the middle of a heap or in a worker thread's
+/// arena is not returned on its own). Called between the phases of training
+/// whose tables are freed before the next phase allocates its own (mostly
+/// large, freshly mapped arrays that cannot reuse those blocks), so peak RSS
+/// is what the next phase holds, not that plus the last phase's leftovers.
+pub fn release_free_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        extern "C" {
+            fn malloc_trim(pad: usize) -> i32;
+        }
+        // SAFETY: malloc_trim only releases free memory; it takes no pointers.
+        unsafe {
+            malloc_trim(0);
+        }
+    }
 }
 
 fn round3(x: f64) -> f64 {
