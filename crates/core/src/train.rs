@@ -597,12 +597,26 @@ pub fn train_from_counts(
                 "resume_from: the model's scheme, pre-tokenizer and special tokens must be kept when resuming",
             ));
         }
-        if m.ids.as_ref().is_some_and(|ids| ids.iter().enumerate().any(|(i, &e)| e as usize != i)) {
-            return Err(Error::parameter(
-                "resume_from: this imported model numbers its ids differently from bpeforge's layout (special tokens, base symbols, merges), so new merges would have no ids; extend a bpeforge-numbered model",
-            ));
-        }
     }
+    // An imported model keeps its own (external) ids; new tokens get fresh
+    // ids after the largest one in use (SEMANTICS §8).
+    let (old_ids, first_new_id) = match resumed.and_then(|m| m.ids.as_ref().map(|ids| (m, ids))) {
+        Some((m, ids)) => {
+            let first = next_external_id(m, ids)?;
+            let room = crate::model::MAX_EXTERNAL_ID as u64 - first as u64;
+            let id_count = ids.iter().map(|&e| e as u64 + 1).max().unwrap_or(0);
+            let grow = (config.vocab_size as u64).saturating_sub(id_count);
+            if grow > room {
+                return Err(Error::parameter(format!(
+                    "resume_from: new ids start at {first} for this imported model; {grow} new ids would pass the largest id a model may have ({}); lower vocab_size to at most {}",
+                    crate::model::MAX_EXTERNAL_ID - 1,
+                    id_count + room
+                )));
+            }
+            (Some(ids.clone()), first)
+        }
+        None => (None, 0),
+    };
     // A resumed model's merges are replayed on every word type, which puts
     // the word table exactly where the original run left it.
     let replay = match resumed {
@@ -786,7 +800,22 @@ pub fn train_from_counts(
     for (i, t) in tokens.iter().enumerate() {
         token_ids.entry(t.clone()).or_insert(i as u32);
     }
-    let target = config.vocab_size - fixed;
+    // With external ids, `vocab_size` counts ids (one past the largest, as
+    // `Encoder::vocab_size` does): `old ids + N` learns N new tokens.
+    let target = match &old_ids {
+        Some(ids) => {
+            let id_count = ids.iter().map(|&e| e as usize + 1).max().unwrap_or(0);
+            if config.vocab_size < id_count {
+                return Err(Error::parameter(format!(
+                    "vocab_size {} is below the resumed model's {id_count} ids (its largest id is {}); resuming only grows a vocabulary",
+                    config.vocab_size,
+                    id_count.saturating_sub(1)
+                )));
+            }
+            old_merges.len() + (config.vocab_size - id_count)
+        }
+        None => config.vocab_size - fixed,
+    };
     let params = MergeParams {
         max_merges: target - old_merges.len(),
         min_frequency: config.min_frequency,
@@ -799,6 +828,9 @@ pub fn train_from_counts(
         let mut model = Model::new(config.scheme.clone(), config.pretokenizer.clone(), specials.clone(), alphabet.clone());
         model.merges = old_merges.iter().chain(merges).map(|&(a, b, _)| (a, b)).collect();
         model.merge_counts = old_merges.iter().chain(merges).map(|&(_, _, c)| c).collect();
+        if let Some(ids) = &old_ids {
+            model.ids = Some(ids.iter().copied().chain((0..merges.len() as u32).map(|k| first_new_id + k)).collect());
+        }
         model
     };
     let mut last = 0.0f64;
@@ -900,6 +932,11 @@ pub fn train_from_counts(
         "resumed_merges": old_merges.len(),
         "stopped_early": stopped_early,
     });
+    // An extended import is still that import: keep what the importer
+    // recorded (its notes, and the source's id range for later extensions).
+    if let (Some(imp), Some(obj)) = (resumed.and_then(|m| m.metadata.get("import")), model.metadata.as_object_mut()) {
+        obj.insert("import".into(), imp.clone());
+    }
     Ok(model)
 }
 
@@ -1034,6 +1071,27 @@ fn train_superbpe(
     }
     model.metadata = meta;
     Ok(model)
+}
+
+/// The first id for new tokens when extending a model with external ids:
+/// one past the largest id it uses, and past every id of the source it was
+/// imported from (`metadata.import.source_id_end`, written by the importers:
+/// source tokens that bpeforge could not represent keep their ids reserved).
+fn next_external_id(m: &Model, ids: &[u32]) -> Result<u32> {
+    let mut next = ids.iter().map(|&e| e as u64 + 1).max().unwrap_or(0);
+    let end = &m.metadata["import"]["source_id_end"];
+    if !end.is_null() {
+        match end.as_u64() {
+            Some(e) if e <= crate::model::MAX_EXTERNAL_ID as u64 => next = next.max(e),
+            _ => {
+                return Err(Error::parameter(format!(
+                    "resume_from: the model's metadata.import.source_id_end must be an integer from 0 to {}, got {end}",
+                    crate::model::MAX_EXTERNAL_ID
+                )))
+            }
+        }
+    }
+    Ok(next as u32)
 }
 
 /// Hands memory that was freed back to the operating system (glibc keeps
