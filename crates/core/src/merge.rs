@@ -79,14 +79,28 @@ impl PairHeap {
         }
     }
 
+    /// Orders the entries already in `v` into a heap in O(n) (Floyd), where
+    /// n pushes cost O(n log n) comparisons, many of them byte compares of
+    /// tied counts. The pop order does not depend on the layout: `before` is
+    /// a total order (no two pairs have the same bytes).
+    fn heapify(&mut self, tokens: &[Vec<u8>]) {
+        for i in (0..self.v.len() / 2).rev() {
+            self.sift_down(i, tokens);
+        }
+    }
+
     fn pop(&mut self, tokens: &[Vec<u8>]) -> Option<Entry> {
         let last = self.v.pop()?;
         if self.v.is_empty() {
             return Some(last);
         }
         let top = std::mem::replace(&mut self.v[0], last);
+        self.sift_down(0, tokens);
+        Some(top)
+    }
+
+    fn sift_down(&mut self, mut i: usize, tokens: &[Vec<u8>]) {
         let n = self.v.len();
-        let mut i = 0;
         loop {
             let l = 2 * i + 1;
             if l >= n {
@@ -101,7 +115,6 @@ impl PairHeap {
                 break;
             }
         }
-        Some(top)
     }
 
     fn len(&self) -> usize {
@@ -452,9 +465,8 @@ pub fn learn_merges(
     }
     let mut heap = PairHeap::default();
     heap.v.reserve(pairs.len());
-    for (&key, info) in pairs.iter() {
-        heap.push(Entry { count: info.count, a: (key >> 32) as u32, b: key as u32 }, tokens);
-    }
+    heap.v.extend(pairs.iter().map(|(&key, info)| Entry { count: info.count, a: (key >> 32) as u32, b: key as u32 }));
+    heap.heapify(tokens);
 
     let setup_seconds = setup_start.elapsed().as_secs_f64();
     let mut merges: Vec<(u32, u32, u64)> = Vec::with_capacity(params.max_merges.min(1 << 20));
