@@ -898,4 +898,39 @@ mod tests {
             assert_eq!(enc.decode_bytes(&s1).unwrap(), text);
         }
     }
+
+    #[test]
+    fn split_encoding_equals_whole_encoding() {
+        // Merges that make tokens across spaces and punctuation, over a small
+        // alphabet, so texts have both joinable and unjoinable byte pairs.
+        let mut m = Model::new(Scheme::Bytes, PreTokenizerSpec::None, vec!["<s>".into()], None);
+        let id = |c: u8| 1 + c as u32;
+        let t = |k: u32| 257 + k;
+        m.merges = vec![
+            (id(b'a'), id(b'b')),   // t0 ab
+            (id(b' '), t(0)),       // t1 " ab"
+            (id(b'c'), id(b'.')),   // t2 c.
+            (t(1), t(1)),           // t3 " ab ab"
+            (id(b'b'), id(b'c')),   // t4 bc
+            (t(2), id(b' ')),       // t5 "c. "
+            (id(b'a'), id(b'a')),   // t6 aa
+            (t(6), id(b'a')),       // t7 aaa
+        ];
+        let enc = Encoder::new(m).unwrap();
+        let joinable = enc.joinable_byte_pairs();
+        assert!(joinable[(b'a' as usize) << 8 | b'b' as usize]);
+        assert!(!joinable[(b'b' as usize) << 8 | b'a' as usize]);
+        let mut state = 7u64;
+        let (mut out, mut scratch) = (Vec::new(), Vec::new());
+        for _ in 0..3000 {
+            state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            let len = (state >> 58) as usize + 1;
+            let text: Vec<u8> = (0..len).map(|k| b"abc. a"[((state >> (k % 50)) % 6) as usize]).collect();
+            let mut whole: Vec<u32> = text.iter().map(|&c| id(c)).collect();
+            enc.bpe(&mut whole);
+            out.clear();
+            enc.encode_bytes_split(&text, &joinable, &mut out, &mut scratch);
+            assert_eq!(out, whole, "{:?}", String::from_utf8_lossy(&text));
+        }
+    }
 }

@@ -709,6 +709,43 @@ mod tests {
     }
 
     #[test]
+    fn pruning_below_min_frequency_changes_nothing() {
+        // With min_frequency=1 the loop keeps every pair; its merges with
+        // count >= k must be exactly what min_frequency=k learns (which drops
+        // rarer pairs from the index and the heap), on 1 and 2 threads.
+        let mut state = 99u64;
+        let mut words: Vec<(String, u64)> = Vec::new();
+        let mut total = 0;
+        while total < 1_200_000 {
+            state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            let len = 2 + (state >> 59) as usize;
+            let w: String = (0..len).map(|k| (b'a' + ((state >> (k * 5 % 57)) % 7) as u8) as char).collect();
+            total += w.len();
+            words.push((w, 1 + (state >> 62) * (state >> 40 & 1)));
+        }
+        let run_with = |min_frequency: u64, threads: usize| {
+            let mut tokens: Vec<Vec<u8>> = (0..=255u8).map(|b| vec![b]).collect();
+            let mut ids = new_map();
+            for (i, t) in tokens.iter().enumerate() {
+                ids.insert(t.clone(), i as u32);
+            }
+            let mut table = WordTable::new();
+            for (w, c) in &words {
+                table.push(w.bytes().map(u32::from), *c).unwrap();
+            }
+            let params = MergeParams { max_merges: usize::MAX, min_frequency, max_token_length: None, unk: None, limits: Default::default(), threads };
+            learn_merges(table, &mut tokens, &mut ids, &params, &mut |_, _| Ok(Flow::Continue)).unwrap().merges
+        };
+        let all = run_with(1, 1);
+        for k in [2u64, 3, 5] {
+            let expect: Vec<_> = all.iter().copied().take_while(|m| m.2 >= k).collect();
+            assert!(expect.len() < all.len(), "k={k}: the test needs merges below k");
+            assert_eq!(run_with(k, 1), expect, "k={k}");
+            assert_eq!(run_with(k, 2), expect, "k={k}, 2 threads");
+        }
+    }
+
+    #[test]
     fn overlapping_runs_merge_left_to_right() {
         // "aaa" has the pair (a,a) twice but only one merge fits: "aa a".
         let m = run(&[("aaa", 1)], 2);
