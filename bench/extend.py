@@ -227,6 +227,8 @@ def main(argv=None) -> int:
                     ic["extension_merges_equal"] = ext2.merges == ext.merges
                     ic["extension_ids_equal"] = all(ext2.id_to_token(i) == ext.id_to_token(i)
                                                     for i in range(ext.vocab_size))
+                ic["renumbered"] = renumbered_check(hf, tmp / "renumbered-tokenizer.json", lang_file, ext,
+                                                    held[lang] + other_lines[:1000], args.extra_merges, kw)
                 checks[lang]["import_check"] = ic
             print(f"+{lang}: {checks[lang]}", file=sys.stderr, flush=True)
         if args.reference and not args.base_model:
@@ -309,12 +311,70 @@ def main(argv=None) -> int:
                 tail = (f"extension of the imported model equals the direct one: merges "
                         f"{ic['extension_merges_equal']}, ids {ic['extension_ids_equal']}")
             out.append(head + tail + (f"; warnings: {ic['warnings']}" if ic["warnings"] else ""))
+            rn = ic["renumbered"]
+            if "error" in rn:
+                out.append(f"Import check (+{lang}), Hugging Face numbering: extending FAILED: {rn['error']}")
+            else:
+                out.append(
+                    f"Import check (+{lang}), Hugging Face numbering (the same tokenizer.json with its ids renumbered "
+                    f"as a `tokenizers` trainer numbers them: byte symbols sorted by their text, then merges): "
+                    f"{rn['old_ids_kept']:,} / {rn['old_ids']:,} old ids kept; merges equal the direct extension: "
+                    f"{rn['merges_equal']}; {rn['new_ids']:,} new ids, {rn['first_new_id']:,}.."
+                    f"{rn['first_new_id'] + rn['new_ids'] - 1:,}, contiguous after the old largest id: {rn['contiguous']}; "
+                    f"re-exported tokenizer.json loaded in `tokenizers`: {rn['hf_same']:,} / {rn['hf_lines']:,} "
+                    f"held-out lines encode identically")
     text = "\n".join(out)
     print(text)
     if args.json:
         args.json.write_text(json.dumps({"info": info, "checks": checks, "results": results}, indent=1,
                                         ensure_ascii=False), encoding="utf-8")
     return 0
+
+
+def renumber_hf(src: Path, dst: Path) -> None:
+    """Rewrite a tokenizer.json with the ids a Hugging Face trainer would give:
+    special tokens, then the single-character (byte) symbols sorted by their
+    text, then the other tokens in their old order."""
+    doc = json.loads(src.read_text(encoding="utf-8"))
+    vocab = doc["model"]["vocab"]
+    specials = [t["content"] for t in doc["added_tokens"]]
+    singles = sorted(k for k in vocab if len(k) == 1 and k not in specials)
+    rest = [k for k, _ in sorted(vocab.items(), key=lambda kv: kv[1]) if k not in specials and len(k) != 1]
+    new = {k: i for i, k in enumerate(specials + singles + rest)}
+    doc["model"]["vocab"] = new
+    for t in doc["added_tokens"]:
+        t["id"] = new[t["content"]]
+    dst.write_text(json.dumps(doc, ensure_ascii=False), encoding="utf-8")
+
+
+def renumbered_check(hf: Path, dst: Path, lang_file: Path, direct, lines: list[str], extra: int, kw: dict) -> dict:
+    """Extend the base imported with foreign ids; compare with the direct extension."""
+    import bpeforge
+    from bpeforge import interop
+
+    renumber_hf(hf, dst)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        imported = interop.from_huggingface(str(dst))
+    try:
+        ext = bpeforge.train([str(lang_file)], vocab_size=imported.vocab_size + extra, resume_from=imported, **kw)
+    except bpeforge.BpeforgeError as exc:
+        return {"error": f"{type(exc).__name__}: {exc}"}
+    new = ext.merges[len(imported.merges):]
+    first = imported.vocab_size
+    rn = {"old_ids": imported.vocab_size,
+          "old_ids_kept": sum(1 for i in range(imported.vocab_size) if ext.id_to_token(i) == imported.id_to_token(i)),
+          "merges_equal": ext.merges == direct.merges, "new_ids": len(new), "first_new_id": first,
+          "contiguous": [ext.token_to_id(a + b) for a, b in new] == list(range(first, first + len(new)))}
+    try:
+        import tokenizers
+    except ImportError:
+        rn.update(hf_same=0, hf_lines=0)
+        return rn
+    out = ext.to_huggingface(dst.with_name("renumbered-extended-tokenizer.json"))
+    theirs = [e.ids for e in tokenizers.Tokenizer.from_file(out).encode_batch(lines, add_special_tokens=False)]
+    rn.update(hf_same=sum(a == b for a, b in zip(theirs, ext.encode_batch(lines))), hf_lines=len(lines))
+    return rn
 
 
 if __name__ == "__main__":

@@ -19,8 +19,11 @@ load at the start of every job is recorded in the JSON). Per configuration:
   **count s** / **merge s** are the engine's own split from
   ``metadata["timings"]`` (medians; for SuperBPE, merge s is stage 1 +
   stage 2, also given separately in the JSON);
-* **peak RSS MB** -- the child's ``ru_maxrss`` right after training (the
-  largest over the repeats; 10^6 bytes);
+* **peak RSS MB** -- the child's own peak RSS (``VmHWM`` in
+  ``/proc/self/status``) right after training (the largest over the
+  repeats; 10^6 bytes). Not ``ru_maxrss``: Linux carries it across
+  ``exec``, so a child started by a parent that holds the held-out corpus
+  would report the parent's peak when its own is lower;
 * **× plain** -- the ratio of the above to plain BPE's. The targets of the
   project are time ≤ 3× and peak RSS ≤ 2× plain; the table says PASS or FAIL.
 
@@ -93,6 +96,18 @@ ALWAYS_LANGS = "en,de,zh,ar,hi"
 # ==========================================================================
 
 
+def peak_rss_bytes() -> int | None:
+    """This process's own peak RSS (VmHWM), or None where /proc is missing."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return None
+
+
 def child_main(spec: dict) -> int:
     """Train once; write the measurements (and maybe the model) as JSON."""
     result: dict = {"status": "ok"}
@@ -113,7 +128,8 @@ def child_main(spec: dict) -> int:
         result.update(
             train_wall_s=wall,
             train_cpu_s=(after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime),
-            train_maxrss_bytes=after.ru_maxrss * 1024,
+            train_peak_rss_bytes=peak_rss_bytes() or after.ru_maxrss * 1024,
+            ru_maxrss_bytes=after.ru_maxrss * 1024,
             count_s=meta["timings"]["count_seconds"],
             merge_s=meta["timings"]["merge_seconds"],
             vocab_size=tok.vocab_size,
@@ -255,7 +271,7 @@ def run_configs(configs: list[dict], corpus: Path, args, tmp: Path, env: dict) -
                 msg = cfg["failed"]
             else:
                 msg = (f"train {run['train_wall_s']:.1f} s (count {run['count_s']:.1f}, "
-                       f"merge {run['merge_s']:.1f}), rss {run['train_maxrss_bytes'] / 1e6:.0f} MB")
+                       f"merge {run['merge_s']:.1f}), rss {run['train_peak_rss_bytes'] / 1e6:.0f} MB")
             print(f"[{cfg['name']} repeat {repeat}] load {load:.2f}: {msg}", file=sys.stderr, flush=True)
 
 
@@ -266,7 +282,7 @@ def summarize_runs(cfg: dict) -> None:
     cfg["train_s"] = H.median([r["train_wall_s"] for r in ok])
     cfg["count_s"] = H.median([r["count_s"] for r in ok])
     cfg["merge_s"] = H.median([r["merge_s"] for r in ok])
-    cfg["rss_bytes"] = max(r["train_maxrss_bytes"] for r in ok)
+    cfg["rss_bytes"] = max(r["train_peak_rss_bytes"] for r in ok)
     cfg["cpu_s"] = H.median([r["train_cpu_s"] for r in ok])
     sb = ok[0].get("superbpe")
     if sb:

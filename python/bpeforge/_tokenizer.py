@@ -132,7 +132,10 @@ def train(
             merges equal one straight run to ``vocab_size``. Its scheme,
             pre-tokenizer, special tokens and alphabet are kept (and every
             old id stays the same), so it also extends a vocabulary with new
-            data.
+            data. Imported models (``bpeforge.interop``) keep their own ids;
+            their new tokens get the ids after the largest one in use (or in
+            the source file), and ``vocab_size`` counts ids, so
+            ``vocab_size=old.vocab_size + N`` learns N new tokens.
         checkpoint_path: save the model there every ``checkpoint_every``
             merges and when interrupted; restart with ``resume_from``.
         superbpe_transition: train SuperBPE (Liu et al., 2025): ordinary BPE

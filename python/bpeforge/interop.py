@@ -682,6 +682,9 @@ class _Builder:
         self.ids: dict[bytes, int] = {}  # non-special token bytes -> internal index
         self.notes: list[str] = []
         self.stats: dict[str, int] = {}
+        # One past the largest id the source file uses (tokens bpeforge could
+        # not represent included): extending the model starts new ids here.
+        self.source_id_end = 0
 
     def note(self, text: str, warn: bool = True) -> None:
         self.notes.append(text)
@@ -728,7 +731,8 @@ class _Builder:
             "merges": [[a + ns, b + ns] for a, b in self.merges],
             "merge_counts": [],
             "ids": ext,
-            "metadata": {"import": {**metadata, "notes": self.notes, "stats": self.stats}},
+            "metadata": {"import": {**metadata, "notes": self.notes, "stats": self.stats,
+                                    "source_id_end": self.source_id_end}},
         }
         if len(set(ext)) != len(ext):
             raise ModelFormatError(f"{self.source}: two tokens share one id; the vocabulary is inconsistent")
@@ -1033,6 +1037,7 @@ def from_huggingface(source: Any, *, ignore_normalizer: bool = False) -> Tokeniz
 
     used_ext = set(vocab.values()) | {int(t["id"]) for t in added}
     next_free = [max(used_ext) + 1 if used_ext else 0]
+    b.source_id_end = next_free[0]
 
     def fresh() -> int:
         v = next_free[0]
@@ -1187,6 +1192,7 @@ def from_tiktoken(
     for s, i in sorted(special_tokens.items(), key=lambda kv: kv[1]):
         b.add_special(s, int(i))
     next_id = max(list(ranks.values()) + list(special_tokens.values()), default=-1) + 1
+    b.source_id_end = next_id
     missing = []
     for x in range(256):
         t = bytes([x])
@@ -1328,6 +1334,7 @@ def from_sentencepiece(source: Any, *, ignore_normalizer: bool = False) -> Token
     unk_piece = pieces[unk[0]].piece
     scheme = {"type": "chars", "unk_token": unk_piece, "end_of_word_suffix": None, "character_coverage": float(ts.character_coverage or 1.0)}
     b = _Builder(scheme, pretok, where)
+    b.source_id_end = len(pieces)
     for n in notes:
         b.note(n)
     b.add_special(unk_piece, unk[0])

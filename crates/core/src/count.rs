@@ -72,6 +72,13 @@ pub struct WordCounts {
 
 const SHORT_KEY: usize = 15;
 
+/// The bytes of a short key (see `WordCounts::entries`).
+#[inline]
+pub fn short_key_bytes(key: &u128) -> ([u8; 16], usize) {
+    let b = key.to_le_bytes();
+    (b, b[15] as usize)
+}
+
 #[inline]
 fn short_key(piece: &[u8]) -> u128 {
     let mut b = [0u8; 16];
@@ -408,6 +415,15 @@ impl WordCounts {
         for (k, &v) in self.long.iter() {
             f(k, v);
         }
+    }
+
+    /// Every word type as `(key, count)`, borrowing the table: short keys
+    /// are copied (16 bytes), long ones point into it. Lets several threads
+    /// share the word types without copying their bytes.
+    pub fn entries(&self) -> (Vec<(u128, u64)>, Vec<(&[u8], u64)>) {
+        let short = self.short.iter().collect();
+        let long = self.long.iter().map(|(k, &v)| (&k[..], v)).collect();
+        (short, long)
     }
 
     /// Adds `other` into `self` (the bigger tables absorb the smaller).

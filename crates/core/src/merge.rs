@@ -79,14 +79,28 @@ impl PairHeap {
         }
     }
 
+    /// Orders the entries already in `v` into a heap in O(n) (Floyd), where
+    /// n pushes cost O(n log n) comparisons, many of them byte compares of
+    /// tied counts. The pop order does not depend on the layout: `before` is
+    /// a total order (no two pairs have the same bytes).
+    fn heapify(&mut self, tokens: &[Vec<u8>]) {
+        for i in (0..self.v.len() / 2).rev() {
+            self.sift_down(i, tokens);
+        }
+    }
+
     fn pop(&mut self, tokens: &[Vec<u8>]) -> Option<Entry> {
         let last = self.v.pop()?;
         if self.v.is_empty() {
             return Some(last);
         }
         let top = std::mem::replace(&mut self.v[0], last);
+        self.sift_down(0, tokens);
+        Some(top)
+    }
+
+    fn sift_down(&mut self, mut i: usize, tokens: &[Vec<u8>]) {
         let n = self.v.len();
-        let mut i = 0;
         loop {
             let l = 2 * i + 1;
             if l >= n {
@@ -101,7 +115,6 @@ impl PairHeap {
                 break;
             }
         }
-        Some(top)
     }
 
     fn len(&self) -> usize {
@@ -144,71 +157,63 @@ fn weight_of(node: &Node, big_weights: &[u64]) -> u64 {
 /// How many positions ahead to prefetch nodes while merging.
 const PREFETCH_AHEAD: usize = 8;
 
-/// Input to the merge loop: word types as symbol-id sequences with counts,
-/// already laid out as the loop's node arena (one run of linked nodes per
-/// word), so there is no intermediate copy of every symbol.
+/// Input to the merge loop: word types as symbol-id sequences with counts.
 pub struct WordTable {
-    nodes: Vec<Node>,
-    /// Counts of 2^31 and more (see `Node::weight`).
-    big_weights: Vec<u64>,
-    types: usize,
+    pub sym: Vec<u32>,
+    /// Start offset of each word in `sym`, plus a final end offset.
+    pub starts: Vec<u32>,
+    pub counts: Vec<u64>,
 }
 
 impl WordTable {
     pub fn new() -> Self {
-        WordTable { nodes: Vec::new(), big_weights: Vec::new(), types: 0 }
+        WordTable { sym: Vec::new(), starts: vec![0], counts: Vec::new() }
     }
 
-    /// A table with room for `symbols` symbols in all: one allocation, with
-    /// huge pages requested (the merge loop reads the arena at random).
+    /// A table with room for `symbols` symbols in all (no regrowth).
     pub fn with_capacity(symbols: usize) -> Self {
-        WordTable { nodes: crate::mem::vec_with_capacity(symbols), big_weights: Vec::new(), types: 0 }
-    }
-
-    /// Adds a word; words of fewer than two symbols cannot merge and are skipped.
-    pub fn push(&mut self, symbols: impl IntoIterator<Item = u32>, count: u64) -> Result<()> {
-        let start = self.nodes.len();
-        let weight = if count < BIG as u64 { count as u32 } else { BIG | self.big_weights.len() as u32 };
-        for (k, sym) in symbols.into_iter().enumerate() {
-            let i = start + k;
-            self.nodes.push(Node {
-                sym,
-                prev: if k > 0 { (i - 1) as u32 } else { NONE },
-                next: (i + 1) as u32,
-                weight,
-            });
-        }
-        let end = self.nodes.len();
-        if end - start < 2 {
-            self.nodes.truncate(start);
-            return Ok(());
-        }
-        if end >= u32::MAX as usize - 1 {
-            self.nodes.truncate(start);
-            return Err(Error::training(
-                "the word-type table exceeds 4 billion symbols; prune rare word types (min count) or shard the corpus",
-            ));
-        }
-        self.nodes[end - 1].next = NONE;
-        if weight & BIG != 0 {
-            self.big_weights.push(count);
-        }
-        self.types += 1;
-        Ok(())
-    }
-
-    /// Number of word types (with two symbols or more).
-    pub fn len(&self) -> usize {
-        self.types
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.types == 0
+        WordTable { sym: Vec::with_capacity(symbols), starts: vec![0], counts: Vec::new() }
     }
 
     /// Number of symbols of all word types.
     pub fn symbols(&self) -> usize {
-        self.nodes.len()
+        self.sym.len()
+    }
+    /// Adds a word; words of fewer than two symbols cannot merge and are skipped.
+    pub fn push(&mut self, symbols: impl IntoIterator<Item = u32>, count: u64) -> Result<()> {
+        let before = self.sym.len();
+        self.sym.extend(symbols);
+        if self.sym.len() - before < 2 {
+            self.sym.truncate(before);
+            return Ok(());
+        }
+        if self.sym.len() >= u32::MAX as usize - 1 {
+            return Err(Error::training(
+                "the word-type table exceeds 4 billion symbols; prune rare word types (min count) or shard the corpus",
+            ));
+        }
+        self.starts.push(self.sym.len() as u32);
+        self.counts.push(count);
+        Ok(())
+    }
+    /// Appends the words of `other` (after this table's words).
+    pub fn append(&mut self, other: WordTable) -> Result<()> {
+        let shift = self.sym.len();
+        if shift + other.sym.len() >= u32::MAX as usize - 1 {
+            return Err(Error::training(
+                "the word-type table exceeds 4 billion symbols; prune rare word types (min count) or shard the corpus",
+            ));
+        }
+        self.sym.extend_from_slice(&other.sym);
+        self.starts.extend(other.starts[1..].iter().map(|&s| s + shift as u32));
+        self.counts.extend_from_slice(&other.counts);
+        Ok(())
+    }
+    pub fn len(&self) -> usize {
+        self.counts.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.counts.is_empty()
     }
 }
 
@@ -246,17 +251,53 @@ fn word_count(t: &[u8]) -> u32 {
     n
 }
 
-/// Whether joining `a` and `b` respects the limits (see `TokenLimits`).
+/// What the limits need to know of a token, precomputed so that checking a
+/// pair reads two small records instead of both tokens' bytes.
+#[derive(Clone, Copy)]
+struct Edges {
+    words: u32,
+    flags: u8,
+}
+
+const FIRST_WORD: u8 = 1; // the first byte is not whitespace
+const LAST_WORD: u8 = 2; // the last byte is not whitespace
+const ENDS_COLON_SPACE: u8 = 4; // ends with ": "
+const ENDS_COLON: u8 = 8; // ends with ":"
+const SPACE_THEN_MORE: u8 = 16; // starts with a space and has more bytes
+
+fn edges(t: &[u8]) -> Edges {
+    let space = |c: &u8| matches!(c, b' ' | b'\t' | b'\r' | b'\n');
+    let mut flags = 0;
+    if t.first().is_some_and(|c| !space(c)) {
+        flags |= FIRST_WORD;
+    }
+    if t.last().is_some_and(|c| !space(c)) {
+        flags |= LAST_WORD;
+    }
+    if t.ends_with(b": ") {
+        flags |= ENDS_COLON_SPACE;
+    }
+    if t.ends_with(b":") {
+        flags |= ENDS_COLON;
+    }
+    if t.len() > 1 && t[0] == b' ' {
+        flags |= SPACE_THEN_MORE;
+    }
+    Edges { words: word_count(t), flags }
+}
+
+/// Whether joining tokens `a` and `b` respects the limits (see `TokenLimits`):
+/// at most `max_words` words (a word may continue across the join), and,
+/// with the colon rule, no ": " followed by more bytes.
 #[inline]
-fn within_limits(a: &[u8], b: &[u8], wa: u32, wb: u32, limits: &crate::train::TokenLimits) -> bool {
+fn within_limits(a: Edges, b: Edges, limits: &crate::train::TokenLimits) -> bool {
     if limits.max_words > 0 {
-        let space = |c: &u8| matches!(c, b' ' | b'\t' | b'\r' | b'\n');
-        let joined = a.last().is_some_and(|c| !space(c)) && b.first().is_some_and(|c| !space(c));
-        if (wa + wb - joined as u32) as usize > limits.max_words {
+        let joined = (a.flags & LAST_WORD != 0) && (b.flags & FIRST_WORD != 0);
+        if (a.words + b.words - joined as u32) as usize > limits.max_words {
             return false;
         }
     }
-    if limits.colon_rule && (a.ends_with(b": ") || (a.ends_with(b":") && b.len() > 1 && b[0] == b' ')) {
+    if limits.colon_rule && (a.flags & ENDS_COLON_SPACE != 0 || (a.flags & ENDS_COLON != 0 && b.flags & SPACE_THEN_MORE != 0)) {
         return false;
     }
     true
@@ -293,96 +334,136 @@ pub fn learn_merges(
     tick: &mut MergeTick,
 ) -> Result<Learned> {
     let setup_start = std::time::Instant::now();
-    let WordTable { mut nodes, big_weights, .. } = table;
-    let n = nodes.len();
+    let n = table.sym.len();
 
     let max_len = params.max_token_length.unwrap_or(usize::MAX).min(crate::model::MAX_TOKEN_BYTES);
     let unk = params.unk.unwrap_or(NONE);
     let mut token_len: Vec<usize> = tokens.iter().map(Vec::len).collect();
     let limited = params.limits.max_words > 0 || params.limits.colon_rule;
-    let mut token_words: Vec<u32> = if limited { tokens.iter().map(|t| word_count(t)).collect() } else { Vec::new() };
+    let mut token_edges: Vec<Edges> = if limited { tokens.iter().map(|t| edges(t)).collect() } else { Vec::new() };
     let limits = params.limits;
     // `extra` is only consulted for SuperBPE's stage 2.
-    let candidate = |a: u32, b: u32, token_len: &[usize], extra: Option<(&[Vec<u8>], &[u32])>| -> bool {
+    let candidate = |a: u32, b: u32, token_len: &[usize], extra: Option<&[Edges]>| -> bool {
         if a == unk || b == unk || token_len[a as usize] + token_len[b as usize] > max_len {
             return false;
         }
         match extra {
-            Some((toks, words)) => within_limits(
-                &toks[a as usize],
-                &toks[b as usize],
-                words[a as usize],
-                words[b as usize],
-                &limits,
-            ),
+            Some(e) => within_limits(e[a as usize], e[b as usize], &limits),
             None => true,
         }
     };
 
-    // Initial pair counts and positions, on `threads` node ranges cut at word
-    // starts; concatenating the ranges' position lists in order keeps every
-    // list ascending (the loop relies on that for overlapping pairs).
-    let index_range = |lo: usize, hi: usize| -> Map<u64, PairInfo> {
-        let mut pairs: Map<u64, PairInfo> = new_map();
-        for i in lo..hi {
-            let j = nodes[i].next;
-            if j == NONE {
-                continue;
-            }
-            let (a, b) = (nodes[i].sym, nodes[j as usize].sym);
-            let extra = limited.then_some((&tokens[..], &token_words[..]));
-            if !candidate(a, b, &token_len, extra) {
-                continue;
-            }
-            let e = pairs.entry(pack(a, b)).or_insert_with(|| PairInfo { count: 0, pos: Vec::new() });
-            e.count += weight_of(&nodes[i], &big_weights);
-            e.pos.push(i as u32);
-        }
-        pairs
-    };
+    // Initial pair counts and positions, in two passes: over the word table,
+    // then over the node arena.
+    //
+    // Pass 1 counts every candidate pair. A pair's count never grows after
+    // the step that created it (see the top of this file), so a pair below
+    // `min_frequency` now can never be merged; only the others are kept, and
+    // only they get a position list (pass 2) and a heap entry. On real
+    // corpora most distinct pairs occur once (SuperBPE's stage 2 above all).
+    //
+    // With several threads the pairs are split by a hash of the pair into
+    // disjoint shards; each thread scans all nodes for its own shard, so no
+    // two threads hold the same pair and no table is held twice. Each
+    // position list comes out ascending (the loop relies on that for
+    // overlapping pairs).
+    let min_keep = params.min_frequency.max(1);
     let threads = params.threads.max(1);
-    let mut pairs: Map<u64, PairInfo> = if threads == 1 || n < 1 << 20 {
-        index_range(0, n)
-    } else {
-        let mut cuts = vec![0usize];
-        for t in 1..threads {
-            let mut c = n * t / threads;
-            while c < n && nodes[c].prev != NONE {
-                c += 1; // move to the start of a word
-            }
-            cuts.push(c.max(*cuts.last().unwrap_or(&0)));
+    let shards = if threads == 1 || n < 1 << 20 { 1 } else { threads };
+    let shard_of = move |key: u64| -> usize {
+        if shards == 1 {
+            0
+        } else {
+            ((key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32) as usize) % shards
         }
-        cuts.push(n);
-        let parts: Vec<Map<u64, PairInfo>> = std::thread::scope(|s| {
-            let handles: Vec<_> = cuts.windows(2).map(|w| {
-                let (lo, hi) = (w[0], w[1]);
-                let index_range = &index_range;
-                s.spawn(move || index_range(lo, hi))
-            }).collect();
-            handles.into_iter().map(|h| h.join().unwrap_or_default()).collect()
-        });
-        let mut parts = parts.into_iter();
-        let mut total = parts.next().unwrap_or_default();
-        for part in parts {
-            for (k, info) in part {
-                match total.get_mut(&k) {
-                    Some(e) => {
-                        e.count += info.count;
-                        e.pos.extend_from_slice(&info.pos);
+    };
+    let mut kept: Vec<Map<u64, PairInfo>> = {
+        let table = &table;
+        let count_shard = |shard: usize| -> Map<u64, PairInfo> {
+            // (weighted count, occurrences): the occurrences size each
+            // position list exactly in pass 2.
+            let mut counts: Map<u64, (u64, u32)> = new_map();
+            for w in 0..table.counts.len() {
+                let (s, e) = (table.starts[w] as usize, table.starts[w + 1] as usize);
+                for i in s..e - 1 {
+                    let (a, b) = (table.sym[i], table.sym[i + 1]);
+                    let key = pack(a, b);
+                    if shard_of(key) != shard {
+                        continue;
                     }
-                    None => {
-                        total.insert(k, info);
+                    let extra = limited.then_some(&token_edges[..]);
+                    if !candidate(a, b, &token_len, extra) {
+                        continue;
                     }
+                    let e = counts.entry(key).or_insert((0, 0));
+                    e.0 += table.counts[w];
+                    e.1 += 1;
                 }
             }
-        }
-        total
+            let mut pairs: Map<u64, PairInfo> = new_map();
+            pairs.reserve(counts.values().filter(|c| c.0 >= min_keep).count());
+            for (&key, &(count, occurrences)) in counts.iter() {
+                if count >= min_keep {
+                    pairs.insert(key, PairInfo { count, pos: Vec::with_capacity(occurrences as usize) });
+                }
+            }
+            pairs
+        };
+        on_shards(shards, &count_shard)?
     };
+    // The arena is built only now: pass 1 read the compact table (4 bytes a
+    // symbol), so the two never hold the pair counts at the same time.
+    let (nodes, big_weights) = build_nodes(table);
+    let mut nodes = nodes;
+    {
+        let nodes = &nodes[..];
+        let fill = |pairs: &mut Map<u64, PairInfo>, shard: usize| {
+            for i in 0..nodes.len() {
+                let j = nodes[i].next;
+                if j == NONE {
+                    continue;
+                }
+                let key = pack(nodes[i].sym, nodes[j as usize].sym);
+                if shard_of(key) != shard {
+                    continue;
+                }
+                if let Some(e) = pairs.get_mut(&key) {
+                    e.pos.push(i as u32);
+                }
+            }
+        };
+        if shards == 1 {
+            fill(&mut kept[0], 0);
+        } else {
+            std::thread::scope(|s| {
+                let handles: Vec<_> = kept
+                    .iter_mut()
+                    .enumerate()
+                    .map(|(t, m)| {
+                        let fill = &fill;
+                        s.spawn(move || fill(m, t))
+                    })
+                    .collect();
+                handles.into_iter().map(|h| h.join()).collect::<std::result::Result<Vec<()>, _>>()
+            })
+            .map_err(|_| Error::training("a pair-index worker crashed (this is a bug in bpeforge; please report it)"))?;
+        }
+    }
+    let mut kept = kept.into_iter();
+    let mut pairs = kept.next().unwrap_or_default();
+    let rest: Vec<_> = kept.collect();
+    // Room for as many pairs again as the merges will create: the table
+    // grows during the loop, and growing a large table briefly holds the old
+    // and the new one (SuperBPE's stage 2 peaked there).
+    let total: usize = pairs.len() + rest.iter().map(|p| p.len()).sum::<usize>();
+    pairs.reserve(2 * total - pairs.len());
+    for part in rest {
+        pairs.extend(part);
+    }
     let mut heap = PairHeap::default();
     heap.v.reserve(pairs.len());
-    for (&key, info) in pairs.iter() {
-        heap.push(Entry { count: info.count, a: (key >> 32) as u32, b: key as u32 }, tokens);
-    }
+    heap.v.extend(pairs.iter().map(|(&key, info)| Entry { count: info.count, a: (key >> 32) as u32, b: key as u32 }));
+    heap.heapify(tokens);
 
     let setup_seconds = setup_start.elapsed().as_secs_f64();
     let mut merges: Vec<(u32, u32, u64)> = Vec::with_capacity(params.max_merges.min(1 << 20));
@@ -419,7 +500,7 @@ pub fn learn_merges(
         let r = tokens.len() as u32;
         token_len.push(merged.len());
         if limited {
-            token_words.push(word_count(&merged));
+            token_edges.push(edges(&merged));
         }
         token_ids.insert(merged.clone(), r);
         tokens.push(merged);
@@ -463,14 +544,14 @@ pub fn learn_merges(
             if p != NONE {
                 let ps = nodes[p as usize].sym;
                 *step_dec.entry(pack(ps, a)).or_insert(0) += w;
-                if candidate(ps, r, &token_len, limited.then_some((&tokens[..], &token_words[..]))) {
+                if candidate(ps, r, &token_len, limited.then_some(&token_edges[..])) {
                     add_new(&mut step_new, pack(ps, r), w, p);
                 }
             }
             if nx != NONE {
                 let ns = nodes[nx as usize].sym;
                 *step_dec.entry(pack(b, ns)).or_insert(0) += w;
-                if candidate(r, ns, &token_len, limited.then_some((&tokens[..], &token_words[..]))) {
+                if candidate(r, ns, &token_len, limited.then_some(&token_edges[..])) {
                     add_new(&mut step_new, pack(r, ns), w, i);
                 }
                 nodes[nx as usize].prev = i;
@@ -479,11 +560,51 @@ pub fn learn_merges(
             nodes[iu].next = nx;
             nodes[j as usize].sym = DEAD;
         }
-        apply_step(&mut pairs, &mut step_dec, &mut step_new, &mut heap, tokens);
+        apply_step(&mut pairs, &mut step_dec, &mut step_new, &mut heap, tokens, min_keep);
         merges.push((a, b, top.count));
     }
     let _ = heap.len();
     Ok(Learned { merges, interrupted: false, setup_seconds })
+}
+
+/// Runs `f(shard)` for every shard, on one thread per shard when there are
+/// several; the results in shard order.
+fn on_shards<T: Send>(shards: usize, f: &(dyn Fn(usize) -> T + Sync)) -> Result<Vec<T>> {
+    if shards == 1 {
+        return Ok(vec![f(0)]);
+    }
+    std::thread::scope(|s| {
+        let handles: Vec<_> = (0..shards).map(|t| s.spawn(move || f(t))).collect();
+        handles.into_iter().map(|h| h.join()).collect::<std::result::Result<Vec<T>, _>>()
+    })
+    .map_err(|_| Error::training("a pair-index worker crashed (this is a bug in bpeforge; please report it)"))
+}
+
+/// The node arena of `table` (one node per symbol, words consecutive), and
+/// the 64-bit counts that do not fit a node's weight. The table is freed.
+fn build_nodes(table: WordTable) -> (Vec<Node>, Vec<u64>) {
+    // Huge pages: the loop reads the arena at random (see `mem`).
+    let mut nodes: Vec<Node> = crate::mem::vec_with_capacity(table.sym.len());
+    let mut big_weights: Vec<u64> = Vec::new();
+    for w in 0..table.counts.len() {
+        let (s, e) = (table.starts[w] as usize, table.starts[w + 1] as usize);
+        let count = table.counts[w];
+        let weight = if count < BIG as u64 {
+            count as u32
+        } else {
+            big_weights.push(count);
+            BIG | (big_weights.len() - 1) as u32
+        };
+        for i in s..e {
+            nodes.push(Node {
+                sym: table.sym[i],
+                prev: if i > s { (i - 1) as u32 } else { NONE },
+                next: if i + 1 < e { (i + 1) as u32 } else { NONE },
+                weight,
+            });
+        }
+    }
+    (nodes, big_weights)
 }
 
 /// Records an occurrence of a pair that contains the new symbol.
@@ -502,13 +623,16 @@ fn add_new(step_new: &mut Map<u64, PairInfo>, key: u64, w: u64, at: u32) {
 /// hundreds of thousands of cache-missing probes into a few thousand.
 /// Pairs with the new symbol may lose occurrences within the same step (in
 /// "ab ab", (ab, a) appears and then becomes (ab, ab)), so decrements of
-/// those are taken out of the new counts first.
+/// those are taken out of the new counts first. Pairs whose count is below
+/// `min_keep` (the minimum frequency) can never be merged again and are
+/// dropped; their heap entries are skipped when popped.
 fn apply_step(
     pairs: &mut Map<u64, PairInfo>,
     step_dec: &mut Map<u64, u64>,
     step_new: &mut Map<u64, PairInfo>,
     heap: &mut PairHeap,
     tokens: &[Vec<u8>],
+    min_keep: u64,
 ) {
     for (key, d) in step_dec.drain() {
         if let Some(e) = step_new.get_mut(&key) {
@@ -517,13 +641,13 @@ fn apply_step(
         } else if let Some(e) = pairs.get_mut(&key) {
             debug_assert!(e.count >= d);
             e.count = e.count.saturating_sub(d);
-            if e.count == 0 {
+            if e.count < min_keep {
                 pairs.remove(&key);
             }
         }
     }
     for (key, info) in step_new.drain() {
-        if info.count > 0 {
+        if info.count >= min_keep {
             heap.push(Entry { count: info.count, a: (key >> 32) as u32, b: key as u32 }, tokens);
             pairs.insert(key, info);
         }
@@ -594,6 +718,43 @@ mod tests {
         };
         assert_eq!(run_with(1), run_with(2));
         assert_eq!(run_with(1), run_with(3));
+    }
+
+    #[test]
+    fn pruning_below_min_frequency_changes_nothing() {
+        // With min_frequency=1 the loop keeps every pair; its merges with
+        // count >= k must be exactly what min_frequency=k learns (which drops
+        // rarer pairs from the index and the heap), on 1 and 2 threads.
+        let mut state = 99u64;
+        let mut words: Vec<(String, u64)> = Vec::new();
+        let mut total = 0;
+        while total < 1_200_000 {
+            state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            let len = 2 + (state >> 59) as usize;
+            let w: String = (0..len).map(|k| (b'a' + ((state >> (k * 5 % 57)) % 7) as u8) as char).collect();
+            total += w.len();
+            words.push((w, 1 + (state >> 62) * (state >> 40 & 1)));
+        }
+        let run_with = |min_frequency: u64, threads: usize| {
+            let mut tokens: Vec<Vec<u8>> = (0..=255u8).map(|b| vec![b]).collect();
+            let mut ids = new_map();
+            for (i, t) in tokens.iter().enumerate() {
+                ids.insert(t.clone(), i as u32);
+            }
+            let mut table = WordTable::new();
+            for (w, c) in &words {
+                table.push(w.bytes().map(u32::from), *c).unwrap();
+            }
+            let params = MergeParams { max_merges: usize::MAX, min_frequency, max_token_length: None, unk: None, limits: Default::default(), threads };
+            learn_merges(table, &mut tokens, &mut ids, &params, &mut |_, _| Ok(Flow::Continue)).unwrap().merges
+        };
+        let all = run_with(1, 1);
+        for k in [2u64, 3, 5] {
+            let expect: Vec<_> = all.iter().copied().take_while(|m| m.2 >= k).collect();
+            assert!(expect.len() < all.len(), "k={k}: the test needs merges below k");
+            assert_eq!(run_with(k, 1), expect, "k={k}");
+            assert_eq!(run_with(k, 2), expect, "k={k}, 2 threads");
+        }
     }
 
     #[test]

@@ -686,12 +686,26 @@ pub fn train_from_counts(
                 "resume_from: the model's scheme, pre-tokenizer and special tokens must be kept when resuming",
             ));
         }
-        if m.ids.as_ref().is_some_and(|ids| ids.iter().enumerate().any(|(i, &e)| e as usize != i)) {
-            return Err(Error::parameter(
-                "resume_from: this imported model numbers its ids differently from bpeforge's layout (special tokens, base symbols, merges), so new merges would have no ids; extend a bpeforge-numbered model",
-            ));
-        }
     }
+    // An imported model keeps its own (external) ids; new tokens get fresh
+    // ids after the largest one in use (SEMANTICS §8).
+    let (old_ids, first_new_id) = match resumed.and_then(|m| m.ids.as_ref().map(|ids| (m, ids))) {
+        Some((m, ids)) => {
+            let first = next_external_id(m, ids)?;
+            let room = crate::model::MAX_EXTERNAL_ID as u64 - first as u64;
+            let id_count = ids.iter().map(|&e| e as u64 + 1).max().unwrap_or(0);
+            let grow = (config.vocab_size as u64).saturating_sub(id_count);
+            if grow > room {
+                return Err(Error::parameter(format!(
+                    "resume_from: new ids start at {first} for this imported model; {grow} new ids would pass the largest id a model may have ({}); lower vocab_size to at most {}",
+                    crate::model::MAX_EXTERNAL_ID - 1,
+                    id_count + room
+                )));
+            }
+            (Some(ids.clone()), first)
+        }
+        None => (None, 0),
+    };
     // A resumed model's merges are replayed on every word type, which puts
     // the word table exactly where the original run left it.
     let replay = match resumed {
@@ -723,34 +737,43 @@ pub fn train_from_counts(
         Scheme::Bytes => {
             tokens.extend((0..=255u8).map(|b| vec![b]));
             let lead = if whitespace { Some(base_start + b' ' as u32) } else { None };
-            if replay.is_none() {
-                // Size the node arena exactly: one allocation, no regrowth.
-                let mut symbols = 0usize;
-                counts.for_each(|piece, count| {
-                    if count >= min_count && piece.len() + lead.is_some() as usize >= 2 {
-                        symbols += piece.len() + lead.is_some() as usize;
-                    }
-                });
-                table = WordTable::with_capacity(symbols);
+            match &replay {
+                // Resuming (and SuperBPE's stage 2): each word type is
+                // re-encoded straight from its counted bytes into the table,
+                // on all threads; no per-type symbol vectors are kept.
+                Some(enc) => {
+                    let threads = if config.threads == 0 { default_threads() } else { config.threads };
+                    let (t, pruned) = replay_bytes_table(&counts, enc, whitespace, min_count, threads)?;
+                    table = t;
+                    pruned_types += pruned;
+                }
+                None => {
+                    // Size the table exactly: one allocation, no regrowth.
+                    let mut symbols = 0usize;
+                    counts.for_each(|piece, count| {
+                        if count >= min_count && piece.len() + lead.is_some() as usize >= 2 {
+                            symbols += piece.len() + lead.is_some() as usize;
+                        }
+                    });
+                    table = WordTable::with_capacity(symbols);
+                    let mut result = Ok(());
+                    counts.for_each(|piece, count| {
+                        if count < min_count {
+                            pruned_types += 1;
+                            return;
+                        }
+                        if result.is_ok() {
+                            let syms = lead.into_iter().chain(piece.iter().map(|&b| base_start + b as u32));
+                            result = table.push(syms, count);
+                        }
+                    });
+                    result?;
+                }
             }
-            let mut result = Ok(());
-            counts.for_each(|piece, count| {
-                if count < min_count {
-                    pruned_types += 1;
-                    return;
-                }
-                if result.is_ok() {
-                    let syms = lead.into_iter().chain(piece.iter().map(|&b| base_start + b as u32));
-                    result = match replay {
-                        Some(_) => push_word(&mut table, &mut pending, syms.collect(), count),
-                        None => table.push(syms, count),
-                    };
-                }
-            });
-            result?;
-            // The count table is not needed any more; free it before the
-            // merge loop allocates its index.
+            // The table now holds every word type: the counts are not needed
+            // in the merge loop, which is where the peak memory is.
             drop(counts);
+            release_free_memory();
             (None, None)
         }
         Scheme::Chars { end_of_word_suffix, character_coverage, .. } => {
@@ -844,7 +867,10 @@ pub fn train_from_counts(
                 });
             }
         });
-        table = WordTable::with_capacity(pending.iter().map(|(w, _)| if w.len() >= 2 { w.len() } else { 0 }).sum());
+        if !pending.is_empty() {
+            // Chars-scheme replay: the table is still empty; size it once.
+            table = WordTable::with_capacity(pending.iter().map(|(w, _)| if w.len() >= 2 { w.len() } else { 0 }).sum());
+        }
         for (syms, count) in pending.drain(..) {
             table.push(syms, count)?;
         }
@@ -878,7 +904,22 @@ pub fn train_from_counts(
     for (i, t) in tokens.iter().enumerate() {
         token_ids.entry(t.clone()).or_insert(i as u32);
     }
-    let target = config.vocab_size - fixed;
+    // With external ids, `vocab_size` counts ids (one past the largest, as
+    // `Encoder::vocab_size` does): `old ids + N` learns N new tokens.
+    let target = match &old_ids {
+        Some(ids) => {
+            let id_count = ids.iter().map(|&e| e as usize + 1).max().unwrap_or(0);
+            if config.vocab_size < id_count {
+                return Err(Error::parameter(format!(
+                    "vocab_size {} is below the resumed model's {id_count} ids (its largest id is {}); resuming only grows a vocabulary",
+                    config.vocab_size,
+                    id_count.saturating_sub(1)
+                )));
+            }
+            old_merges.len() + (config.vocab_size - id_count)
+        }
+        None => config.vocab_size - fixed,
+    };
     let params = MergeParams {
         max_merges: target - old_merges.len(),
         min_frequency: config.min_frequency,
@@ -891,6 +932,9 @@ pub fn train_from_counts(
         let mut model = Model::new(config.scheme.clone(), config.pretokenizer.clone(), specials.clone(), alphabet.clone());
         model.merges = old_merges.iter().chain(merges).map(|&(a, b, _)| (a, b)).collect();
         model.merge_counts = old_merges.iter().chain(merges).map(|&(_, _, c)| c).collect();
+        if let Some(ids) = &old_ids {
+            model.ids = Some(ids.iter().copied().chain((0..merges.len() as u32).map(|k| first_new_id + k)).collect());
+        }
         model
     };
     let mut last = 0.0f64;
@@ -992,7 +1036,84 @@ pub fn train_from_counts(
         "resumed_merges": old_merges.len(),
         "stopped_early": stopped_early,
     });
+    // An extended import is still that import: keep what the importer
+    // recorded (its notes, and the source's id range for later extensions).
+    if let (Some(imp), Some(obj)) = (resumed.and_then(|m| m.metadata.get("import")), model.metadata.as_object_mut()) {
+        obj.insert("import".into(), imp.clone());
+    }
     Ok(model)
+}
+
+/// The word table of a resumed run (bytes scheme): every word type of
+/// `counts` (at least `min_count` times) re-encoded with the resumed model's
+/// merges, which is the state after its last merge (SEMANTICS §8). Word
+/// types are shared between `threads` workers by reference (no copy of their
+/// bytes); each builds a part of the table, and the parts are joined in
+/// order. Returns the table and the number of word types pruned.
+fn replay_bytes_table(
+    counts: &WordCounts,
+    enc: &Encoder,
+    whitespace: bool,
+    min_count: u64,
+    threads: usize,
+) -> Result<(WordTable, usize)> {
+    let (short, long) = counts.entries();
+    let pruned = short.iter().filter(|e| e.1 < min_count).count() + long.iter().filter(|e| e.1 < min_count).count();
+    let joinable = enc.joinable_byte_pairs();
+    let threads = threads.max(1);
+    let work = |short: &[(u128, u64)], long: &[(&[u8], u64)]| -> Result<WordTable> {
+        let mut table = WordTable::new();
+        let (mut syms, mut scratch, mut buf) = (Vec::new(), Vec::new(), Vec::new());
+        let mut one = |piece: &[u8], count: u64, table: &mut WordTable| -> Result<()> {
+            if count < min_count {
+                return Ok(());
+            }
+            syms.clear();
+            let bytes = if whitespace {
+                buf.clear();
+                buf.push(b' ');
+                buf.extend_from_slice(piece);
+                &buf[..]
+            } else {
+                piece
+            };
+            enc.encode_bytes_split(bytes, &joinable, &mut syms, &mut scratch);
+            table.push(syms.iter().copied(), count)
+        };
+        for (key, count) in short {
+            let (b, n) = crate::count::short_key_bytes(key);
+            one(&b[..n], *count, &mut table)?;
+        }
+        for &(piece, count) in long {
+            one(piece, count, &mut table)?;
+        }
+        Ok(table)
+    };
+    let parts: Vec<Result<WordTable>> = if threads == 1 {
+        vec![work(&short, &long)]
+    } else {
+        let (ps, pl) = (short.len().div_ceil(threads).max(1), long.len().div_ceil(threads).max(1));
+        std::thread::scope(|s| {
+            let handles: Vec<_> = (0..threads)
+                .map(|t| {
+                    let sh = &short[(t * ps).min(short.len())..((t + 1) * ps).min(short.len())];
+                    let lo = &long[(t * pl).min(long.len())..((t + 1) * pl).min(long.len())];
+                    let work = &work;
+                    s.spawn(move || work(sh, lo))
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().unwrap_or_else(|_| Err(Error::training("a replay worker crashed (this is a bug in bpeforge; please report it)"))))
+                .collect()
+        })
+    };
+    let mut parts = parts.into_iter();
+    let mut table = parts.next().unwrap_or_else(|| Ok(WordTable::new()))?;
+    for part in parts {
+        table.append(part?)?;
+    }
+    Ok((table, pruned))
 }
 
 /// SuperBPE: stage 1 learns subwords up to the transition size on the
@@ -1014,6 +1135,7 @@ fn train_superbpe(
     stage1.checkpoint = None;
     let stats = words.stats.clone();
     let mut model = train_from_counts(words, &stage1, observer, inputs.clone(), count_seconds)?;
+    release_free_memory();
     let stage1_meta = model.metadata.clone();
     let stage1_pretokenizer = model.pretokenizer.clone();
     model.pretokenizer = PreTokenizerSpec::Superword;
@@ -1039,6 +1161,7 @@ fn train_superbpe(
                 "stage2_word_table": stage2_meta["word_table"].clone(),
                 "stage1_merge_seconds": stage1_meta["timings"]["merge_seconds"].clone(),
                 "stage2_merge_seconds": stage2_meta["timings"]["merge_seconds"].clone(),
+                "stage2_merge_breakdown": stage2_meta["timings"]["merge_breakdown"].clone(),
             }),
         );
         let m1 = stage1_meta["timings"]["merge_seconds"].as_f64().unwrap_or(0.0);
@@ -1052,6 +1175,46 @@ fn train_superbpe(
     }
     model.metadata = meta;
     Ok(model)
+}
+
+/// The first id for new tokens when extending a model with external ids:
+/// one past the largest id it uses, and past every id of the source it was
+/// imported from (`metadata.import.source_id_end`, written by the importers:
+/// source tokens that bpeforge could not represent keep their ids reserved).
+fn next_external_id(m: &Model, ids: &[u32]) -> Result<u32> {
+    let mut next = ids.iter().map(|&e| e as u64 + 1).max().unwrap_or(0);
+    let end = &m.metadata["import"]["source_id_end"];
+    if !end.is_null() {
+        match end.as_u64() {
+            Some(e) if e <= crate::model::MAX_EXTERNAL_ID as u64 => next = next.max(e),
+            _ => {
+                return Err(Error::parameter(format!(
+                    "resume_from: the model's metadata.import.source_id_end must be an integer from 0 to {}, got {end}",
+                    crate::model::MAX_EXTERNAL_ID
+                )))
+            }
+        }
+    }
+    Ok(next as u32)
+}
+
+/// Hands memory that was freed back to the operating system (glibc keeps
+/// freed blocks, and a block in the middle of a heap or in a worker thread's
+/// arena is not returned on its own). Called between the phases of training
+/// whose tables are freed before the next phase allocates its own (mostly
+/// large, freshly mapped arrays that cannot reuse those blocks), so peak RSS
+/// is what the next phase holds, not that plus the last phase's leftovers.
+pub fn release_free_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        extern "C" {
+            fn malloc_trim(pad: usize) -> i32;
+        }
+        // SAFETY: malloc_trim only releases free memory; it takes no pointers.
+        unsafe {
+            malloc_trim(0);
+        }
+    }
 }
 
 fn round3(x: f64) -> f64 {
