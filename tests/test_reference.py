@@ -378,8 +378,13 @@ def test_encode_orders_agree_and_bytes_lossless(corpus, texts, preset, scheme, m
         assert ids == reference_encode_by_rank(m, t)
         if scheme == "bytes" and preset in REGEX_PRESETS:
             assert reference_decode_bytes(m, ids) == t.encode()
-    # after encoding, no pair of any merge is left adjacent
+    # after encoding, no pair of any merge is left adjacent within a
+    # pre-token (merges never cross pre-token boundaries: with cl100k, "<.b"
+    # is "<." + "b", and the pair (".", "b") may stay)
     for t in corpus:
-        ids = reference_encode(m, t)
-        pairs = set(zip(ids, ids[1:]))
-        assert not any((a, b) in pairs for a, b, _ in m.merge_ids)
+        for piece in reference_pretokenize(t, preset):
+            ids = reference_encode(m, piece)
+            if reference_pretokenize(piece, preset) != [piece]:
+                continue  # a piece that re-splits on its own (look-around context)
+            pairs = set(zip(ids, ids[1:]))
+            assert not any((a, b) in pairs for a, b, _ in m.merge_ids)
