@@ -12,6 +12,8 @@ import pytest
 
 SCRIPT = r"""
 import sys, time, bpeforge
+import signal
+signal.signal(signal.SIGINT, signal.default_int_handler)  # even if the runner ignores SIGINT (nohup, &)
 def texts():
     i = 0
     while True:              # an endless corpus: only Ctrl-C can end this run
@@ -27,6 +29,8 @@ except KeyboardInterrupt:
 
 SCRIPT_MERGE = r"""
 import random, sys, bpeforge
+import signal
+signal.signal(signal.SIGINT, signal.default_int_handler)  # even if the runner ignores SIGINT (nohup, &)
 rng = random.Random(5)
 # 200k distinct random 40-letter words: millions of possible merges at count 1.
 texts = ["".join(rng.choices("abcdefghijklmnopqrstuvwxyz", k=40)) for _ in range(200000)]

@@ -67,6 +67,8 @@ def test_checkpoints_and_interrupted_restart(corpus_file, tmp_path) -> None:
     # Interrupt a long run; the checkpoint written at the interrupt resumes it.
     script = f"""
 import bpeforge, random, sys
+import signal
+signal.signal(signal.SIGINT, signal.default_int_handler)  # even if the runner ignores SIGINT (nohup, &)
 rng = random.Random(3)
 texts = ["".join(rng.choices("abcdefghij", k=30)) for _ in range(60000)]
 print("started", flush=True)
