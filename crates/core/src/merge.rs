@@ -672,6 +672,13 @@ mod tests {
         (table, tokens, ids)
     }
 
+    /// The merges (as symbol ids) the loop learns on `words`.
+    fn learn_ids(words: &[(&str, u64)], max_merges: usize, min_frequency: u64, threads: usize) -> Vec<(u32, u32, u64)> {
+        let (table, mut tokens, mut ids) = setup(words);
+        let params = MergeParams { max_merges, min_frequency, max_token_length: None, unk: None, limits: Default::default(), threads };
+        learn_merges(table, &mut tokens, &mut ids, &params, &mut |_, _| Ok(Flow::Continue)).unwrap().merges
+    }
+
     fn run(words: &[(&str, u64)], max_merges: usize) -> Vec<(String, String, u64)> {
         let (table, mut tokens, mut ids) = setup(words);
         let params = MergeParams { max_merges, min_frequency: 1, max_token_length: None, unk: None, limits: Default::default(), threads: 2 };
@@ -703,19 +710,8 @@ mod tests {
             total += w.len();
             words.push((w, 1 + (state >> 62)));
         }
-        let run_with = |threads: usize| {
-            let mut tokens: Vec<Vec<u8>> = (0..=255u8).map(|b| vec![b]).collect();
-            let mut ids = new_map();
-            for (i, t) in tokens.iter().enumerate() {
-                ids.insert(t.clone(), i as u32);
-            }
-            let mut table = WordTable::new();
-            for (w, c) in &words {
-                table.push(w.bytes().map(u32::from), *c).unwrap();
-            }
-            let params = MergeParams { max_merges: 300, min_frequency: 1, max_token_length: None, unk: None, limits: Default::default(), threads };
-            learn_merges(table, &mut tokens, &mut ids, &params, &mut |_, _| Ok(Flow::Continue)).unwrap().merges
-        };
+        let words: Vec<(&str, u64)> = words.iter().map(|(w, c)| (w.as_str(), *c)).collect();
+        let run_with = |threads: usize| learn_ids(&words, 300, 1, threads);
         assert_eq!(run_with(1), run_with(2));
         assert_eq!(run_with(1), run_with(3));
     }
@@ -735,19 +731,8 @@ mod tests {
             total += w.len();
             words.push((w, 1 + (state >> 62) * (state >> 40 & 1)));
         }
-        let run_with = |min_frequency: u64, threads: usize| {
-            let mut tokens: Vec<Vec<u8>> = (0..=255u8).map(|b| vec![b]).collect();
-            let mut ids = new_map();
-            for (i, t) in tokens.iter().enumerate() {
-                ids.insert(t.clone(), i as u32);
-            }
-            let mut table = WordTable::new();
-            for (w, c) in &words {
-                table.push(w.bytes().map(u32::from), *c).unwrap();
-            }
-            let params = MergeParams { max_merges: usize::MAX, min_frequency, max_token_length: None, unk: None, limits: Default::default(), threads };
-            learn_merges(table, &mut tokens, &mut ids, &params, &mut |_, _| Ok(Flow::Continue)).unwrap().merges
-        };
+        let words: Vec<(&str, u64)> = words.iter().map(|(w, c)| (w.as_str(), *c)).collect();
+        let run_with = |min_frequency: u64, threads: usize| learn_ids(&words, usize::MAX, min_frequency, threads);
         let all = run_with(1, 1);
         for k in [2u64, 3, 5] {
             let expect: Vec<_> = all.iter().copied().take_while(|m| m.2 >= k).collect();
