@@ -70,6 +70,22 @@ def read_lines(path: Path) -> list[str]:
         return [line.rstrip("\r\n") for line in f]
 
 
+def open_text(path: Path):
+    """A text file, plain or ``.xz``, opened for reading with line ends kept as they are."""
+    if path.suffix == ".xz":
+        return lzma.open(path, "rt", encoding="utf-8", newline="")
+    return open(path, encoding="utf-8", newline="")
+
+
+def default_langs(path: Path) -> Path:
+    """``x.txt.xz`` -> ``x.langs.txt.xz`` (the language file next to a corpus)."""
+    name = path.name
+    for suffix in (".txt.xz", ".txt"):
+        if name.endswith(suffix):
+            return path.with_name(name[: -len(suffix)] + ".langs" + suffix)
+    raise SystemExit(f"cannot derive the language file of {path}; give it explicitly")
+
+
 # --------------------------------------------------------------------------
 # Subprocess jobs
 # --------------------------------------------------------------------------

@@ -38,7 +38,6 @@ from __future__ import annotations
 import argparse
 import collections
 import json
-import lzma
 import random
 import sys
 import tempfile
@@ -51,24 +50,12 @@ import _harness as H
 ALWAYS_LANGS = "en,de,zh,ar,hi"
 
 
-def _open_text(path: Path):
-    if path.suffix == ".xz":
-        return lzma.open(path, "rt", encoding="utf-8", newline="")
-    return open(path, encoding="utf-8", newline="")
-
-
-def default_langs(path: Path) -> Path:
-    name = path.name
-    for suffix in (".txt.xz", ".txt"):
-        if name.endswith(suffix):
-            return path.with_name(name[: -len(suffix)] + ".langs" + suffix)
-    raise SystemExit(f"cannot derive the language file of {path}; give it explicitly")
 
 
 def read_pairs(text: Path, langs: Path) -> tuple[list[str], list[str]]:
-    with _open_text(text) as f:
+    with H.open_text(text) as f:
         lines = [line.rstrip("\r\n") for line in f]
-    with _open_text(langs) as f:
+    with H.open_text(langs) as f:
         tags = [line.strip() for line in f]
     if len(lines) != len(tags):
         raise SystemExit(f"{text} has {len(lines)} lines but {langs} has {len(tags)}")
@@ -148,8 +135,8 @@ def main(argv=None) -> int:
     import bpeforge
 
     new_langs = [x for x in args.new_langs.split(",") if x]
-    lines, tags = read_pairs(args.corpus, args.langs or default_langs(args.corpus))
-    all_lines, all_tags = read_pairs(args.heldout, args.heldout_langs or default_langs(args.heldout))
+    lines, tags = read_pairs(args.corpus, args.langs or H.default_langs(args.corpus))
+    all_lines, all_tags = read_pairs(args.heldout, args.heldout_langs or H.default_langs(args.heldout))
     if all_lines[: len(lines)] != lines:
         raise SystemExit(f"{args.heldout} does not start with the lines of {args.corpus}")
     ho_lines, ho_tags = all_lines[len(lines):], all_tags[len(lines):]

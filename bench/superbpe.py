@@ -71,7 +71,6 @@ from __future__ import annotations
 import argparse
 import collections
 import json
-import lzma
 import os
 import random
 import re
@@ -154,19 +153,6 @@ def child_main(spec: dict) -> int:
 # ==========================================================================
 
 
-def _open_text(path: Path):
-    if path.suffix == ".xz":
-        return lzma.open(path, "rt", encoding="utf-8", newline="")
-    return open(path, encoding="utf-8", newline="")
-
-
-def default_langs(path: Path) -> Path:
-    """``x.txt.xz`` -> ``x.langs.txt.xz`` (next to the corpus)."""
-    name = path.name
-    for suffix in (".txt.xz", ".txt"):
-        if name.endswith(suffix):
-            return path.with_name(name[: -len(suffix)] + ".langs" + suffix)
-    raise SystemExit(f"cannot derive the language file of {path}; give it explicitly")
 
 
 def heldout_sample(train_plain: Path, heldout: Path, heldout_langs: Path,
@@ -176,7 +162,7 @@ def heldout_sample(train_plain: Path, heldout: Path, heldout_langs: Path,
     The first lines of ``heldout`` must equal the training corpus line for
     line (so nothing held out was trained on)."""
     with open(train_plain, encoding="utf-8", newline="") as tr, \
-            _open_text(heldout) as ho, _open_text(heldout_langs) as hl:
+            H.open_text(heldout) as ho, H.open_text(heldout_langs) as hl:
         start = 0
         for a in tr:
             b = ho.readline()
@@ -194,7 +180,7 @@ def heldout_sample(train_plain: Path, heldout: Path, heldout_langs: Path,
 
 
 def count_langs(path: Path) -> collections.Counter:
-    with _open_text(path) as f:
+    with H.open_text(path) as f:
         return collections.Counter(line.strip() for line in f)
 
 
@@ -486,8 +472,8 @@ def main(argv=None) -> int:
     args = parse_args(argv)
     if args._child:
         return child_main(json.loads(args._child))
-    langs_path = args.langs or default_langs(args.corpus)
-    heldout_langs = args.heldout_langs or default_langs(args.heldout)
+    langs_path = args.langs or H.default_langs(args.corpus)
+    heldout_langs = args.heldout_langs or H.default_langs(args.heldout)
     transitions = [int(t) for t in args.transitions.split(",") if t.strip()]
     for t in transitions:
         if not 256 < t < args.vocab_size:
