@@ -362,7 +362,7 @@ def _interop():
 
 
 def _xf(reason: str):
-    # INTEROP-1..8 are fixed (importers turn any parsing failure of a foreign
+    # INTEROP-1..9 are fixed (importers turn any parsing failure of a foreign
     # file into ModelFormatError): the marks are kept as labels only, so each
     # case must now pass.
     return pytest.mark.reliability_case(reason)
@@ -375,6 +375,8 @@ IMPORTER_CASES = [
     ("from_huggingface", "not an object", b"5", "INTEROP-3: AttributeError escapes"),
     ("from_huggingface", "vocab values", b'{"model": {"type": "BPE", "vocab": {"a": "b"}, "merges": []}}',
      "INTEROP-4: ValueError escapes"),
+    ("from_huggingface", "infinite id", b'{"model": {"type": "BPE", "vocab": {"a": Infinity}, "merges": []}}',
+     "INTEROP-9: OverflowError escapes (found by the CI fuzz pass)"),
     ("from_tiktoken", "empty", b"", "INTEROP-5: an empty rank file imports as a 256-token vocabulary"),
     ("from_tiktoken", "garbage", b"\x00\xff\xfe not a model \x80", None),
     ("from_tiktoken", "bad base64", b"!!!! 1\n", None),

@@ -848,8 +848,8 @@ def _is_metaspace(step: dict[str, Any], prepend: tuple[str, ...], split: bool) -
 
 def _foreign_file_errors(kind: str) -> Callable[[Callable[..., Tokenizer]], Callable[..., Tokenizer]]:
     """Importers read files written by other programs: whatever the parsing of
-    such a file raises (bad UTF-8, deep nesting, wrong types, a library's own
-    RuntimeError) becomes a ModelFormatError naming the source, so callers
+    such a file raises (bad UTF-8, deep nesting, wrong types, numbers such as
+    Infinity that no id can hold, a library's own RuntimeError) becomes a ModelFormatError naming the source, so callers
     catch one bpeforge error class. bpeforge's own errors pass unchanged."""
 
     def wrap(fn: Callable[..., Tokenizer]) -> Callable[..., Tokenizer]:
@@ -859,7 +859,8 @@ def _foreign_file_errors(kind: str) -> Callable[[Callable[..., Tokenizer]], Call
                 return fn(source, *args, **kwargs)
             except (ModelFormatError, ParameterError):
                 raise
-            except (UnicodeError, RecursionError, AttributeError, KeyError, IndexError, TypeError, ValueError, RuntimeError) as e:
+            except (UnicodeError, RecursionError, AttributeError, KeyError, IndexError, TypeError, ValueError, ArithmeticError,
+                    RuntimeError) as e:
                 where = os.fspath(source) if isinstance(source, (str, os.PathLike)) else type(source).__name__
                 raise ModelFormatError(f"{where}: not a usable {kind} ({type(e).__name__}: {e})") from e
 
