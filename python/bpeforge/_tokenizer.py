@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Literal, Union
 
 from . import _native
 from .errors import ParameterError
+from .interop import huggingface_export, sentencepiece_export, tiktoken_export
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
@@ -618,30 +619,24 @@ class Tokenizer:
             text = text.encode("utf-8")
         return cls(_native.NativeTokenizer.from_json(text))
 
-    # ---- interoperability (implemented in bpeforge.interop) ---------------
+    # ---- interoperability (bpeforge.interop's exporters, which do not import this module) ----
     def to_huggingface(self, path: PathLike) -> str:
         """Write a Hugging Face ``tokenizer.json`` giving this model's ids
         (see :func:`bpeforge.interop.to_huggingface`). Returns the file written."""
-        from . import interop
-
-        return interop.to_huggingface(self, path)
+        return huggingface_export.to_huggingface(self, path)
 
     def to_tiktoken(self, path: PathLike, *, name: str | None = None) -> tuple[str, str]:
         """Write a ``.tiktoken`` rank file and ``path + ".json"`` (pattern,
         special tokens); load them with :func:`bpeforge.interop.tiktoken_encoding`.
         Bytes scheme only. Returns both paths."""
-        from . import interop
-
-        return interop.to_tiktoken(self, path, name=name)
+        return tiktoken_export.to_tiktoken(self, path, name=name)
 
     def to_sentencepiece(
         self, path: PathLike, *, whitespace: str = "all", control_tokens: Collection[str] | None = None
     ) -> str:
         """Write a SentencePiece BPE ``.model`` (chars scheme, ``whitespace`` or
         ``none`` pre-tokenizer; see :func:`bpeforge.interop.to_sentencepiece`)."""
-        from . import interop
-
-        return interop.to_sentencepiece(self, path, whitespace=whitespace, control_tokens=control_tokens)
+        return sentencepiece_export.to_sentencepiece(self, path, whitespace=whitespace, control_tokens=control_tokens)
 
     def __len__(self) -> int:
         return self.vocab_size
