@@ -7,19 +7,17 @@ status, never a traceback: 1 for bad input or settings, 130 for Ctrl-C.
 from __future__ import annotations
 
 import argparse
-import bz2
-import gzip
 import io
 import json
-import lzma
 import os
 import sys
 import time
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import IO, Any
 
 from . import __version__, sample_corpus
+from ._io import open_text, write_atomic
 from ._tokenizer import Tokenizer, load, train
 from .errors import BpeforgeError, ParameterError
 
@@ -30,15 +28,7 @@ def _open_text(path: str | None) -> IO[str]:
     """Open an input for reading text lines; '-' or None is stdin."""
     if path is None or path == "-":
         return io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="strict", newline="\n")
-    low = path.lower()
-    opener: Any = open
-    if low.endswith(".gz"):
-        opener = gzip.open
-    elif low.endswith(".xz"):
-        opener = lzma.open
-    elif low.endswith(".bz2"):
-        opener = bz2.open
-    return opener(path, "rt", encoding="utf-8", newline="\n")
+    return open_text(path)
 
 
 def _lines(handle: IO[str], name: str) -> Iterator[str]:
@@ -66,29 +56,14 @@ def _batches(it: Iterator[str], n: int) -> Iterator[list[str]]:
         yield batch
 
 
-def _out(path: str | None) -> tuple[IO[str], str | None]:
-    """Output stream; a file is written to a temp name and renamed on success."""
+def _write_output(path: str | None, emit: Callable[[IO[str]], None]) -> None:
+    """Run ``emit`` on stdout ('-' or None), or on a file written atomically:
+    it appears only if ``emit`` finishes."""
     if path is None or path == "-":
-        return sys.stdout, None
-    tmp = f"{path}.tmp-{os.getpid()}"
-    try:
-        return open(tmp, "w", encoding="utf-8", newline="\n"), tmp
-    except OSError as e:
-        raise ParameterError(f"cannot write {path}: {e.strerror}") from e
-
-
-def _finish_out(handle: IO[str], tmp: str | None, path: str | None, ok: bool) -> None:
-    if tmp is None:
-        handle.flush()
+        emit(sys.stdout)
+        sys.stdout.flush()
         return
-    handle.close()
-    if ok and path is not None:
-        os.replace(tmp, path)
-    else:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
+    write_atomic(path, emit, text=True)
 
 
 def cmd_train(args: argparse.Namespace) -> int:
@@ -205,18 +180,18 @@ def cmd_encode(args: argparse.Namespace) -> int:
         raise ParameterError("--format npy/bin needs an INPUT file and an --output file")
     name = args.input or "<stdin>"
     handle = _open_text(args.input)
-    out, tmp = _out(args.output)
-    ok = False
-    try:
+
+    def emit(out: IO[str]) -> None:
         for batch in _batches(_lines(handle, name), BATCH_LINES):
             extra: dict[str, Any] = {"dropout": args.dropout, "seed": args.seed} if args.dropout else {}
             for ids in tok.encode_batch(batch, threads=args.threads, **kw, **extra):
                 out.write(" ".join(map(str, ids)))
                 out.write("\n")
-        ok = True
+
+    try:
+        _write_output(args.output, emit)
     finally:
         handle.close()
-        _finish_out(out, tmp, args.output, ok)
     return 0
 
 
@@ -224,9 +199,8 @@ def cmd_decode(args: argparse.Namespace) -> int:
     tok = load(args.model)
     name = args.input or "<stdin>"
     handle = _open_text(args.input)
-    out, tmp = _out(args.output)
-    ok = False
-    try:
+
+    def emit(out: IO[str]) -> None:
         for lineno, line in enumerate(_lines(handle, name), 1):
             try:
                 ids = [int(x) for x in line.split()]
@@ -238,10 +212,11 @@ def cmd_decode(args: argparse.Namespace) -> int:
                 raise ParameterError(f"{name}, line {lineno}: {e}") from e
             out.write(text)
             out.write("\n")
-        ok = True
+
+    try:
+        _write_output(args.output, emit)
     finally:
         handle.close()
-        _finish_out(out, tmp, args.output, ok)
     return 0
 
 

@@ -42,6 +42,7 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 from . import _native
+from ._io import write_atomic
 from ._tokenizer import PathLike, SpecialSet, Tokenizer, _paths, _progress_arg, _train_args, load
 from .errors import BpeforgeError, ParameterError
 
@@ -321,11 +322,7 @@ def _encode_task(
 
 def _write_manifest_task(output_dir: str, manifest: dict[str, Any]) -> str:
     path = os.path.join(output_dir, MANIFEST_NAME)
-    tmp = f"{path}.tmp-{os.getpid()}"
-    with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(manifest, f, ensure_ascii=False, indent=1)
-        f.write("\n")
-    os.replace(tmp, path)
+    write_atomic(path, json.dumps(manifest, ensure_ascii=False, indent=1) + "\n")
     return path
 
 
