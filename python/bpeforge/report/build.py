@@ -3,11 +3,12 @@ the corpus, encodes it and makes the figures, as named steps."""
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import json
 import os
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, Union
 
 from .._tokenizer import Tokenizer
@@ -69,39 +70,30 @@ def build_report(
     csvs = _progress_csvs(progress_csv, 1 + (compare is not None))
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
-    models = _load_models([model] + ([compare] if compare is not None else []), labels)
-    timings["load_models"] = time.perf_counter() - t0
-
-    t = time.perf_counter()
-    lines, tags, corpus_info = sample_lines(corpus, langs, sample, seed)
-    stats = line_stats(lines)
-    corpus_info.update(sample_bytes=int(stats["bytes"].sum()), sample_chars=int(stats["chars"].sum()),
-                       sample_words=int(stats["words"].sum()))
-    timings["sample"] = time.perf_counter() - t
-
-    t = time.perf_counter()
-    _encode_sample(models, lines, threads)
-    timings["encode"] = time.perf_counter() - t
+    with _timed(timings, "load_models"):
+        models = _load_models([model] + ([compare] if compare is not None else []), labels)
+    with _timed(timings, "sample"):
+        lines, tags, corpus_info = sample_lines(corpus, langs, sample, seed)
+        stats = line_stats(lines)
+        corpus_info.update(sample_bytes=int(stats["bytes"].sum()), sample_chars=int(stats["chars"].sum()),
+                           sample_words=int(stats["words"].sum()))
+    with _timed(timings, "encode"):
+        _encode_sample(models, lines, threads)
 
     figures: dict[str, Figure] = {"pair_frequency": fig_pair_frequency(models)}
-    t = time.perf_counter()
-    curve_sample = lines[: min(curve_lines, len(lines))]
-    curves = [compression_curve(m, curve_sample, curve_points, threads) for m in models]
-    figures["compression"] = fig_compression(models, curves)
-    timings["compression_curve"] = time.perf_counter() - t
+    with _timed(timings, "compression_curve"):
+        curves = [compression_curve(m, lines[: min(curve_lines, len(lines))], curve_points, threads) for m in models]
+        figures["compression"] = fig_compression(models, curves)
     figures["token_length"] = fig_token_length(models)
     figures["scripts"] = fig_scripts(models)
-
     languages: list[dict[str, Any]] = []
     if tags is not None:
-        t = time.perf_counter()
-        lang_figs, languages = language_figures(models, lines, tags, stats, top_langs)
-        figures.update(lang_figs)
-        if len(models) == 2:
-            figures["lang_change"] = fig_language_change(models, languages, top_langs)
-        corpus_info["languages"] = len(languages)
-        timings["languages"] = time.perf_counter() - t
-
+        with _timed(timings, "languages"):
+            lang_figs, languages = language_figures(models, lines, tags, stats, top_langs)
+            figures.update(lang_figs)
+            if len(models) == 2:
+                figures["lang_change"] = fig_language_change(models, languages, top_langs)
+            corpus_info["languages"] = len(languages)
     if any(c is not None for c in csvs):
         figures["training_progress"] = fig_progress(models, csvs)
 
@@ -121,6 +113,14 @@ def write_report(output: PathLike, model: Tokenizer | PathLike, corpus: PathLike
     rep = build_report(model, corpus, **kwargs)
     rep.write(output)
     return rep
+
+
+@contextlib.contextmanager
+def _timed(timings: dict[str, float], key: str) -> Iterator[None]:
+    """Record the seconds the block takes as ``timings[key]``."""
+    t = time.perf_counter()
+    yield
+    timings[key] = time.perf_counter() - t
 
 
 def _check_sizes(**sizes: int) -> None:

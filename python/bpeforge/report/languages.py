@@ -28,39 +28,16 @@ def language_figures(
     nbytes = np.bincount(lang, weights=stats["bytes"], minlength=L)
     nchars = np.bincount(lang, weights=stats["chars"], minlength=L)
     nwords = np.bincount(lang, weights=stats["words"], minlength=L)
-    by_lang: dict[int, list[str]] = {}
-    for line, li in zip(lines, lang.tolist()):
-        lst = by_lang.setdefault(li, [])
-        if len(lst) < 40:
-            lst.append(line)
-    scripts = [dominant_script(by_lang.get(i, [])) for i in range(L)]
-    no_space = []
-    for i in range(L):
-        cpw = nchars[i] / max(1.0, nwords[i])
-        no_space.append(scripts[i][0] in NO_SPACE_SCRIPTS or cpw > 15)
+    scripts, no_space = _scripts_and_spacing(lines, lang.tolist(), L, nchars, nwords)
 
     table: list[dict[str, Any]] = [{"lang": names[i], "lines": int(nlines[i]), "bytes": int(nbytes[i]), "words": int(nwords[i]),
               "chars": int(nchars[i]), "script": scripts[i][0], "no_spaces": bool(no_space[i]), "models": {}}
              for i in range(L)]
     per_model: list[dict[str, Any]] = []
     for m in models:
-        V = len(m.raw)
-        ntok_line = np.diff(m.offsets)
-        ntok = np.bincount(lang, weights=ntok_line, minlength=L)
-        tok_lang = np.repeat(lang, ntok_line)
-        key = tok_lang * V + m.ids
-        uniq, cnt = np.unique(key, return_counts=True)
-        l_of, id_of = uniq // V, uniq % V
-        used = np.bincount(l_of, minlength=L)
-        # main user of each id: the language with most of its occurrences (ties: the larger language)
-        o = np.lexsort((-l_of, cnt, id_of))
-        ids_sorted = id_of[o]
-        last = np.ones(len(o), dtype=bool)
-        if len(o) > 1:
-            last[:-1] = ids_sorted[:-1] != ids_sorted[1:]
-        owned = np.bincount(l_of[o][last], minlength=L)
-        r = {"tokens": ntok, "used": used / V, "owned": owned / V, "V": V}
+        r = _model_by_language(m, lang, L)
         per_model.append(r)
+        ntok, used, owned, V = r["tokens"], r["used_ids"], r["owned_ids"], r["V"]
         for i in range(L):
             table[i]["models"][m.label] = {
                 "tokens": int(ntok[i]),
@@ -113,6 +90,46 @@ def language_figures(
         layout="column",
     )
     return figs, table
+
+
+
+def _scripts_and_spacing(lines: list[str], lang: list[int], L: int, nchars: Any, nwords: Any) -> tuple[list[tuple[str, dict[str, float]]], list[bool]]:
+    """Each language's dominant script (from its first 40 sampled lines), and
+    whether it is written without spaces between words."""
+    by_lang: dict[int, list[str]] = {}
+    for line, li in zip(lines, lang):
+        lst = by_lang.setdefault(li, [])
+        if len(lst) < 40:
+            lst.append(line)
+    scripts = [dominant_script(by_lang.get(i, [])) for i in range(L)]
+    no_space = []
+    for i in range(L):
+        cpw = nchars[i] / max(1.0, nwords[i])
+        no_space.append(scripts[i][0] in NO_SPACE_SCRIPTS or cpw > 15)
+    return scripts, no_space
+
+
+def _model_by_language(m: Model, lang: Any, L: int) -> dict[str, Any]:
+    """One model's tokens per language, and the share of its ids each language
+    uses and is the main user of."""
+    import numpy as np
+
+    V = len(m.raw)
+    ntok_line = np.diff(m.offsets)
+    ntok = np.bincount(lang, weights=ntok_line, minlength=L)
+    tok_lang = np.repeat(lang, ntok_line)
+    key = tok_lang * V + m.ids
+    uniq, cnt = np.unique(key, return_counts=True)
+    l_of, id_of = uniq // V, uniq % V
+    used = np.bincount(l_of, minlength=L)
+    # main user of each id: the language with most of its occurrences (ties: the larger language)
+    o = np.lexsort((-l_of, cnt, id_of))
+    ids_sorted = id_of[o]
+    last = np.ones(len(o), dtype=bool)
+    if len(o) > 1:
+        last[:-1] = ids_sorted[:-1] != ids_sorted[1:]
+    owned = np.bincount(l_of[o][last], minlength=L)
+    return {"tokens": ntok, "used": used / V, "owned": owned / V, "V": V, "used_ids": used, "owned_ids": owned}
 
 
 #: Languages with fewer sampled lines are left out of the change figure (too noisy).
