@@ -716,3 +716,22 @@ def test_full_corpus_imports(request, tmp_path):
     _assert_same(ours, enc.encode_batch(mixed, allowed_special="all"), mixed, "tiktoken import, whole corpus")
     tok, ours, theirs = check_sp_import(_sp_source("whitespace", n=n, vocab=32000), texts)
     _assert_same(ours, theirs, texts, "sentencepiece import, whole corpus")
+
+
+def test_exporters_do_not_import_the_tokenizer_module() -> None:
+    """Tokenizer.to_* import the exporters at module level, so they (and what
+    they import in the package) must not import bpeforge._tokenizer at import
+    time, or the two would form an import cycle."""
+    import ast
+    import pathlib
+
+    pkg = pathlib.Path(interop.__file__).parent
+    below = ["_common", "huggingface_export", "tiktoken_export", "sentencepiece_export", "sentencepiece_proto"]
+    for name in below:
+        tree = ast.parse((pkg / f"{name}.py").read_text(encoding="utf-8"))
+        for node in tree.body:  # module-level statements; `if TYPE_CHECKING:` blocks are not run
+            if isinstance(node, ast.ImportFrom):
+                target = "." * node.level + (node.module or "")
+                assert target != ".._tokenizer", f"{name} imports bpeforge._tokenizer"
+                if node.level == 1 and node.module:
+                    assert node.module in below, f"{name} imports .{node.module}, which is not below _tokenizer"
