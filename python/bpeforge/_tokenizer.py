@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Any, Literal, Union
 
 from . import _native
 from .errors import ParameterError
+from ._bytelevel import token_text
+from ._offsets import token_offsets
 from .options import TrainOptions, option_docs, paths
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -168,12 +170,14 @@ class Tokenizer:
     learned. A Tokenizer is immutable and safe to share between threads.
     """
 
-    __slots__ = ("_native", "_merges", "_specials")
+    __slots__ = ("_native", "_merges", "_specials", "_lengths", "_texts")
 
     def __init__(self, native: _native.NativeTokenizer) -> None:
         self._native = native
         self._merges: list[tuple[bytes, bytes]] | None = None
         self._specials = {t: i for i, t in enumerate(native.special_tokens)}
+        self._lengths: list[int] | None = None
+        self._texts: list[str] | None = None
 
     # ---- properties -------------------------------------------------------
     @property
@@ -232,6 +236,39 @@ class Tokenizer:
             token = token.encode("utf-8")
         return self._native.token_to_id(token)
 
+    def get_vocab(self) -> dict[str, int]:
+        """Every token as text, with its id (as Hugging Face's ``get_vocab``):
+        byte-level tokens in GPT-2's printable alphabet (``" the"`` is
+        ``"Ġthe"``, as in an exported ``tokenizer.json``), chars-scheme tokens
+        as they are (``"▁the"``). Special tokens as their text."""
+        specials = {i: t for t, i in self._specials.items()}
+        if self.scheme == "bytes":
+            return {specials.get(i) or token_text(t): i for i, t in self._vocab_items()}
+        return {t.decode("utf-8", "replace"): i for i, t in self._vocab_items()}
+
+    def get_vocab_bytes(self) -> dict[bytes, int]:
+        """Every token's bytes, with its id (special tokens as their UTF-8)."""
+        return {t: i for i, t in self._vocab_items()}
+
+    def _vocab_items(self) -> list[tuple[int, bytes]]:
+        return [(i, t) for i in range(self.vocab_size) if (t := self._native.id_to_token(i)) is not None]
+
+    def _token_lengths(self) -> list[int]:
+        """Bytes per token, by id (cached: offsets need it per call)."""
+        if self._lengths is None:
+            self._lengths = [len(t) for t in self._native.tokens()]
+        return self._lengths
+
+    def _token_texts(self) -> list[str]:
+        """Tokens as text by id (chars scheme; byte-level as raw bytes read as Latin-1)."""
+        if self._texts is None:
+            enc = "utf-8" if self.scheme == "chars" else "latin-1"
+            self._texts = [t.decode(enc, "replace") for t in self._native.tokens()]
+        return self._texts
+
+    def _scheme_settings(self) -> dict[str, Any]:
+        return json.loads(self._native.scheme_json)
+
     # ---- encoding ---------------------------------------------------------
     def _rules(self, allowed_special: SpecialSet, disallowed_special: SpecialSet) -> tuple[list[int], list[int]]:
         names = self._specials
@@ -285,6 +322,36 @@ class Tokenizer:
             return self._native.encode(text, None, None, p, s)
         allowed, disallowed = self._rules(allowed_special, disallowed_special)
         return self._native.encode(text, allowed, disallowed, p, s)
+
+    def encode_with_offsets(
+        self,
+        text: str,
+        *,
+        allowed_special: SpecialSet = (),
+        disallowed_special: SpecialSet = "all",
+        unit: Literal["chars", "bytes"] = "chars",
+    ) -> tuple[list[int], list[tuple[int, int]]]:
+        """Encode ``text`` and say where each token comes from.
+
+        Returns ``(ids, offsets)``: ``text[start:end]`` holds the characters
+        token ``k`` was made from, for ``(start, end) = offsets[k]`` (UTF-8
+        byte offsets with ``unit="bytes"``). A byte-level token holding only
+        part of a character spans the whole character; a word's ``▁`` stands
+        for the whitespace before it. These are the offsets Hugging Face
+        ``tokenizers`` gives for this model's ``to_huggingface`` export.
+        Special tokens as in :meth:`encode`.
+
+        Example:
+            >>> tok = train_from_iterator(["ab ab ab"], vocab_size=258, progress=False)
+            >>> tok.encode_with_offsets("ab ab")[1]
+            [(0, 2), (2, 5)]
+        """
+        if unit not in ("chars", "bytes"):
+            raise ParameterError(f"unit must be 'chars' or 'bytes', got {unit!r}")
+        ids = self.encode(text, allowed_special=allowed_special, disallowed_special=disallowed_special)
+        allowed_ids = set(self._rules(allowed_special, disallowed_special)[0]) if self._specials else set()
+        allowed = [t for t, i in self._specials.items() if i in allowed_ids]
+        return ids, token_offsets(self, text, ids, allowed, unit)
 
     def encode_ordinary(self, text: str) -> list[int]:
         """Encode ``text`` treating special-token text as ordinary text."""
@@ -462,11 +529,44 @@ class Tokenizer:
 
         return interop.to_sentencepiece(self, path, whitespace=whitespace, control_tokens=control_tokens)
 
+    # ---- Python conventions ------------------------------------------------
+    def __reduce__(self) -> tuple[Any, tuple[bytes]]:
+        # Pickled as the model file's own JSON: the same validation on load,
+        # and a pickle that any later version able to read the file can load.
+        return (_from_model_json, (self._native.to_json(),))
+
+    def __copy__(self) -> Tokenizer:
+        return self  # immutable
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Tokenizer:
+        return self  # immutable: a copy could never differ
+
+    def _identity(self) -> bytes:
+        """The model without its metadata (what decides every id)."""
+        model = json.loads(self._native.to_json())
+        model.pop("metadata", None)
+        return json.dumps(model, sort_keys=True).encode("utf-8")
+
+    def __eq__(self, other: object) -> bool:
+        """Equal when they encode and decode alike: same settings, tokens, ids
+        and merges; training metadata (timings, inputs) is not compared."""
+        if not isinstance(other, Tokenizer):
+            return NotImplemented
+        return self is other or self._identity() == other._identity()
+
+    def __hash__(self) -> int:
+        return hash(self._identity())
+
     def __len__(self) -> int:
         return self.vocab_size
 
     def __repr__(self) -> str:
         return f"Tokenizer(scheme={self.scheme!r}, pretokenizer={self.pretokenizer!r}, vocab_size={self.vocab_size})"
+
+
+def _from_model_json(data: bytes) -> Tokenizer:
+    """Unpickles a :class:`Tokenizer` (see ``Tokenizer.__reduce__``)."""
+    return Tokenizer(_native.NativeTokenizer.from_json(data))
 
 
 def _dropout_args(dropout: float, seed: int | None) -> tuple[float | None, int]:

@@ -19,7 +19,10 @@ import warnings
 from collections.abc import Iterator, Sequence
 from typing import IO, Any
 
+from pathlib import Path
+
 from . import __version__, sample_corpus
+from ._display import show_token
 from ._tokenizer import Tokenizer, load, train
 from .errors import BpeforgeError, ParameterError
 from .options import TrainOptions
@@ -111,6 +114,10 @@ def _train_options(args: argparse.Namespace, demo: bool) -> TrainOptions:
 def cmd_train(args: argparse.Namespace) -> int:
     inputs: list[str] = args.inputs
     demo = not inputs
+    if demo and args.output:
+        # An unset variable ($CORPUS) must not train the demo into a real path.
+        raise ParameterError("no INPUT files given: name the text to train on (the bundled demo runs only "
+                             "without --output)")
     if demo:
         inputs = [str(sample_corpus())]
         print(f"No input given: training on the bundled sample corpus ({inputs[0]}).", file=sys.stderr)
@@ -163,17 +170,12 @@ def _print_summary(tok: Tokenizer, inputs: list[str], wall: float, output: str |
     if merges:
         counts = tok.merge_counts
         w(f"  pair counts: first {counts[0]}, last {counts[-1]}\n")
-    if sample:
-        with open(inputs[0], encoding="utf-8") as f:
-            lines = [next(f).rstrip("\n") for _ in range(3)]
-        for line in lines:
-            ids = tok.encode_ordinary(line)
-            pieces = [tok.decode_bytes([i]).decode("utf-8", "replace") for i in ids[:12]]
-            w(f"  {len(line.encode())} bytes -> {len(ids)} tokens: {' | '.join(pieces)}{' ...' if len(ids) > 12 else ''}\n")
     if output:
         w(f"  saved to {output}\n")
-    elif sample:
-        w("  (not saved; pass --output MODEL.json to keep it, or give your own INPUT files)\n")
+    if sample:
+        from . import _demo
+
+        w("\n".join(_demo.show(tok, Path(inputs[0]))) + "\n")
 
 
 def _special_mode(tok: Tokenizer, mode: str) -> dict[str, Any]:
@@ -272,14 +274,6 @@ def cmd_decode(args: argparse.Namespace) -> int:
     return 0
 
 
-def _show(token: bytes) -> str:
-    """A token as readable text: valid UTF-8 as is (escaped), else hex bytes."""
-    try:
-        return json.dumps(token.decode("utf-8"), ensure_ascii=False)
-    except UnicodeDecodeError:
-        return "<" + token.hex(" ") + ">"
-
-
 def _inspect_balance(bal: Any, w: Any) -> None:
     """Language balance in a few lines: method, rounds, the most lifted languages."""
     if not isinstance(bal, dict) or not isinstance(bal.get("languages"), dict):
@@ -318,7 +312,7 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     w(f"\nmerges (rank, new id, left + right -> token, pair count){'' if args.all else f' — first {limit}'}:\n")
     for k in range(limit):
         a, b = merges[k]
-        w(f"  {k:>6} {first_merge + k:>7}  {_show(a)} + {_show(b)} -> {_show(a + b)}  {counts[k]}\n")
+        w(f"  {k:>6} {first_merge + k:>7}  {show_token(a)} + {show_token(b)} -> {show_token(a + b)}  {counts[k]}\n")
     vlimit = tok.vocab_size if args.all else min(args.vocab, tok.vocab_size)
     w(f"\nvocabulary (id, token){'' if args.all else f' — first {vlimit} and last {min(vlimit, tok.vocab_size)}'}:\n")
     tokens = tok.tokens()
@@ -326,7 +320,7 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     if not args.all:
         ids += [i for i in range(max(vlimit, tok.vocab_size - vlimit), tok.vocab_size)]
     for i in ids:
-        w(f"  {i:>7}  {_show(tokens[i])}\n")
+        w(f"  {i:>7}  {show_token(tokens[i])}\n")
     return 0
 
 
