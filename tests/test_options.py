@@ -9,6 +9,8 @@ import inspect
 import os
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import bpeforge
 from bpeforge import _native, cli, options
@@ -192,3 +194,45 @@ def test_ray_refuses_in_python_too(ray_instance) -> None:
                  "balance_max_lift": 2.0}[name]
         with pytest.raises(bpeforge.ParameterError, match=name):
             distributed.train([bpeforge.sample_corpus()], progress=False, **{name: value})
+
+
+# ---- pre-tokenizers: exact preset names, explicit regexes, nothing lost ----------
+
+
+@pytest.mark.parametrize("name, guess", [("GPT2", "gpt2"), ("o200k_base", "o200k"), ("cl100k_base", "cl100k"),
+                                         ("ws", "whitespace"), ("Whitespace", "whitespace"), ("o200", "o200k")])
+def test_near_miss_preset_names_are_refused_with_a_suggestion(name, guess) -> None:
+    with pytest.raises(bpeforge.ParameterError, match=f"did you mean '{guess}'"):
+        TrainOptions(pretokenizer=name)
+    with pytest.raises(bpeforge.ParameterError, match="bpeforge.Regex"):
+        bpeforge.pretokenize("text", name)
+
+
+def test_cli_refuses_a_near_miss_and_takes_a_pattern(tmp_path, capsys) -> None:
+    assert cli.main(["train", str(bpeforge.sample_corpus()), "--pretokenizer", "GPT2", "-q", "-o",
+                     str(tmp_path / "m.json")]) == 1
+    assert "did you mean 'gpt2'" in capsys.readouterr().err
+    assert not (tmp_path / "m.json").exists()
+    assert cli.main(["train", str(bpeforge.sample_corpus()), "--pattern", r"\p{L}+", "--vocab-size", "300", "-q",
+                     "-o", str(tmp_path / "m.json")]) == 0
+    tok = bpeforge.load(tmp_path / "m.json")
+    assert tok.pretokenizer == r"\p{L}+"
+    assert tok.decode(tok.encode("hello world news, 2026!")) == "hello world news, 2026!"
+
+
+@pytest.fixture(scope="module")
+def sparse_regex_tok() -> bpeforge.Tokenizer:
+    # A regex that matches almost nothing: every byte must still come back.
+    return bpeforge.train(bpeforge.sample_corpus(), pretokenizer=bpeforge.Regex(r"qz+"), vocab_size=400,
+                          progress=False)
+
+
+@settings(max_examples=200, deadline=None)
+@given(text=st.text())
+def test_a_custom_regex_that_covers_nothing_still_round_trips(sparse_regex_tok, text) -> None:
+    assert sparse_regex_tok.decode(sparse_regex_tok.encode_ordinary(text)) == text
+
+
+def test_regex_equal_to_a_preset_name_is_refused() -> None:
+    with pytest.raises(bpeforge.ParameterError, match="preset"):
+        bpeforge.Regex("gpt2")

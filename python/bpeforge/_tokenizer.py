@@ -15,7 +15,7 @@ from . import _native
 from .errors import ParameterError
 from ._bytelevel import token_text
 from ._offsets import token_offsets
-from .options import TrainOptions, option_docs, paths
+from .options import Regex, TrainOptions, check_pretokenizer, option_docs, paths
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
@@ -152,14 +152,15 @@ def load(path: PathLike) -> Tokenizer:
     return Tokenizer(_native.NativeTokenizer.load(os.fspath(path)))
 
 
-def pretokenize(text: str, preset: str = "gpt2") -> list[str]:
-    """The pieces a pre-tokenizer cuts ``text`` into (no special-token handling).
+def pretokenize(text: str, preset: str | Regex = "gpt2") -> list[str]:
+    """The pieces a pre-tokenizer cuts ``text`` into (no special-token handling):
+    ``preset`` is a preset name or a :class:`bpeforge.Regex`, as in :func:`train`.
 
     Example:
         >>> pretokenize("Hello   world!")
         ['Hello', '  ', ' world', '!']
     """
-    return _native.pretokenize(text, preset)
+    return _native.pretokenize(text, check_pretokenizer(preset))
 
 
 class Tokenizer:

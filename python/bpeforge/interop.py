@@ -213,6 +213,9 @@ class _View:
         pre = d["pretokenizer"]
         self.preset: str = pre["type"]
         self.pattern: str | None = pre.get("pattern") if self.preset == "regex" else _PRESET_PATTERNS.get(self.preset)
+        # A custom regex whose gaps are pieces too (every regex trained here);
+        # imported ones keep only the matches, as their source did.
+        self.isolated: bool = bool(pre.get("isolated"))
         self.specials: list[str] = list(d["special_tokens"])
         self.alphabet: list[str] | None = d.get("alphabet")
         self.merges: list[tuple[int, int]] = [(int(a), int(b)) for a, b in d["merges"]]
@@ -271,8 +274,8 @@ def _seq(steps: list[dict[str, Any]]) -> dict[str, Any]:
 
 def _hf_regex_split(v: _View) -> dict[str, Any]:
     assert v.pattern is not None
-    if v.preset == "regex":
-        # bpeforge drops the text between matches: keep the matches only.
+    if v.preset == "regex" and not v.isolated:
+        # An imported regex that drops the text between matches: keep the matches only.
         return _split(v.pattern, "Removed", True)
     return _split(v.pattern, "Isolated", False)
 
@@ -408,6 +411,11 @@ def _tiktoken_parts(tok: Tokenizer) -> tuple[dict[bytes, int], dict[str, int], s
         raise ParameterError(
             "tiktoken cannot express the whitespace pre-tokenizer: it prefixes each word with a space byte "
             "that is not in the text, and tiktoken pieces are always substrings of the text"
+        )
+    if v.preset == "regex" and v.isolated:
+        raise ParameterError(
+            "tiktoken cannot express this custom pre-tokenizer: bpeforge keeps the text between the regex's "
+            "matches as pieces of their own, and tiktoken drops it; export to huggingface instead"
         )
     pattern = r"(?s:.+)" if v.preset == "none" else v.pattern
     assert pattern is not None

@@ -33,7 +33,34 @@ from .errors import ParameterError
 
 PathLike = Union[str, "os.PathLike[str]"]
 
-__all__ = ["TrainOptions", "add_cli_arguments", "from_cli", "option_docs", "FILE_ONLY", "NOT_ON_RAY"]
+__all__ = ["TrainOptions", "Regex", "PRESETS", "add_cli_arguments", "from_cli", "option_docs", "FILE_ONLY",
+           "NOT_ON_RAY"]
+
+#: The pre-tokenizer presets, by their exact names.
+PRESETS = ("gpt2", "cl100k", "o200k", "whitespace", "none", "superword")
+# Names people type for a preset (wrong case, tiktoken's encoding names, short forms).
+_NEAR_MISSES = {"cl100k_base": "cl100k", "o200k_base": "o200k", "ws": "whitespace", "space": "whitespace",
+                "spaces": "whitespace", "gpt-2": "gpt2", "r50k_base": "gpt2", "p50k_base": "gpt2"}
+
+
+@dataclass(frozen=True)
+class Regex:
+    """A custom pre-tokenizer: the pieces are this regex's matches (the
+    ``regex`` crate's syntax, Unicode-aware), and text between matches
+    becomes pieces of its own, so no byte is ever lost.
+
+    >>> import bpeforge
+    >>> tok = bpeforge.train(bpeforge.sample_corpus(), pretokenizer=bpeforge.Regex(r"\\w+|\\s+"),
+    ...                      vocab_size=300, progress=False)  # doctest: +SKIP
+    """
+
+    pattern: str
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.pattern, str) or not self.pattern:
+            raise ParameterError(f"Regex needs a non-empty pattern string, got {self.pattern!r}")
+        if self.pattern in PRESETS:
+            raise ParameterError(f"Regex({self.pattern!r}) is a preset's name: pass pretokenizer={self.pattern!r}")
 
 
 # ---- value checks -------------------------------------------------------------
@@ -72,6 +99,24 @@ def _str(name: str, none_ok: bool = False, nonblank: bool = False) -> Callable[[
                                  f"{' or None' if none_ok else ''}, got {v!r}")
         return v
     return check
+
+
+def check_pretokenizer(v: Any) -> str:
+    """A preset name (exactly) or a :class:`Regex`; anything else is refused
+    with the preset it was probably meant to be."""
+    if isinstance(v, Regex):
+        return v.pattern
+    if isinstance(v, str) and v in PRESETS:
+        return v
+    if not isinstance(v, str):
+        raise ParameterError(f"pretokenizer must be a preset name or bpeforge.Regex(...), got {v!r}")
+    import difflib
+
+    guess = _NEAR_MISSES.get(v.lower()) or (v.lower() if v.lower() in PRESETS else None)
+    guess = guess or next(iter(difflib.get_close_matches(v.lower(), PRESETS, n=1, cutoff=0.6)), None)
+    hint = f"did you mean {guess!r}? " if guess else ""
+    raise ParameterError(f"pretokenizer {v!r} is not a preset ({', '.join(PRESETS[:5])}): {hint}"
+                         f"a custom regex is given as pretokenizer=bpeforge.Regex({v!r}) (CLI: --pattern)")
 
 
 def _flag(v: Any) -> bool:
@@ -147,9 +192,10 @@ class Opt:
     """Python documentation (the ``Args:`` entry)."""
     check: Callable[[Any], Any]
     """Checks a value and returns it as the engine takes it."""
-    cli: dict[str, Any] | None = None
+    cli: dict[str, Any] | list[dict[str, Any]] | None = None
     """``argparse`` keywords for ``bpeforge train`` (``flags`` names the
-    flags, default ``--name-with-dashes``); None: set by the CLI itself."""
+    flags, default ``--name-with-dashes``), or a list of them for several
+    flags setting one option; None: set by the CLI itself."""
     files_only: bool = False
     """Only for file input (not :func:`bpeforge.train_from_iterator`)."""
     on_ray: bool = True
@@ -180,9 +226,13 @@ class TrainOptions:
     scheme: str = opt("bytes", '``"bytes"`` (256 byte symbols, lossless) or ``"chars"`` (Unicode characters '
                       "with SentencePiece's ``▁`` boundary marker).",
                       _str("scheme"), cli={"choices": ["bytes", "chars"]})
-    pretokenizer: str = opt("gpt2", '``"gpt2"``, ``"cl100k"``, ``"o200k"``, ``"whitespace"``, ``"none"``, '
-                            "or a custom regex whose matches are the pieces.", _str("pretokenizer"),
-                            cli={"help": "gpt2, cl100k, o200k, whitespace, none, or a regex"})
+    pretokenizer: str | Regex = opt("gpt2", '``"gpt2"``, ``"cl100k"``, ``"o200k"``, ``"whitespace"``, ``"none"`` '
+                                    "(exact names), or ``bpeforge.Regex(pattern)``: a custom regex whose matches "
+                                    "are the pieces (text between matches becomes pieces of its own).",
+                                    check_pretokenizer,
+                                    cli=[{"metavar": "NAME", "help": "gpt2, cl100k, o200k, whitespace or none"},
+                                         {"flags": ["--pattern"], "type": Regex, "metavar": "REGEX",
+                                          "help": "a custom pre-tokenizer regex (instead of --pretokenizer)"}])
     special_tokens: tuple[str, ...] = opt((), "strings that are never split or merged; they get the first ids, "
                                           "in the order given.", _strings("special_tokens", "strings"),
                                           cli={"flags": ["--special-token"], "action": "append", "metavar": "T",
@@ -356,20 +406,14 @@ def option_docs(skip: Iterable[str] = ()) -> str:
 # ---- the command line -----------------------------------------------------------
 
 
-def cli_flags(name: str) -> list[str]:
-    spec = dict(dict(_records())[name].cli or {})
-    return list(spec.get("flags", ["--" + name.replace("_", "-")]))
-
-
 def add_cli_arguments(parser: argparse.ArgumentParser) -> None:
     """Adds one flag per option that the command line sets directly. Unset
     flags are absent from the parsed namespace (the option keeps its default)."""
     for name, record in _records():
-        if record.cli is None:
-            continue
-        spec = dict(record.cli)
-        flags = spec.pop("flags", ["--" + name.replace("_", "-")])
-        parser.add_argument(*flags, dest=name, default=argparse.SUPPRESS, **spec)
+        specs = record.cli if isinstance(record.cli, list) else [record.cli] if record.cli else []
+        for spec in map(dict, specs):
+            flags = spec.pop("flags", ["--" + name.replace("_", "-")])
+            parser.add_argument(*flags, dest=name, default=argparse.SUPPRESS, **spec)
 
 
 def from_cli(args: argparse.Namespace, **overrides: Any) -> TrainOptions:
