@@ -9,12 +9,12 @@ call them without an import cycle.
 
 from __future__ import annotations
 
-import functools
 import importlib
 import json
 import os
 from typing import TYPE_CHECKING, Any, Union
 
+from .._bytelevel import char_to_byte, token_text
 from ..errors import ParameterError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -59,28 +59,9 @@ class InteropWarning(UserWarning):
 
 
 
-@functools.lru_cache(maxsize=1)
-def _bytes_to_unicode() -> dict[int, str]:
-    """GPT-2's byte -> printable character table (as in tokenizers' ByteLevel)."""
-    bs = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(range(ord("®"), ord("ÿ") + 1))
-    cs = bs[:]
-    n = 0
-    for b in range(256):
-        if b not in bs:
-            bs.append(b)
-            cs.append(256 + n)
-            n += 1
-    return {b: chr(c) for b, c in zip(bs, cs)}
-
-
-@functools.lru_cache(maxsize=1)
-def _unicode_to_bytes() -> dict[str, int]:
-    return {c: b for b, c in _bytes_to_unicode().items()}
-
-
-def _byte_key(token: bytes) -> str:
-    table = _bytes_to_unicode()
-    return "".join(table[b] for b in token)
+# GPT-2's byte-level alphabet lives in one place (bpeforge._bytelevel).
+_byte_key = token_text
+_unicode_to_bytes = char_to_byte
 
 
 def _utf8(token: bytes) -> str:
@@ -157,6 +138,9 @@ class ModelView:
         pre = d["pretokenizer"]
         self.preset: str = pre["type"]
         self.pattern: str | None = pre.get("pattern") if self.preset == "regex" else _PRESET_PATTERNS.get(self.preset)
+        # A custom regex whose gaps are pieces too (every regex trained here);
+        # imported ones keep only the matches, as their source did.
+        self.isolated: bool = bool(pre.get("isolated"))
         self.specials: list[str] = list(d["special_tokens"])
         self.alphabet: list[str] | None = d.get("alphabet")
         self.merges: list[tuple[int, int]] = [(int(a), int(b)) for a, b in d["merges"]]

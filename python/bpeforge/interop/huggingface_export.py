@@ -49,8 +49,8 @@ def _seq(steps: list[dict[str, Any]]) -> dict[str, Any]:
 
 def _hf_regex_split(v: ModelView) -> dict[str, Any]:
     assert v.pattern is not None
-    if v.preset == "regex":
-        # bpeforge drops the text between matches: keep the matches only.
+    if v.preset == "regex" and not v.isolated:
+        # An imported regex that drops the text between matches: keep the matches only.
         return _split(v.pattern, "Removed", True)
     return _split(v.pattern, "Isolated", False)
 

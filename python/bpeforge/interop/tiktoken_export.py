@@ -30,6 +30,11 @@ def _tiktoken_parts(tok: Tokenizer) -> tuple[dict[bytes, int], dict[str, int], s
             "tiktoken cannot express the whitespace pre-tokenizer: it prefixes each word with a space byte "
             "that is not in the text, and tiktoken pieces are always substrings of the text"
         )
+    if v.preset == "regex" and v.isolated:
+        raise ParameterError(
+            "tiktoken cannot express this custom pre-tokenizer: bpeforge keeps the text between the regex's "
+            "matches as pieces of their own, and tiktoken drops it; export to huggingface instead"
+        )
     pattern = r"(?s:.+)" if v.preset == "none" else v.pattern
     assert pattern is not None
     merge_ranks = [v.ext[v.first_merge + k] for k in range(len(v.merges))]

@@ -146,7 +146,6 @@ def fig_language_change(models: list[Model], table: list[dict[str, Any]], top: i
                       [Panel("bar", "Change in tokens", "language", "change", [], empty_text="no language with "
                              f"{CHANGE_MIN_LINES}+ sampled lines")])
     ref = max(rows, key=lambda r: r["bytes"])  # the largest language by bytes is the reference
-    ref_bpt = ref["models"][b]["bytes_per_token"]
 
     def change(r: dict[str, Any]) -> float:
         return r["models"][a]["tokens"] / r["models"][b]["tokens"] - 1.0
