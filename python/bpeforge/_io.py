@@ -22,7 +22,7 @@ import secrets
 from collections.abc import Callable
 from typing import IO, Any, Union
 
-from .errors import ParameterError
+from .errors import OutputError, ParameterError
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -62,6 +62,22 @@ def _open_zstd(path: str, errors: str) -> IO[str]:
     return io.TextIOWrapper(stream, encoding="utf-8", errors=errors, newline="\n")
 
 
+def check_output(path: PathLike, what: str = "output") -> str:
+    """Fails now, with an OutputError naming ``path``, if a file could not be
+    written there later: its folder is missing or not writable, or ``path``
+    is a folder. Called before any work starts, so that hours of training
+    are never thrown away at the end. Returns the path as a string."""
+    path = os.fspath(path)
+    if os.path.isdir(path):
+        raise OutputError(f"cannot write {what} {path}: it is a folder; give a file name")
+    directory = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(directory):
+        raise OutputError(f"cannot write {what} {path}: folder {directory} does not exist")
+    if not os.access(directory, os.W_OK | os.X_OK):
+        raise OutputError(f"cannot write {what} {path}: folder {directory} is not writable")
+    return path
+
+
 def write_atomic(path: PathLike, data: bytes | str | Callable[[IO[Any]], None], *, text: bool = False) -> None:
     """Write ``path`` atomically.
 
@@ -69,12 +85,10 @@ def write_atomic(path: PathLike, data: bytes | str | Callable[[IO[Any]], None], 
     a callback that writes to the open temporary file: a binary file, or a
     text file (UTF-8, ``"\\n"`` line ends) when ``text=True``. Whatever the
     callback raises propagates after the temporary file is removed, and
-    ``path`` is untouched. A missing directory or an unwritable one is a
-    ParameterError naming ``path``."""
-    path = os.fspath(path)
+    ``path`` is untouched. A missing directory or an unwritable one is an
+    OutputError naming ``path`` (never the temporary file)."""
+    path = check_output(path)
     directory = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(directory):
-        raise ParameterError(f"cannot write {path}: directory {directory} does not exist")
     fd, tmp = _create_temp(path, directory)
     try:
         if callable(data) and text:
@@ -86,7 +100,10 @@ def write_atomic(path: PathLike, data: bytes | str | Callable[[IO[Any]], None], 
                     data(b)
                 else:
                     b.write(data.encode("utf-8") if isinstance(data, str) else data)
-        os.replace(tmp, path)
+        try:
+            os.replace(tmp, path)
+        except OSError as e:
+            raise OutputError(f"cannot write {path}: {e.strerror or e}") from e
     except BaseException:
         try:
             os.unlink(tmp)
@@ -106,4 +123,4 @@ def _create_temp(path: str, directory: str) -> tuple[int, str]:
         except FileExistsError:
             continue
         except OSError as e:
-            raise ParameterError(f"cannot write {path}: {e.strerror or e}") from e
+            raise OutputError(f"cannot write {path}: {e.strerror or e}") from e

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Literal, Union
 from . import _native
 from .errors import ParameterError
 from ._bytelevel import token_text
+from ._io import check_output
 from ._offsets import token_offsets
 from .interop import huggingface_export, sentencepiece_export, tiktoken_export
 from .options import Regex, TrainOptions, check_pretokenizer, option_docs, paths
@@ -386,6 +387,9 @@ class Tokenizer:
         """
         if threads is not None and (not isinstance(threads, int) or threads < 1):
             raise ParameterError(f"threads must be a positive integer or None, got {threads!r}")
+        check_output(dst, "encoded output")
+        if format != "ids":
+            check_output(os.fspath(dst) + ".offsets.npy", "offsets")
         allowed, disallowed = self._rules(allowed_special, disallowed_special) if self._specials else (None, None)
         lines, tokens, nbytes, seconds, id_bytes = self._native.encode_file(
             paths(src), os.fspath(dst), format, threads, allowed, disallowed, _progress_arg(progress)
@@ -507,10 +511,15 @@ class Tokenizer:
         return cls(_native.NativeTokenizer.from_json(text))
 
     # ---- interoperability (bpeforge.interop's exporters, which do not import this module) ----
-    def to_huggingface(self, path: PathLike) -> str:
-        """Write a Hugging Face ``tokenizer.json`` giving this model's ids
-        (see :func:`bpeforge.interop.to_huggingface`). Returns the file written."""
-        return huggingface_export.to_huggingface(self, path)
+    def to_huggingface(self, path: PathLike, *, bos_token: str | None = "auto", eos_token: str | None = "auto",
+                       pad_token: str | None = "auto", unk_token: str | None = "auto") -> str:
+        """Write a Hugging Face ``tokenizer.json`` giving this model's ids; into
+        a folder, with the ``tokenizer_config.json`` that
+        ``transformers.AutoTokenizer.from_pretrained`` reads (special-token
+        roles filled by convention unless given; see
+        :func:`bpeforge.interop.to_huggingface`). Returns the file written."""
+        return huggingface_export.to_huggingface(self, path, bos_token=bos_token, eos_token=eos_token,
+                                                 pad_token=pad_token, unk_token=unk_token)
 
     def to_tiktoken(self, path: PathLike, *, name: str | None = None) -> tuple[str, str]:
         """Write a ``.tiktoken`` rank file and ``path + ".json"`` (pattern,
@@ -524,6 +533,33 @@ class Tokenizer:
         """Write a SentencePiece BPE ``.model`` (chars scheme, ``whitespace`` or
         ``none`` pre-tokenizer; see :func:`bpeforge.interop.to_sentencepiece`)."""
         return sentencepiece_export.to_sentencepiece(self, path, whitespace=whitespace, control_tokens=control_tokens)
+
+    def with_special_tokens(self, tokens: Iterable[str]) -> Tokenizer:
+        """A copy of this model with more special tokens, at new ids after the
+        largest one in use (every old id stays the same). Exports give them
+        those ids; ``encode(..., allowed_special=...)`` turns their text into
+        them. A token that is already special is refused, as is one whose
+        bytes are already an ordinary token's."""
+        new = _strings_arg(tokens, "tokens")
+        clash = [t for t in new if t in self._specials] + [t for t in new if new.count(t) > 1]
+        if clash:
+            raise ParameterError(f"with_special_tokens: {sorted(set(clash))!r} given twice or already special")
+        ordinary = [t for t in new if self._native.token_to_id(t.encode("utf-8")) is not None]
+        if ordinary:
+            raise ParameterError(f"with_special_tokens: {ordinary!r} already ordinary tokens of this model "
+                                 "(their text encodes to that id already)")
+        model = json.loads(self._native.to_json())
+        old_specials, k = len(model["special_tokens"]), len(new)
+        ext = model.get("ids") or list(range(self.vocab_size))
+        first = max(ext, default=-1) + 1
+        # Internal ids: specials first, so every later internal id moves up by k;
+        # the external ids (what callers see) keep their values.
+        model["special_tokens"] = model["special_tokens"] + new
+        model["merges"] = [[a + k if a >= old_specials else a, b + k if b >= old_specials else b]
+                           for a, b in model["merges"]]
+        model["ids"] = ext[:old_specials] + list(range(first, first + k)) + ext[old_specials:]
+        model.setdefault("metadata", {})["added_special_tokens"] = {t: first + i for i, t in enumerate(new)}
+        return Tokenizer.from_json(json.dumps(model, ensure_ascii=False))
 
     # ---- Python conventions ------------------------------------------------
     def __reduce__(self) -> tuple[Any, tuple[bytes]]:
@@ -558,6 +594,15 @@ class Tokenizer:
 
     def __repr__(self) -> str:
         return f"Tokenizer(scheme={self.scheme!r}, pretokenizer={self.pretokenizer!r}, vocab_size={self.vocab_size})"
+
+
+def _strings_arg(items: Iterable[str], name: str) -> list[str]:
+    if isinstance(items, (str, bytes)):
+        raise ParameterError(f"{name} must be a list of strings, not one string ({items!r})")
+    out = list(items)
+    if not out or not all(isinstance(t, str) and t for t in out):
+        raise ParameterError(f"{name} must be a non-empty list of non-empty strings, got {out!r}")
+    return out
 
 
 def _from_model_json(data: bytes) -> Tokenizer:

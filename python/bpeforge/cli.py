@@ -20,7 +20,7 @@ from pathlib import Path
 
 from . import __version__, sample_corpus
 from ._display import show_token
-from ._io import open_text, write_atomic
+from ._io import check_output, open_text, write_atomic
 from ._tokenizer import Tokenizer, load, train
 from .errors import BpeforgeError, ParameterError
 from .options import TrainOptions
@@ -87,6 +87,8 @@ def _train_options(args: argparse.Namespace, demo: bool) -> TrainOptions:
 
 
 def cmd_train(args: argparse.Namespace) -> int:
+    if args.output:
+        check_output(args.output, "model")  # now, not after hours of training
     inputs: list[str] = args.inputs
     demo = not inputs
     if demo and args.output:
@@ -168,6 +170,8 @@ def cmd_encode(args: argparse.Namespace) -> int:
         return _encode_on_ray(args)
     if getattr(args, "more_inputs", None):
         raise ParameterError("several INPUT files need --ray (or encode them one at a time)")
+    if args.output and args.output != "-":
+        check_output(args.output)
     tok = load(args.model)
     kw = _special_mode(tok, args.specials)
     if args.input and args.input != "-" and args.output and args.output != "-" and not args.dropout:
@@ -225,6 +229,8 @@ def _encode_on_ray(args: argparse.Namespace) -> int:
 
 
 def cmd_decode(args: argparse.Namespace) -> int:
+    if args.output and args.output != "-":
+        check_output(args.output)
     tok = load(args.model)
     name = args.input or "<stdin>"
     handle = _open_text(args.input)

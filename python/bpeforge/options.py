@@ -164,6 +164,18 @@ def paths(files: Any, name: str = "files") -> list[str]:
     return out
 
 
+def _output_path(name: str) -> Callable[[Any], Any]:
+    """A path the run will write: checked now (folder exists and is writable,
+    not a folder), so a long run never fails at its end."""
+    def check(v: Any) -> Any:
+        if v is None:
+            return None
+        from ._io import check_output
+
+        return check_output(_path(name)(v), name)
+    return check
+
+
 def _paths_or_none(name: str) -> Callable[[Any], Any]:
     return lambda v: None if v is None else paths(v, name)
 
@@ -275,7 +287,7 @@ class TrainOptions:
                                 "help": "continue this model's merges up to --vocab-size"})
     checkpoint_path: PathLike | None = opt(None, "save the model there every ``checkpoint_every`` merges and "
                                            "when interrupted; restart with ``resume_from``.",
-                                           _path("checkpoint_path"))
+                                           _output_path("checkpoint_path"))
     checkpoint_every: int = opt(1000, "merges between checkpoints (with ``checkpoint_path``).",
                                 _int("checkpoint_every", 1),
                                 cli={"type": int, "metavar": "N",
@@ -351,7 +363,7 @@ class TrainOptions:
                                   cli={"type": float, "help": "with --max-premium: the most a language's "
                                                               "weight is multiplied by"})
     progress_csv: PathLike | None = opt(None, "write ``merge,pair_count,elapsed_s`` rows live while merging "
-                                        "(``bpeforge report --progress-csv`` draws them).", _path("progress_csv"),
+                                        "(``bpeforge report --progress-csv`` draws them).", _output_path("progress_csv"),
                                         files_only=True,
                                         cli={"metavar": "CSV", "help": "write merge,pair_count,elapsed_s rows live"})
 
@@ -360,6 +372,30 @@ class TrainOptions:
         # keep the checked form for the engine (a resumed model is read once).
         engine = {name: record.check(getattr(self, name)) for name, record in _records()}
         object.__setattr__(self, "_engine", engine)
+        if engine["resume_from"] is not None:
+            self._check_resume(engine)
+
+    def _check_resume(self, engine: dict[str, Any]) -> None:
+        """A resumed model keeps its scheme, pre-tokenizer, special tokens and
+        alphabet settings: asking for others is refused, not ignored."""
+        import json
+
+        model = json.loads(engine["resume_from"])
+        scheme, pre = model["scheme"], model["pretokenizer"]
+        kept = {
+            "scheme": scheme["type"],
+            "pretokenizer": pre.get("pattern", pre["type"]),
+            "special_tokens": [t for t in model["special_tokens"] if t != scheme.get("unk_token")],
+            "character_coverage": scheme.get("character_coverage", 1.0),
+            "end_of_word_suffix": scheme.get("end_of_word_suffix"),
+            "unk_token": scheme.get("unk_token", "<unk>"),
+        }
+        given = self.non_default()
+        conflicts = [f"{k}={engine[k]!r} (the model has {v!r})" for k, v in kept.items()
+                     if k in given and engine[k] != v]
+        if conflicts:
+            raise ParameterError("resume_from keeps the resumed model's settings, and these differ: "
+                                 + "; ".join(conflicts) + ". Leave them out to continue the model as it is")
 
     def engine_args(self) -> dict[str, Any]:
         """The options as the engine takes them (keys: the engine's option names)."""

@@ -15,6 +15,7 @@
 //! * `bin`: the same ids as raw little-endian uint16/uint32 (nanoGPT style),
 //!   with the same `.offsets.npy` beside it.
 
+use crate::atomic::{persist, temp_beside};
 use crate::encode::{Encoder, Specials};
 use crate::error::{Error, Result};
 use crate::input::{read_chunks, total_size, TextMode};
@@ -98,26 +99,6 @@ impl NpyStream {
         tmp.as_file().sync_all()?;
         Ok(tmp)
     }
-}
-
-fn temp_beside(dst: &Path) -> Result<tempfile::NamedTempFile> {
-    let dir = match dst.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    if !dir.is_dir() {
-        return Err(Error::output(format!("cannot write {}: directory {} does not exist", dst.display(), dir.display())));
-    }
-    tempfile::Builder::new()
-        .prefix(".bpeforge-")
-        .suffix(".tmp")
-        .tempfile_in(&dir)
-        .map_err(|e| Error::output(format!("cannot write {}: {e}", dst.display())))
-}
-
-fn persist(tmp: tempfile::NamedTempFile, dst: &Path) -> Result<()> {
-    tmp.persist(dst).map_err(|e| Error::output(format!("cannot write {}: {}", dst.display(), e.error)))?;
-    Ok(())
 }
 
 /// Encodes every line of `src` into `dst`.

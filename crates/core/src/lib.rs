@@ -10,6 +10,7 @@
 //! The contract that training and encoding follow is written out in
 //! `docs/SEMANTICS.md`; the Python tests check it against a naive trainer.
 
+pub mod atomic;
 pub mod balance;
 pub mod count;
 pub mod encode;

@@ -400,27 +400,4 @@ fn is_gz(path: &Path) -> bool {
     path.to_string_lossy().to_ascii_lowercase().ends_with(".gz")
 }
 
-/// Writes `data` to `path` through a temporary file in the same directory and
-/// a rename, so readers see the old file or the new one, never a mix.
-pub fn write_atomic(path: &Path, data: &[u8]) -> Result<()> {
-    let fail = |what: &str, e: &dyn std::fmt::Display| Error::output(format!("cannot write {}: {what}: {e}", path.display()));
-    if path.is_dir() {
-        return Err(Error::output(format!("cannot write {}: it is a directory", path.display())));
-    }
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-        _ => std::path::PathBuf::from("."),
-    };
-    if !dir.is_dir() {
-        return Err(Error::output(format!("cannot write {}: directory {} does not exist", path.display(), dir.display())));
-    }
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".bpeforge-")
-        .suffix(".tmp")
-        .tempfile_in(&dir)
-        .map_err(|e| fail("cannot create a temporary file there", &e))?;
-    tmp.write_all(data).map_err(|e| fail("write failed", &e))?;
-    tmp.as_file().sync_all().map_err(|e| fail("sync failed", &e))?;
-    tmp.persist(path).map_err(|e| fail("rename failed", &e.error))?;
-    Ok(())
-}
+pub use crate::atomic::write_atomic;

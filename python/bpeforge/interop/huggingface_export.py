@@ -12,7 +12,7 @@ import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from .._io import write_atomic
+from .._io import check_output, write_atomic
 from ..errors import ParameterError
 from ._common import _WS_CLASS, SPACE_MARKER, ModelView, PathLike, _byte_key, _utf8
 
@@ -155,9 +155,53 @@ def huggingface_json(tok: Tokenizer) -> dict[str, Any]:
     }
 
 
-def to_huggingface(tok: Tokenizer, path: PathLike) -> str:
+#: "Fill from the model's special tokens by convention" (see to_huggingface).
+AUTO: Any = "auto"
+# Conventional names, most specific first.
+_CONVENTIONS = {
+    "bos_token": ("<s>", "<|begin_of_text|>", "<bos>", "<|endoftext|>"),
+    "eos_token": ("</s>", "<|end_of_text|>", "<eos>", "<|endoftext|>"),
+    "pad_token": ("<pad>", "<|pad|>", "<|endoftext|>", "</s>", "<eos>"),
+    "unk_token": ("<unk>",),
+}
+
+
+def special_token_roles(tok: Tokenizer, **given: str | None) -> dict[str, str]:
+    """bos/eos/pad/unk: each as given (None: none), or for ``AUTO`` the first
+    conventional name that is one of the model's special tokens."""
+    specials = list(tok.special_tokens)
+    roles: dict[str, str] = {}
+    for role, names in _CONVENTIONS.items():
+        value = given.get(role, AUTO)
+        if value is AUTO or value == AUTO:
+            value = next((n for n in names if n in specials), None)
+        elif value is not None and value not in specials:
+            raise ParameterError(f"{role} {value!r} is not a special token of this model "
+                                 f"(add it with Tokenizer.with_special_tokens): {specials!r}")
+        if value is not None:
+            roles[role] = value
+    return roles
+
+
+def transformers_config(tok: Tokenizer, roles: dict[str, str]) -> dict[str, Any]:
+    """``tokenizer_config.json`` for ``transformers.AutoTokenizer.from_pretrained``."""
+    return {"tokenizer_class": "PreTrainedTokenizerFast", "clean_up_tokenization_spaces": False,
+            "model_max_length": 1_000_000_000_000_000_019_884_624_838_656, **roles}
+
+
+def to_huggingface(tok: Tokenizer, path: PathLike, *, bos_token: str | None = AUTO, eos_token: str | None = AUTO,
+                   pad_token: str | None = AUTO, unk_token: str | None = AUTO) -> str:
     """Write ``tok`` as a Hugging Face ``tokenizer.json`` (a directory gets
     ``tokenizer.json`` inside it). Returns the file written.
+
+    Written into a folder (or as a file named ``tokenizer.json``), it also
+    gets ``tokenizer_config.json`` and ``special_tokens_map.json`` beside it,
+    so ``transformers.AutoTokenizer.from_pretrained(folder)`` knows the
+    special tokens' roles and can pad. ``bos_token``, ``eos_token``,
+    ``pad_token``, ``unk_token``: a special token of the model, None for no
+    such role, or (default) filled by convention from the model's special
+    tokens (``<s>``, ``</s>``, ``<pad>``, ``<unk>``, ``<|endoftext|>``; GPT-2's
+    single ``<|endoftext|>`` serves as bos, eos and pad).
 
     The file holds a BPE model with bpeforge's ids and merges, the same
     pre-tokenizer, and the special tokens as added tokens (``special=True``):
@@ -180,7 +224,21 @@ def to_huggingface(tok: Tokenizer, path: PathLike) -> str:
     path = os.fspath(path)
     if os.path.isdir(path):
         path = os.path.join(path, "tokenizer.json")
+    roles = special_token_roles(tok, bos_token=bos_token, eos_token=eos_token, pad_token=pad_token,
+                                unk_token=unk_token)
     doc = huggingface_json(tok)
-    write_atomic(path, json.dumps(doc, ensure_ascii=False, indent=2).encode("utf-8") + b"\n")
+    folder_files = os.path.basename(path) == "tokenizer.json"
+    beside = {name: os.path.join(os.path.dirname(path), name)
+              for name in ("tokenizer_config.json", "special_tokens_map.json")} if folder_files else {}
+    for p in (path, *beside.values()):
+        check_output(p)
+    write_atomic(path, _json_bytes(doc))
+    if beside:
+        write_atomic(beside["tokenizer_config.json"], _json_bytes(transformers_config(tok, roles)))
+        write_atomic(beside["special_tokens_map.json"], _json_bytes(roles))
     return path
+
+
+def _json_bytes(doc: Any) -> bytes:
+    return json.dumps(doc, ensure_ascii=False, indent=2).encode("utf-8") + b"\n"
 
