@@ -139,18 +139,47 @@ def test_encode_formats_via_cli(tmp_path) -> None:
             got = [ids[off[i] : off[i + 1]].tolist() for i in range(len(off) - 1)]
         assert got == tok.encode_batch(lines)
     proc = run("encode", "--model", str(model), "--format", "npy", stdin="x\n", check=False)
-    assert proc.returncode == 1 and "needs an INPUT file" in proc.stderr
+    assert proc.returncode == 1 and "needs an --output file" in proc.stderr
 
 
-def test_specials_error_mode_raises_for_files_too(tmp_path) -> None:
+def test_one_special_token_policy_on_every_path(tmp_path) -> None:
+    """As Tokenizer.encode and tiktoken: special-token text is an error unless
+    allowed, to stdout and to a file alike, naming the line."""
     model = tmp_path / "m.json"
-    bpeforge.train_from_iterator(["hello world"] * 5, vocab_size=260, special_tokens=["<s>"], progress=False).save(model)
+    tok = bpeforge.train_from_iterator(["hello world"] * 5, vocab_size=260, special_tokens=["<s>"], progress=False)
+    tok.save(model)
     src = tmp_path / "in.txt"
-    src.write_text("hello <s> world\n", encoding="utf-8")
+    src.write_text("hello\nworld\nhello <s> world\n", encoding="utf-8")
     out = tmp_path / "out.ids"
-    proc = run("encode", "--model", str(model), str(src), "--output", str(out), "--specials", "error", "--quiet", check=False)
-    assert proc.returncode == 1 and "<s>" in proc.stderr
-    assert not out.exists()
-    proc = run("encode", "--model", str(model), "--specials", "error", stdin="hello <s>\n", check=False)
-    assert proc.returncode == 1 and "<s>" in proc.stderr
-    assert run("encode", "--model", str(model), str(src), "--output", str(out), "--quiet").returncode == 0
+    for args, stdin in (([str(src), "--output", str(out)], None), ([str(src)], None), ([], src.read_text())):
+        proc = run("encode", "--model", str(model), *args, "--quiet", stdin=stdin, check=False)
+        assert proc.returncode == 1 and "<s>" in proc.stderr and "line 3" in proc.stderr, proc.stderr
+        assert not out.exists()
+    allowed = run("encode", "--model", str(model), str(src), "--allowed-special", "all").stdout.split("\n")[2]
+    assert [int(x) for x in allowed.split()] == tok.encode("hello <s> world", allowed_special="all")
+    plain = run("encode", "--model", str(model), str(src), "--disallowed-special", "none").stdout.split("\n")[2]
+    assert [int(x) for x in plain.split()] == tok.encode_ordinary("hello <s> world")
+
+
+@pytest.mark.parametrize("fmt", ["ids", "npy", "bin"])
+def test_decode_reads_what_encode_writes(tmp_path, fmt) -> None:
+    model = tmp_path / "m.json"
+    bpeforge.train(bpeforge.sample_corpus(), vocab_size=400, progress=False).save(model)
+    lines = bpeforge.sample_corpus().read_text(encoding="utf-8").splitlines()[:50] + ["", "emoji 😀"]
+    src = tmp_path / "in.txt"
+    src.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    ids = tmp_path / f"ids.{fmt}"
+    run("encode", "--model", str(model), str(src), "--format", fmt, "--output", str(ids), "--quiet")
+    assert run("decode", "--model", str(model), str(ids)).stdout == src.read_text(encoding="utf-8")
+
+
+def test_invalid_utf8_names_its_line_on_every_path(tmp_path) -> None:
+    model = tmp_path / "m.json"
+    bpeforge.train(bpeforge.sample_corpus(), vocab_size=3000, scheme="chars", pretokenizer="whitespace",
+                   character_coverage=0.995, progress=False).save(model)
+    src = tmp_path / "bad.txt"
+    src.write_bytes(b"ok\n" * 5 + b"bad \xff here\n")
+    for args in ([str(src)], [str(src), "-o", str(tmp_path / "o.ids")]):
+        a = run("encode", "--model", str(model), *args, "--quiet", check=False)
+        b = run("encode", "--model", str(model), *args, "--quiet", check=False)
+        assert (a.returncode, a.stdout) == (b.returncode, b.stdout)  # one behaviour, whichever the output

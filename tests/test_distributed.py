@@ -199,12 +199,13 @@ def model(corpus) -> bpeforge.Tokenizer:
 def test_encode_shards_concatenate_to_encode_file(corpus, model, tmp_path, fmt, shard_bytes):
     paths = [corpus["big"], corpus["small"], corpus["gz"], corpus["invalid"]]
     out = tmp_path / "out"
-    manifest = distributed.encode(model, paths, out, format=fmt, shard_bytes=shard_bytes, progress=False)
+    manifest = distributed.encode(model, paths, out, format=fmt, shard_bytes=shard_bytes, progress=False,
+                                  allowed_special="all")
     assert json.loads((out / distributed.MANIFEST_NAME).read_text()) == manifest
     assert manifest["inputs"] == [str(p) for p in paths]
     for p in paths:
         whole = tmp_path / f"whole-{p.name}.{fmt}"
-        stats = model.encode_file(p, whole, format=fmt)
+        stats = model.encode_file(p, whole, format=fmt, allowed_special="all")
         shards = [e for e in manifest["shards"] if e["input"] == str(p)]
         assert [e["shard"] for e in shards] == list(range(len(shards)))
         assert [e["path"] for e in shards] == [f"{p.name}.{k}.{fmt}" for k in range(len(shards))]
@@ -230,7 +231,7 @@ def test_encode_shards_concatenate_to_encode_file(corpus, model, tmp_path, fmt, 
 
 
 def test_encode_special_token_rules_match_encode_file(corpus, model, tmp_path):
-    for rules in ({}, {"allowed_special": (), "disallowed_special": ()}):
+    for rules in ({"allowed_special": "all"}, {"allowed_special": (), "disallowed_special": ()}):
         manifest = distributed.encode(model, [corpus["big"]], tmp_path / "o", format="npy",
                                       shard_bytes=5_000, progress=False, **rules)
         model.encode_file(corpus["big"], tmp_path / "w.npy", format="npy", **rules)
@@ -238,6 +239,11 @@ def test_encode_special_token_rules_match_encode_file(corpus, model, tmp_path):
         assert manifest["tokens"] == len(np.load(tmp_path / "w.npy"))
     with pytest.raises(bpeforge.ParameterError):
         distributed.encode(model, [corpus["big"]], tmp_path / "o", allowed_special={"<nope>"}, progress=False)
+    # The default is Tokenizer.encode's: special-token text is an error, on both paths.
+    with pytest.raises(bpeforge.SpecialTokenError):
+        model.encode_file(corpus["big"], tmp_path / "d.npy", format="npy")
+    with pytest.raises(bpeforge.SpecialTokenError):
+        distributed.encode(model, [corpus["big"]], tmp_path / "d", format="npy", shard_bytes=5_000, progress=False)
 
 
 def test_encode_colliding_names_and_model_file(corpus, model, tmp_path):
@@ -270,11 +276,12 @@ def test_cli_train_ray_equals_local(corpus, tmp_path, capsys):
 def test_cli_encode_ray_writes_shards_and_manifest(corpus, model, tmp_path, capsys):
     model.save(tmp_path / "m.json")
     rc = cli.main(["encode", "-m", str(tmp_path / "m.json"), str(corpus["big"]), str(corpus["small"]),
-                   "--format", "npy", "--ray", "--shard-mb", "0.01", "--output", str(tmp_path / "out")])
+                   "--format", "npy", "--ray", "--shard-mb", "0.01", "--output", str(tmp_path / "out"),
+                   "--allowed-special", "all"])
     assert rc == 0
     assert "manifest" in capsys.readouterr().err
     manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
-    model.encode_file([corpus["big"], corpus["small"]], tmp_path / "w.npy", format="npy")
+    model.encode_file([corpus["big"], corpus["small"]], tmp_path / "w.npy", format="npy", allowed_special="all")
     assert np.array_equal(distributed.load_encoded(tmp_path / "out")[0], np.load(tmp_path / "w.npy"))
     assert manifest["format"] == "npy" and len(manifest["shards"]) > 2
 

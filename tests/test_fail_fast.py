@@ -163,3 +163,24 @@ def test_special_token_roles_are_checked(tok, tmp_path) -> None:
         tok.to_huggingface(tmp_path / "tokenizer.json", bos_token="<s>")
     tok.to_huggingface(tmp_path / "tokenizer.json", pad_token=None)
     assert "pad_token" not in json.loads((tmp_path / "special_tokens_map.json").read_text(encoding="utf-8"))
+
+
+# ---- load, inspect and encode -m read other tools' files -------------------------------
+
+
+def test_load_recognises_other_tools_files(tok, tmp_path, capsys) -> None:
+    pytest.importorskip("tokenizers")
+    (tmp_path / "hf").mkdir()
+    tok.to_huggingface(tmp_path / "hf")
+    tok.to_tiktoken(tmp_path / "m.tiktoken")
+    text = "hello <|endoftext|> world"
+    for path in (tmp_path / "hf" / "tokenizer.json", tmp_path / "hf", tmp_path / "m.tiktoken"):
+        assert bpeforge.load(path).encode(text, allowed_special="all") == tok.encode(text, allowed_special="all")
+        assert cli.main(["inspect", str(path), "--merges", "1", "--vocab", "1"]) == 0
+    chars = bpeforge.train(bpeforge.sample_corpus(), vocab_size=3000, scheme="chars", pretokenizer="whitespace",
+                           character_coverage=0.995, progress=False)
+    chars.to_sentencepiece(tmp_path / "sp.model")
+    assert bpeforge.load(tmp_path / "sp.model").encode("hello world") == chars.encode("hello world")
+    (tmp_path / "bare.tiktoken").write_bytes((tmp_path / "m.tiktoken").read_bytes())
+    with pytest.raises(bpeforge.ModelFormatError, match="bpeforge import"):
+        bpeforge.load(tmp_path / "bare.tiktoken")

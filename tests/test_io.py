@@ -11,7 +11,7 @@ import pytest
 pytest.importorskip("bpeforge", reason="bpeforge is not built/installed (maturin develop)")
 
 from bpeforge._io import open_text, write_atomic  # noqa: E402
-from bpeforge.errors import ParameterError  # noqa: E402
+from bpeforge.errors import OutputError  # noqa: E402
 
 TEXT = "héllo\r\nwörld\n中文\n"
 
@@ -62,5 +62,5 @@ def test_write_atomic_failure_keeps_the_old_file(tmp_path) -> None:
         write_atomic(p, fail, text=True)
     assert p.read_text() == "old\n"
     assert sorted(x.name for x in tmp_path.iterdir()) == ["out.txt"]  # the temporary file is gone
-    with pytest.raises(ParameterError, match="does not exist"):
+    with pytest.raises(OutputError, match="does not exist"):
         write_atomic(tmp_path / "no" / "dir" / "x.txt", b"x")

@@ -12,9 +12,9 @@ from collections.abc import Collection, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Literal, Union
 
 from . import _native
-from .errors import ParameterError
+from .errors import ModelFormatError, ParameterError
 from ._bytelevel import token_text
-from ._io import check_output
+from ._io import check_output, model_format
 from ._offsets import token_offsets
 from .interop import huggingface_export, sentencepiece_export, tiktoken_export
 from .options import Regex, TrainOptions, check_pretokenizer, option_docs, paths
@@ -150,8 +150,32 @@ def load(path: PathLike) -> Tokenizer:
 
     The file is validated completely; a wrong, truncated or hostile file
     raises :class:`bpeforge.ModelFormatError` naming the file and the problem.
+
+    Other tools' files load too, through the importers (their ids kept): a
+    Hugging Face ``tokenizer.json`` (or its folder), a SentencePiece
+    ``.model``, and a ``.tiktoken`` rank file with the ``.json`` that
+    :meth:`Tokenizer.to_tiktoken` writes beside it (other rank files need
+    their pattern: :func:`bpeforge.from_tiktoken`).
     """
-    return Tokenizer(_native.NativeTokenizer.load(os.fspath(path)))
+    path = os.fspath(path)
+    foreign = model_format(path)
+    if foreign == "huggingface":
+        from .interop import from_huggingface
+
+        return from_huggingface(path)
+    if foreign == "sentencepiece":
+        from .interop import from_sentencepiece
+
+        return from_sentencepiece(path)
+    if foreign == "tiktoken":
+        if not os.path.exists(path + ".json"):
+            raise ModelFormatError(f"{path} is a tiktoken rank file without its pattern ({path}.json is missing): "
+                                   "load it with bpeforge.from_tiktoken(path, pattern=...) or `bpeforge import "
+                                   "--from tiktoken PATH --pattern P --output MODEL`")
+        from .interop import from_tiktoken
+
+        return from_tiktoken(path)
+    return Tokenizer(_native.NativeTokenizer.load(path))
 
 
 def pretokenize(text: str, preset: str | Regex = "gpt2") -> list[str]:
@@ -369,7 +393,7 @@ class Tokenizer:
         *,
         format: Literal["ids", "npy", "bin"] = "ids",
         threads: int | None = None,
-        allowed_special: SpecialSet = "all",
+        allowed_special: SpecialSet = (),
         disallowed_special: SpecialSet = "all",
         progress: bool | str = False,
     ) -> dict[str, Any]:
@@ -381,7 +405,8 @@ class Tokenizer:
         ``"bin"``: the same as raw little-endian integers. Both come with
         ``<dst>.offsets.npy`` (int64, one offset per line + 1), so line ``i``
         is ``ids[offsets[i]:offsets[i + 1]]``. Outputs appear atomically.
-        Special-token text is encoded as the special id by default here.
+        Special tokens as in :meth:`encode` (the same policy everywhere):
+        their text is an error unless ``allowed_special`` names them.
 
         Returns ``{"lines", "tokens", "bytes", "seconds", "id_bytes"}``.
         """

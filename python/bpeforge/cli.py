@@ -7,6 +7,8 @@ status, never a traceback: 1 for bad input or settings, 130 for Ctrl-C.
 from __future__ import annotations
 
 import argparse
+import shutil
+import tempfile
 import io
 import json
 import os
@@ -155,14 +157,14 @@ def _print_summary(tok: Tokenizer, inputs: list[str], wall: float, output: str |
         w("\n".join(_demo.show(tok, Path(inputs[0]))) + "\n")
 
 
-def _special_mode(tok: Tokenizer, mode: str) -> dict[str, Any]:
-    if mode == "allow":
-        return {"allowed_special": "all"}
-    if mode == "ordinary":
-        return {"allowed_special": (), "disallowed_special": ()}
-    # "error": explicit, so it holds for every path (encode_file's own
-    # default allows special tokens).
-    return {"allowed_special": (), "disallowed_special": "all"}
+def _special_rules(args: argparse.Namespace) -> dict[str, Any]:
+    """``--allowed-special``/``--disallowed-special`` as tiktoken's and
+    ``Tokenizer.encode``'s keywords: special-token text is an error unless
+    allowed (then it is its id) or not disallowed (then it is plain text)."""
+    allowed = args.allowed_special or []
+    disallowed = args.disallowed_special or ["all"]
+    return {"allowed_special": "all" if "all" in allowed else allowed,
+            "disallowed_special": "all" if "all" in disallowed else [] if disallowed == ["none"] else disallowed}
 
 
 def cmd_encode(args: argparse.Namespace) -> int:
@@ -170,28 +172,55 @@ def cmd_encode(args: argparse.Namespace) -> int:
         return _encode_on_ray(args)
     if getattr(args, "more_inputs", None):
         raise ParameterError("several INPUT files need --ray (or encode them one at a time)")
-    if args.output and args.output != "-":
+    to_stdout = not args.output or args.output == "-"
+    if not to_stdout:
         check_output(args.output)
+    if args.format != "ids" and to_stdout:
+        raise ParameterError("--format npy/bin needs an --output file (the offsets go beside it)")
     tok = load(args.model)
-    kw = _special_mode(tok, args.specials)
-    if args.input and args.input != "-" and args.output and args.output != "-" and not args.dropout:
-        # Streamed in the engine: bounded memory, all cores, atomic outputs.
-        stats = tok.encode_file(args.input, args.output, format=args.format, threads=args.threads,
-                                progress="off" if args.quiet else args.progress, **kw)
-        if not args.quiet:
-            print(f"encoded {stats['lines']} lines, {stats['bytes'] / 1e6:.1f} MB -> {stats['tokens']} tokens "
-                  f"in {stats['seconds']:.2f}s ({stats['bytes'] / 1e6 / max(stats['seconds'], 1e-9):.1f} MB/s)",
-                  file=sys.stderr)
-        return 0
+    kw = _special_rules(args)
+    if args.dropout:
+        return _encode_with_dropout(tok, args, kw)
+    # Every other path runs the engine's file encoder, so line numbers,
+    # invalid UTF-8 and special tokens are handled one way: stdin and stdout
+    # go through temporary files.
+    with tempfile.TemporaryDirectory(prefix="bpeforge-encode-") as tmp:
+        src = args.input if args.input and args.input != "-" else _stdin_to_file(tmp)
+        dst = os.path.join(tmp, "ids.txt") if to_stdout else args.output
+        try:
+            stats = tok.encode_file(src, dst, format=args.format, threads=args.threads,
+                                    progress="off" if args.quiet or to_stdout else args.progress, **kw)
+        except BpeforgeError as e:  # name what the user gave, not our temporary files
+            raise type(e)(str(e).replace(src, args.input or "<stdin>").replace(dst, args.output or "<stdout>")) from None
+        if to_stdout:
+            with open(dst, "rb") as f:
+                shutil.copyfileobj(f, sys.stdout.buffer)
+            sys.stdout.flush()
+    if not args.quiet and not to_stdout:
+        print(f"encoded {stats['lines']} lines, {stats['bytes'] / 1e6:.1f} MB -> {stats['tokens']} tokens "
+              f"in {stats['seconds']:.2f}s ({stats['bytes'] / 1e6 / max(stats['seconds'], 1e-9):.1f} MB/s)",
+              file=sys.stderr)
+    return 0
+
+
+def _stdin_to_file(folder: str) -> str:
+    path = os.path.join(folder, "stdin.txt")
+    with open(path, "wb") as f:
+        shutil.copyfileobj(sys.stdin.buffer, f)
+    return path
+
+
+def _encode_with_dropout(tok: Tokenizer, args: argparse.Namespace, kw: dict[str, Any]) -> int:
+    """BPE-dropout samples a new split per call, in Python batches (the file
+    encoder is exact only)."""
     if args.format != "ids":
-        raise ParameterError("--format npy/bin needs an INPUT file and an --output file")
+        raise ParameterError("--dropout writes the ids format only")
     name = args.input or "<stdin>"
     handle = _open_text(args.input)
 
     def emit(out: IO[str]) -> None:
         for batch in _batches(_lines(handle, name), BATCH_LINES):
-            extra: dict[str, Any] = {"dropout": args.dropout, "seed": args.seed} if args.dropout else {}
-            for ids in tok.encode_batch(batch, threads=args.threads, **kw, **extra):
+            for ids in tok.encode_batch(batch, threads=args.threads, dropout=args.dropout, seed=args.seed, **kw):
                 out.write(" ".join(map(str, ids)))
                 out.write("\n")
 
@@ -215,7 +244,7 @@ def _encode_on_ray(args: argparse.Namespace) -> int:
     if args.dropout:
         raise ParameterError("--dropout is not supported with --ray")
     tok = load(args.model)
-    kw = _special_mode(tok, args.specials)  # as the local `encode INPUT --output FILE` path
+    kw = _special_rules(args)  # as the local path
     t0 = time.perf_counter()
     manifest = distributed.encode(tok, inputs, args.output, format=args.format, address=address,
                                   num_cpus_per_task=args.threads or 1, shard_bytes=_shard_bytes(args),
@@ -233,6 +262,10 @@ def cmd_decode(args: argparse.Namespace) -> int:
         check_output(args.output)
     tok = load(args.model)
     name = args.input or "<stdin>"
+    if name.endswith((".npy", ".bin")):
+        texts = _decode_flat(tok, name)
+        _write_output(args.output, lambda out: out.writelines(t + "\n" for t in texts))
+        return 0
     handle = _open_text(args.input)
 
     def emit(out: IO[str]) -> None:
@@ -253,6 +286,30 @@ def cmd_decode(args: argparse.Namespace) -> int:
     finally:
         handle.close()
     return 0
+
+
+def _decode_flat(tok: Tokenizer, path: str) -> list[str]:
+    """The lines of an ``encode --format npy|bin`` output (with its
+    ``.offsets.npy``)."""
+    try:
+        import numpy as np
+    except ImportError as e:  # pragma: no cover - numpy is an extra
+        raise ParameterError(f"{path}: decoding npy/bin files needs numpy (pip install 'bpeforge[numpy]')") from e
+    offsets_path = path + ".offsets.npy"
+    if not os.path.exists(offsets_path):
+        raise ParameterError(f"{path}: its offsets file {offsets_path} is missing (encode writes both)")
+    try:
+        if path.endswith(".npy"):
+            ids = np.load(path, allow_pickle=False)
+        else:
+            ids = np.fromfile(path, dtype="<u2" if tok.vocab_size <= 65536 else "<u4")
+        offsets = np.load(offsets_path, allow_pickle=False)
+    except (OSError, ValueError) as e:
+        raise ParameterError(f"{path}: not an encoded ids file ({e})") from e
+    if offsets.ndim != 1 or len(offsets) == 0 or offsets[0] != 0 or offsets[-1] != len(ids) \
+            or (np.diff(offsets) < 0).any():
+        raise ParameterError(f"{offsets_path}: the offsets do not fit {path} ({len(ids)} ids)")
+    return [tok.decode(ids[offsets[i]:offsets[i + 1]].tolist()) for i in range(len(offsets) - 1)]
 
 
 def _inspect_balance(bal: Any, w: Any) -> None:
@@ -478,8 +535,12 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("more_inputs", nargs="*", metavar="INPUT", help="with --ray: more input files")
     e.add_argument("--output", "-o", help="output file (default: stdout)")
     e.add_argument("--threads", type=int, default=None)
-    e.add_argument("--specials", choices=["allow", "ordinary", "error"], default="allow",
-                   help="special-token text: its id (allow), plain text (ordinary), or an error")
+    e.add_argument("--allowed-special", action="append", metavar="TOKEN",
+                   help="special-token text that becomes its id ('all', or a token; repeatable). As in Python and "
+                        "tiktoken, other special-token text is an error unless --disallowed-special leaves it out")
+    e.add_argument("--disallowed-special", action="append", metavar="TOKEN",
+                   help="special-token text that is an error (default 'all' but the allowed ones; 'none': encode "
+                        "it as plain text)")
     e.add_argument("--format", choices=["ids", "npy", "bin"], default="ids",
                    help="ids: a line of ids per line; npy/bin: flat uint16/uint32 ids + OUTPUT.offsets.npy")
     e.add_argument("--dropout", type=float, default=0.0, help="BPE-dropout probability (default 0: exact)")
@@ -493,7 +554,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     d = sub.add_parser("decode", help="decode id lines to text lines")
     d.add_argument("--model", "-m", required=True)
-    d.add_argument("input", nargs="?", help="file of space-separated ids, one text per line (default: stdin)")
+    d.add_argument("input", nargs="?", help="what encode wrote: ids lines (default: stdin), or an .npy/.bin file "
+                                            "with its .offsets.npy beside it")
     d.add_argument("--output", "-o", help="output file (default: stdout)")
     d.set_defaults(func=cmd_decode)
 

@@ -439,7 +439,7 @@ def encode(
     address: str | None = None,
     shard_bytes: int = DEFAULT_SHARD_BYTES,
     num_cpus_per_task: float = 1,
-    allowed_special: SpecialSet = "all",
+    allowed_special: SpecialSet = (),
     disallowed_special: SpecialSet = "all",
     progress: bool | str = True,
 ) -> dict[str, Any]:
@@ -466,8 +466,8 @@ def encode(
     ``num_cpus_per_task`` (also each task's encoding threads) are as in
     :func:`train`; paths and ``output_dir`` are resolved against the driver's
     working directory and used by the workers (shared storage on a cluster).
-    Special tokens as in ``encode_file``: their text becomes their id unless
-    ``allowed_special``/``disallowed_special`` say otherwise.
+    Special tokens as in ``encode_file`` and ``Tokenizer.encode``: their text
+    is an error unless ``allowed_special`` names them.
     """
     tok = model if isinstance(model, Tokenizer) else load(model)
     inputs = _paths(paths)

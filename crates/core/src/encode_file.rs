@@ -151,9 +151,9 @@ pub fn encode_file(
             Ok(())
         })
         .ok();
-        let (ids, offsets) = enc.encode_batch_flat(&texts, specials, threads).map_err(|e| {
-            Error::new(e.kind, format!("{}, lines {}..: {}", chunk.source, chunk.first_line, e.message))
-        })?;
+        let (ids, offsets) = enc
+            .encode_batch_flat(&texts, specials, threads)
+            .map_err(|e| name_the_line(&enc, &texts, specials, &chunk.source, chunk.first_line, e))?;
         stats.lines += texts.len() as u64;
         stats.bytes += texts.iter().map(|t| t.len() as u64).sum::<u64>();
         let base = stats.tokens;
@@ -216,6 +216,19 @@ pub fn encode_file(
     stats.seconds = start.elapsed().as_secs_f64();
     observer.encoded(&stats);
     Ok(stats)
+}
+
+/// The error of a batch, naming the line it comes from: the batch is
+/// encoded again one text at a time (only on this error path) to find it.
+fn name_the_line(enc: &Encoder, texts: &[&[u8]], specials: &Specials, source: &str, first_line: u64, e: Error) -> Error {
+    let mut ids = Vec::new();
+    for (k, t) in texts.iter().enumerate() {
+        ids.clear();
+        if let Err(e) = enc.encode_into(t, specials, &mut ids, None) {
+            return Error::new(e.kind, format!("{source}, line {}: {}", first_line + k as u64, e.message));
+        }
+    }
+    Error::new(e.kind, format!("{source}, lines {first_line}..: {}", e.message))
 }
 
 fn write_ids(w: &mut impl Write, ids: &[u32], wide: bool) -> std::io::Result<()> {

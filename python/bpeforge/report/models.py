@@ -4,16 +4,15 @@ the sample."""
 
 from __future__ import annotations
 
-import json
 import os
 import warnings
 from dataclasses import dataclass
 from typing import Any, Union
 
 from .. import interop
-from .._io import open_text
+from .._io import model_format
 from .._tokenizer import Tokenizer, load
-from ..errors import ModelFormatError, ParameterError
+from ..errors import ParameterError
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -30,24 +29,10 @@ def load_model(source: Tokenizer | PathLike) -> tuple[Tokenizer, dict[str, Any]]
     path = os.fspath(source)
     if not os.path.exists(path):
         raise ParameterError(f"model {path}: no such file or directory")
-    low = path.lower()
-    if os.path.isdir(path):
-        return _import(path, "huggingface")
-    if low.endswith(".model"):
-        return _import(path, "sentencepiece")
-    if low.endswith(".tiktoken"):
-        return _import(path, "tiktoken")
-    try:
-        return load(path), {"source": path, "format": "bpeforge", "notes": []}
-    except ModelFormatError as first:
-        try:
-            with open_text(path) as f:
-                doc = json.load(f)
-        except (OSError, ValueError):
-            raise first from None
-        if isinstance(doc, dict) and isinstance(doc.get("model"), dict):
-            return _import(path, "huggingface")
-        raise
+    fmt = model_format(path)
+    if fmt is not None:
+        return _import(path, fmt)
+    return load(path), {"source": path, "format": "bpeforge", "notes": []}
 
 
 def _import(path: str, fmt: str) -> tuple[Tokenizer, dict[str, Any]]:
