@@ -1,7 +1,7 @@
 """Type stubs for the compiled core (bpeforge._native). Use the typed facade
 in `bpeforge` instead; this module's surface may change between versions."""
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from os import PathLike
 from typing import Any, final
 
@@ -63,7 +63,7 @@ class NativeTokenizer:
     ) -> list[list[int]]: ...
     def encode_file(
         self,
-        src: list[str | PathLike[str]],
+        src: Sequence[str | PathLike[str]],
         dst: str | PathLike[str],
         format: str,
         threads: int | None = None,

@@ -9,7 +9,7 @@ import json
 import os
 import random
 from collections.abc import Collection, Iterable, Sequence
-from typing import TYPE_CHECKING, Any, Literal, Union
+from typing import TYPE_CHECKING, Any, Literal, Union, overload
 
 from . import _native
 from .errors import ModelFormatError, ParameterError
@@ -421,6 +421,16 @@ class Tokenizer:
         )
         return {"lines": lines, "tokens": tokens, "bytes": nbytes, "seconds": seconds, "id_bytes": id_bytes}
 
+    @overload
+    def encode_batch(self, texts: Iterable[str], *, threads: int | None = ..., allowed_special: SpecialSet = ...,
+                     disallowed_special: SpecialSet = ..., as_numpy: Literal[False] = ..., dropout: float = ...,
+                     seed: int | None = ...) -> list[list[int]]: ...
+
+    @overload
+    def encode_batch(self, texts: Iterable[str], *, threads: int | None = ..., allowed_special: SpecialSet = ...,
+                     disallowed_special: SpecialSet = ..., as_numpy: Literal[True], dropout: float = ...,
+                     seed: int | None = ...) -> tuple[np.ndarray, np.ndarray]: ...
+
     def encode_batch(
         self,
         texts: Iterable[str],
@@ -461,8 +471,8 @@ class Tokenizer:
         if as_numpy:
             import numpy as np
 
-            ids, offsets = self._native.encode_batch_flat(texts, threads, allowed, disallowed)
-            return np.frombuffer(ids, dtype="<u4"), np.frombuffer(offsets, dtype="<u8").astype(np.int64)
+            flat, ends = self._native.encode_batch_flat(texts, threads, allowed, disallowed)
+            return np.frombuffer(flat, dtype="<u4"), np.frombuffer(ends, dtype="<u8").astype(np.int64)
         return self._native.encode_batch(texts, threads, allowed, disallowed)
 
     # ---- decoding ---------------------------------------------------------
