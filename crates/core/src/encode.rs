@@ -16,7 +16,7 @@
 //!   its own, so threads never contend.
 //! * Decoding reads one contiguous byte buffer plus an offsets array.
 
-use crate::count::{new_map, Map};
+use crate::util::{join_all, new_map, pack, Map};
 use crate::error::{Error, Result};
 use crate::model::{Model, Scheme, SPACE_MARKER};
 use crate::pretok::{utf8_runs, PreTokenizer, PreTokenizerSpec, Segment, SpecialSplitter};
@@ -139,11 +139,6 @@ impl Arena {
     fn len(&self) -> usize {
         self.offsets.len() - 1
     }
-}
-
-#[inline]
-fn pack(a: u32, b: u32) -> u64 {
-    ((a as u64) << 32) | b as u64
 }
 
 impl Encoder {
@@ -758,26 +753,29 @@ impl Encoder {
         let next = std::sync::atomic::AtomicUsize::new(0);
         let results: Vec<std::sync::Mutex<Option<Result<R>>>> = (0..blocks.len()).map(|_| std::sync::Mutex::new(None)).collect();
         std::thread::scope(|s| {
-            for _ in 0..threads.min(blocks.len()) {
-                s.spawn(|| {
-                    let mut cache = Cache::new();
-                    loop {
-                        let k = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                        if k >= blocks.len() {
-                            break;
+            let handles: Vec<_> = (0..threads.min(blocks.len()))
+                .map(|_| {
+                    s.spawn(|| {
+                        let mut cache = Cache::new();
+                        loop {
+                            let k = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                            if k >= blocks.len() {
+                                break;
+                            }
+                            let r = f(blocks[k], &mut cache);
+                            *results[k].lock().unwrap_or_else(|p| p.into_inner()) = Some(r);
                         }
-                        let r = f(blocks[k], &mut cache);
-                        *results[k].lock().unwrap_or_else(|p| p.into_inner()) = Some(r);
-                    }
-                });
-            }
-        });
+                    })
+                })
+                .collect();
+            join_all(handles)
+        })?;
         results
             .into_iter()
             .map(|m| {
                 m.into_inner()
                     .unwrap_or_else(|p| p.into_inner())
-                    .unwrap_or_else(|| Err(Error::training("an encoding worker crashed (bug)")))
+                    .unwrap_or_else(|| Err(crate::util::worker_crashed()))
             })
             .collect()
     }
@@ -863,11 +861,8 @@ impl Encoder {
                 .chunks(per.max(1))
                 .map(|chunk| s.spawn(move || chunk.iter().map(|ids| self.decode_bytes(ids)).collect::<Result<Vec<_>>>()))
                 .collect();
-            handles
-                .into_iter()
-                .map(|h| h.join().unwrap_or_else(|_| Err(Error::training("a decoding worker crashed (bug)"))))
-                .collect()
-        });
+            join_all(handles)
+        })?;
         let mut out = Vec::with_capacity(batch.len());
         for p in parts {
             out.extend(p?);

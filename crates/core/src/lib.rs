@@ -22,5 +22,6 @@ pub mod model;
 pub mod pretok;
 pub mod progress;
 pub mod train;
+pub mod util;
 
 pub use error::{Error, ErrorKind, Result};

@@ -28,16 +28,11 @@
 //! * Tie-breaks compare byte strings only when counts are equal; on real
 //!   corpora that is common only in the long tail of small counts.
 
-use crate::count::{new_map, prefetch, Map};
 use crate::error::{Error, Result};
+use crate::util::{new_map, on_threads, pack, prefetch, Map};
 
 const NONE: u32 = u32::MAX;
 const DEAD: u32 = u32::MAX;
-
-#[inline]
-fn pack(a: u32, b: u32) -> u64 {
-    ((a as u64) << 32) | b as u64
-}
 
 #[derive(Clone, Copy, Debug)]
 struct Entry {
@@ -444,9 +439,8 @@ pub fn learn_merges(
                         s.spawn(move || fill(m, t))
                     })
                     .collect();
-                handles.into_iter().map(|h| h.join()).collect::<std::result::Result<Vec<()>, _>>()
-            })
-            .map_err(|_| Error::training("a pair-index worker crashed (this is a bug in bpeforge; please report it)"))?;
+                crate::util::join_all(handles)
+            })?;
         }
     }
     let mut kept = kept.into_iter();
@@ -570,14 +564,7 @@ pub fn learn_merges(
 /// Runs `f(shard)` for every shard, on one thread per shard when there are
 /// several; the results in shard order.
 fn on_shards<T: Send>(shards: usize, f: &(dyn Fn(usize) -> T + Sync)) -> Result<Vec<T>> {
-    if shards == 1 {
-        return Ok(vec![f(0)]);
-    }
-    std::thread::scope(|s| {
-        let handles: Vec<_> = (0..shards).map(|t| s.spawn(move || f(t))).collect();
-        handles.into_iter().map(|h| h.join()).collect::<std::result::Result<Vec<T>, _>>()
-    })
-    .map_err(|_| Error::training("a pair-index worker crashed (this is a bug in bpeforge; please report it)"))
+    on_threads(shards, f)
 }
 
 /// The node arena of `table` (one node per symbol, words consecutive), and

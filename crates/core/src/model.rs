@@ -18,7 +18,7 @@
 //! the same directory, then rename); loading validates every field and refuses
 //! hostile sizes before allocating for them.
 
-use crate::count::{new_map, Map};
+use crate::util::{new_map, Map};
 use crate::error::{Error, Result};
 use crate::pretok::PreTokenizerSpec;
 use serde::{Deserialize, Serialize};

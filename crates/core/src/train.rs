@@ -1,6 +1,7 @@
 //! Training end to end: settings -> counting -> word table -> merge loop -> model.
 
-use crate::count::{count_parallel, new_map, CountStats, Counter, Map, WordCounts};
+use crate::count::{count_parallel, CountStats, Counter, WordCounts};
+use crate::util::{join_all, new_map, threads_or_default, Map};
 use crate::error::{Error, Result};
 use crate::input::{read_chunks, total_size, Chunk, TextMode};
 use crate::encode::Encoder;
@@ -619,13 +620,8 @@ fn count_words_mode<'c>(
         lang_weights,
         tag_languages,
     };
-    let threads = if config.threads == 0 { default_threads() } else { config.threads };
+    let threads = threads_or_default(config.threads);
     count_parallel(&counter, threads, |sink| feed(sink, observer))
-}
-
-/// All cores, as the OS reports them.
-pub fn default_threads() -> usize {
-    std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
 }
 
 /// Base symbols of one word type, as strings (chars scheme).
@@ -742,7 +738,7 @@ pub fn train_from_counts(
                 // re-encoded straight from its counted bytes into the table,
                 // on all threads; no per-type symbol vectors are kept.
                 Some(enc) => {
-                    let threads = if config.threads == 0 { default_threads() } else { config.threads };
+                    let threads = threads_or_default(config.threads);
                     let (t, pruned) = replay_bytes_table(&counts, enc, whitespace, min_count, threads)?;
                     table = t;
                     pruned_types += pruned;
@@ -856,17 +852,21 @@ pub fn train_from_counts(
         }
     };
     if let Some(enc) = &replay {
-        let threads = if config.threads == 0 { default_threads() } else { config.threads };
+        let threads = threads_or_default(config.threads);
         let per = pending.len().div_ceil(threads.max(1)).max(1);
         std::thread::scope(|s| {
-            for part in pending.chunks_mut(per) {
-                s.spawn(move || {
-                    for (syms, _) in part.iter_mut() {
-                        enc.apply_merges(syms);
-                    }
-                });
-            }
-        });
+            let handles: Vec<_> = pending
+                .chunks_mut(per)
+                .map(|part| {
+                    s.spawn(move || {
+                        for (syms, _) in part.iter_mut() {
+                            enc.apply_merges(syms);
+                        }
+                    })
+                })
+                .collect();
+            join_all(handles)
+        })?;
         if !pending.is_empty() {
             // Chars-scheme replay: the table is still empty; size it once.
             table = WordTable::with_capacity(pending.iter().map(|(w, _)| if w.len() >= 2 { w.len() } else { 0 }).sum());
@@ -926,7 +926,7 @@ pub fn train_from_counts(
         max_token_length: config.max_token_length,
         unk,
         limits: config.token_limits,
-        threads: if config.threads == 0 { default_threads() } else { config.threads },
+        threads: threads_or_default(config.threads),
     };
     let make_model = |merges: &[(u32, u32, u64)]| {
         let mut model = Model::new(config.scheme.clone(), config.pretokenizer.clone(), specials.clone(), alphabet.clone());
@@ -1004,7 +1004,7 @@ pub fn train_from_counts(
             "min_frequency": config.min_frequency,
             "max_token_length": config.max_token_length,
             "min_word_count": config.min_word_count,
-            "threads": if config.threads == 0 { default_threads() } else { config.threads },
+            "threads": threads_or_default(config.threads),
             "text_mode": match &config.text_mode {
                 TextMode::Lines => "lines".to_string(),
                 TextMode::WholeFile => "documents".to_string(),
@@ -1102,11 +1102,8 @@ fn replay_bytes_table(
                     s.spawn(move || work(sh, lo))
                 })
                 .collect();
-            handles
-                .into_iter()
-                .map(|h| h.join().unwrap_or_else(|_| Err(Error::training("a replay worker crashed (this is a bug in bpeforge; please report it)"))))
-                .collect()
-        })
+            join_all(handles)
+        })?
     };
     let mut parts = parts.into_iter();
     let mut table = parts.next().unwrap_or_else(|| Ok(WordTable::new()))?;

@@ -447,7 +447,7 @@ const MAX_THREADS: usize = 256;
 
 fn check_threads(threads: Option<usize>) -> PyResult<usize> {
     match threads {
-        None => Ok(train::default_threads().min(MAX_THREADS)),
+        None => Ok(bpeforge_core::util::default_threads().min(MAX_THREADS)),
         Some(0) => Err(to_pyerr(Error::parameter("threads must be at least 1 (or None for all cores)"))),
         Some(t) if t > MAX_THREADS => {
             Err(to_pyerr(Error::parameter(format!("threads={t} is more than {MAX_THREADS}; use None for all cores"))))
@@ -768,7 +768,7 @@ fn pretokenize(text: &str, preset: &str) -> PyResult<Vec<String>> {
 /// Number of threads used when `threads=None`.
 #[pyfunction]
 fn default_threads() -> usize {
-    train::default_threads()
+    bpeforge_core::util::default_threads()
 }
 
 #[pymodule]
