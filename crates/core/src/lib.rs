@@ -13,15 +13,17 @@
 pub mod balance;
 pub mod count;
 pub mod encode;
-pub mod encode_file;
 pub mod error;
 pub mod input;
-pub mod merge;
 mod mem;
 pub mod model;
+pub mod observe;
+pub mod pipeline;
 pub mod pretok;
 pub mod progress;
 pub mod train;
 pub mod util;
+
+pub use pipeline::train_files;
 
 pub use error::{Error, ErrorKind, Result};

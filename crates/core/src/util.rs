@@ -68,3 +68,20 @@ pub fn on_threads<T: Send>(n: usize, f: &(dyn Fn(usize) -> T + Sync)) -> Result<
     }
     std::thread::scope(|s| join_all((0..n).map(|t| s.spawn(move || f(t))).collect()))
 }
+
+/// More threads than this is a mistake, not a machine: refuse it clearly
+/// (spawning thousands of threads fails with a panic in std otherwise).
+pub const MAX_THREADS: usize = 256;
+
+/// A user's `threads` setting checked: `None` is all cores (at most
+/// `MAX_THREADS`); 0 and more than `MAX_THREADS` are errors.
+pub fn check_threads(threads: Option<usize>) -> Result<usize> {
+    match threads {
+        None => Ok(default_threads().min(MAX_THREADS)),
+        Some(0) => Err(Error::parameter("threads must be at least 1 (or None for all cores)")),
+        Some(t) if t > MAX_THREADS => {
+            Err(Error::parameter(format!("threads={t} is more than {MAX_THREADS}; use None for all cores")))
+        }
+        Some(t) => Ok(t),
+    }
+}

@@ -1,16 +1,17 @@
 //! PyO3 glue for bpeforge: type conversion, GIL release, error mapping.
 //! No algorithm lives here; see `bpeforge-core`.
 
-use bpeforge_core::balance::{BalanceRound, Parity};
+use bpeforge_core::balance::{self, BalanceRound, Parity};
 use bpeforge_core::count::{CountStats, WordCounts};
 use bpeforge_core::encode::{Cache, Encoder, Specials};
-use bpeforge_core::encode_file::{encode_file, EncodeStats, IdFormat};
+use bpeforge_core::encode::file::{encode_file, IdFormat};
 use bpeforge_core::error::{Error, ErrorKind};
 use bpeforge_core::input::{Chunk, Layout, TextMode};
 use bpeforge_core::model::{Model, Scheme};
 use bpeforge_core::pretok::{PreTokenizer, PreTokenizerSpec};
 use bpeforge_core::progress::{ProgressFormat, ProgressPrinter};
-use bpeforge_core::train::{self, CountProgress, LangSource, LanguageBalance, MergeProgress, Observer, SuperBpe, TrainConfig};
+use bpeforge_core::observe::{CountProgress, EncodeStats, MergeProgress, Observer};
+use bpeforge_core::train::{self, LangSource, LanguageBalance, SuperBpe, TrainConfig};
 use pyo3::exceptions::{PyRuntimeError, PyTypeError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList, PyString};
@@ -212,7 +213,7 @@ fn make_config(a: TrainArgs) -> PyResult<TrainConfig> {
 fn train_files(py: Python<'_>, paths: Vec<PathBuf>, args: TrainArgs, progress: &str) -> PyResult<NativeTokenizer> {
     let config = make_config(args)?;
     let mut observer = PyObserver::new(progress)?;
-    let result = py.detach(|| train::train_files(&paths, &config, &mut observer));
+    let result = py.detach(|| bpeforge_core::train_files(&paths, &config, &mut observer));
     finish(result, observer)
 }
 
@@ -285,12 +286,12 @@ fn train_counts(
             w.iter()
                 .enumerate()
                 .map(|(i, &x)| {
-                    if x > 0.0 && x <= train::MAX_LANGUAGE_WEIGHT {
-                        Ok((x * train::WEIGHT_SCALE as f64).round().max(1.0) as u64)
+                    if x > 0.0 && x <= balance::MAX_LANGUAGE_WEIGHT {
+                        Ok((x * balance::WEIGHT_SCALE as f64).round().max(1.0) as u64)
                     } else {
                         Err(to_pyerr(Error::parameter(format!(
                             "weights[{i}] must be in (0, {}], got {x}",
-                            train::MAX_LANGUAGE_WEIGHT
+                            balance::MAX_LANGUAGE_WEIGHT
                         ))))
                     }
                 })
@@ -309,7 +310,7 @@ fn train_counts(
             total.merge(part);
         }
         if scaled.is_some() {
-            total.rescale(train::WEIGHT_SCALE);
+            total.rescale(balance::WEIGHT_SCALE);
         }
         let seconds = start.elapsed().as_secs_f64();
         train::train_from_counts(total, &config, &mut observer, serde_json::json!(inputs), seconds)

@@ -1,7 +1,7 @@
 //! Parity balancing: per-language weights found by training, measuring how
 //! many tokens each language pays, and reweighting (`Parity`).
 //!
-//! Temperature balancing (`train::LanguageBalance::temperature`) fixes the
+//! Temperature balancing (`balance::temperature`) fixes the
 //! weights from line counts alone: it cannot know that one language is cheap
 //! to tokenize and another costly, so it moves far more vocabulary than the
 //! costly languages need, mostly away from the large ones. Parity balancing
@@ -23,39 +23,9 @@ use crate::count::WordCounts;
 use crate::encode::{Cache, Encoder};
 use crate::error::{Error, Result};
 use crate::model::Model;
-use crate::train::{train_from_counts, LanguageTable, Observer, TrainConfig, WEIGHT_SCALE};
-
-/// Parity balancing settings.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Parity {
-    /// Target: no language pays more than this many times the reference's
-    /// tokens per byte.
-    pub max_premium: f64,
-    /// Reweighting rounds after the first training (each one merge loop).
-    pub rounds: usize,
-    /// The reference language (default: the one with the most bytes).
-    pub reference: Option<String>,
-    /// Languages with fewer lines keep their starting weight: too little
-    /// text to measure, and lifting them would spend merges on memorising.
-    pub min_lines: u64,
-    /// Largest factor on a language's starting weight. A language that
-    /// would need more gains little per merge it takes from the others
-    /// (on multi-1m, 64x for one language cost English 0.9% more tokens
-    /// than 16x for the same worst-decile premium).
-    pub max_lift: f64,
-}
-
-impl Default for Parity {
-    fn default() -> Self {
-        Parity {
-            max_premium: 1.2,
-            rounds: 3,
-            reference: None,
-            min_lines: 500,
-            max_lift: 16.0,
-        }
-    }
-}
+use super::temperature::{LanguageTable, MAX_LANGUAGE_WEIGHT, WEIGHT_SCALE};
+use crate::observe::{BalanceRound, MergeProgress, Observer};
+use crate::train::{train_from_counts, Parity, TrainConfig};
 
 /// Largest change of a weight in one round.
 const MAX_STEP: f64 = 8.0;
@@ -65,52 +35,6 @@ const FIRST_SLOPE: f64 = 1.0 / 6.0;
 const SLOPE_RANGE: (f64, f64) = (0.03, 0.5);
 /// Premiums this close to the band count as inside it.
 const TOLERANCE: f64 = 0.005;
-
-/// A round's measurements, reported to the observer and kept in metadata.
-#[derive(Debug, Clone)]
-pub struct BalanceRound {
-    pub round: usize,
-    pub rounds: usize,
-    pub reference: String,
-    pub reference_bytes_per_token: f64,
-    /// The worst premium among the balanced languages, and whose it is.
-    pub worst_premium: f64,
-    pub worst_language: String,
-    /// Balanced languages above the band whose weight can still grow.
-    pub above: usize,
-    pub seconds: f64,
-}
-
-impl Parity {
-    pub fn validate(&self) -> Result<()> {
-        if !(self.max_premium > 1.0 && self.max_premium.is_finite()) {
-            return Err(Error::parameter(format!(
-                "max_premium must be a number above 1 (e.g. 1.2: no language pays more than 1.2x the reference's tokens per byte), got {}",
-                self.max_premium
-            )));
-        }
-        if !(self.max_lift >= 1.0 && self.max_lift <= 1024.0) {
-            return Err(Error::parameter(format!(
-                "balance_max_lift must be from 1 to 1024, got {}",
-                self.max_lift
-            )));
-        }
-        if self.rounds > 20 {
-            return Err(Error::parameter(format!(
-                "balance_rounds must be at most 20, got {}",
-                self.rounds
-            )));
-        }
-        if let Some(r) = &self.reference {
-            if r.trim().is_empty() {
-                return Err(Error::parameter(
-                    "premium_reference must be a language tag, got an empty string",
-                ));
-            }
-        }
-        Ok(())
-    }
-}
 
 /// Bytes and tokens of one language's training counts under a model.
 #[derive(Debug, Clone, Copy, Default)]
@@ -176,7 +100,7 @@ impl Observer for Rounds<'_> {
             self.inner.counted(stats, word_types, seconds)
         }
     }
-    fn merging(&mut self, p: &crate::train::MergeProgress) {
+    fn merging(&mut self, p: &MergeProgress) {
         self.inner.merging(p)
     }
     fn merged(&mut self, merges: usize, seconds: f64) {
@@ -246,7 +170,7 @@ pub fn train_parity(
             .map(|l| {
                 let w = start_weight[l] * factor[l].exp();
                 ((w * WEIGHT_SCALE as f64).round().max(1.0))
-                    .min(crate::train::MAX_LANGUAGE_WEIGHT * WEIGHT_SCALE as f64)
+                    .min(MAX_LANGUAGE_WEIGHT * WEIGHT_SCALE as f64)
                     as u64
             })
             .collect();

@@ -218,6 +218,15 @@ impl Default for WordTable {
     }
 }
 
+/// Limits on which merged tokens may be created.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct TokenLimits {
+    /// Maximum number of words (runs of non-space bytes) per token; 0: none.
+    pub max_words: usize,
+    /// Refuse tokens that span ": ".
+    pub colon_rule: bool,
+}
+
 /// Merge-loop settings.
 pub struct MergeParams {
     /// How many merges to learn at most.
@@ -227,7 +236,7 @@ pub struct MergeParams {
     /// A symbol that never merges (`<unk>`), if any.
     pub unk: Option<u32>,
     /// SuperBPE's word-count and ": " limits.
-    pub limits: crate::train::TokenLimits,
+    pub limits: TokenLimits,
     /// Threads for building the initial pair index (the loop is sequential).
     pub threads: usize,
 }
@@ -285,7 +294,7 @@ fn edges(t: &[u8]) -> Edges {
 /// at most `max_words` words (a word may continue across the join), and,
 /// with the colon rule, no ": " followed by more bytes.
 #[inline]
-fn within_limits(a: Edges, b: Edges, limits: &crate::train::TokenLimits) -> bool {
+fn within_limits(a: Edges, b: Edges, limits: &TokenLimits) -> bool {
     if limits.max_words > 0 {
         let joined = (a.flags & LAST_WORD != 0) && (b.flags & FIRST_WORD != 0);
         if (a.words + b.words - joined as u32) as usize > limits.max_words {

@@ -15,10 +15,10 @@
 //! * `bin`: the same ids as raw little-endian uint16/uint32 (nanoGPT style),
 //!   with the same `.offsets.npy` beside it.
 
-use crate::encode::{Encoder, Specials};
+use super::{Encoder, Specials};
 use crate::error::{Error, Result};
 use crate::input::{read_chunks, total_size, TextMode};
-use crate::train::{CountProgress, Observer};
+use crate::observe::{CountProgress, EncodeStats, Observer};
 use std::io::{BufWriter, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -41,17 +41,6 @@ impl IdFormat {
             other => Err(Error::parameter(format!("format must be \"ids\", \"npy\" or \"bin\", got {other:?}"))),
         }
     }
-}
-
-/// What an encode run did.
-#[derive(Debug, Clone, Default)]
-pub struct EncodeStats {
-    pub lines: u64,
-    pub tokens: u64,
-    pub bytes: u64,
-    pub seconds: f64,
-    /// Bytes per id in `npy`/`bin` output (2 or 4).
-    pub id_bytes: usize,
 }
 
 /// The `.offsets.npy` file that goes with a `npy`/`bin` output.
