@@ -648,7 +648,7 @@ impl Counter<'_> {
             self.count_into(text, weight, language, &mut out, scratch).map_err(|(at, err)| {
                 let line = chunk.line_of(offset + at);
                 match err {
-                    Some(e) => Error::new(e.kind, format!("{}, line {}: {}", chunk.source, line, e.message)),
+                    Some(e) => e.with_context(format_args!("{}, line {}", chunk.source, line)),
                     None => Error::input(format!(
                         "{}, line {}: invalid UTF-8 (byte 0x{:02x} at byte {} of the line); the chars scheme needs valid UTF-8 — fix or drop the line, or use scheme=\"bytes\", which keeps invalid bytes as their own pieces",
                         chunk.source,
@@ -701,7 +701,7 @@ pub fn count_parallel(
                             continue; // drain so the feeder never blocks
                         }
                         if let Err(e) = counter.count_chunk_with(&chunk, &mut counts, Some(failed), &mut scratch) {
-                            if e.kind == crate::error::ErrorKind::Interrupted {
+                            if e.kind() == crate::error::ErrorKind::Interrupted {
                                 continue; // the feeder stopped; its error is reported
                             }
                             failed.store(true, Ordering::Relaxed);

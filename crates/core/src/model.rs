@@ -305,7 +305,7 @@ impl Model {
             }
         }
         crate::pretok::PreTokenizer::new(self.pretokenizer.clone())
-            .map_err(|e| Error::model(format!("pretokenizer: {}", e.message)))?;
+            .map_err(|e| Error::model(format!("pretokenizer: {}", e.message())))?;
         let tokens = self.token_bytes()?;
         // Merged tokens must be distinct from each other and from base symbols.
         let mut ids: Map<&[u8], usize> = new_map();
@@ -380,7 +380,7 @@ impl Model {
 
     pub fn load(path: &Path) -> Result<Model> {
         let mut file = std::fs::File::open(path).map_err(|e| {
-            Error::new(crate::error::ErrorKind::Input, Error::io_read(path, &e).message)
+            Error::new(crate::error::ErrorKind::Input, Error::io_read(path, &e).message())
         })?;
         let mut data = Vec::new();
         let res = if is_gz(path) {
@@ -392,7 +392,7 @@ impl Model {
         if data.len() as u64 > MAX_MODEL_BYTES {
             return Err(Error::model(format!("{}: the model is larger than {MAX_MODEL_BYTES} bytes; refused", path.display())));
         }
-        Model::from_json(&data).map_err(|e| Error::model(format!("{}: {}", path.display(), e.message)))
+        Model::from_json(&data).map_err(|e| Error::model(format!("{}: {}", path.display(), e.message())))
     }
 }
 

@@ -23,7 +23,7 @@ use std::time::Instant;
 /// `bpeforge.errors` (the one place the hierarchy is declared).
 fn to_pyerr(e: Error) -> PyErr {
     Python::attach(|py| {
-        let class = match e.kind {
+        let class = match e.kind() {
             ErrorKind::Parameter => "ParameterError",
             ErrorKind::Input => "InputError",
             ErrorKind::ModelFormat => "ModelFormatError",
@@ -33,13 +33,14 @@ fn to_pyerr(e: Error) -> PyErr {
             ErrorKind::Interrupted => {
                 return pyo3::exceptions::PyKeyboardInterrupt::new_err("training interrupted");
             }
+            _ => "BpeforgeError",
         };
         match py.import("bpeforge.errors").and_then(|m| m.getattr(class)) {
-            Ok(cls) => match cls.call1((e.message.clone(),)) {
+            Ok(cls) => match cls.call1((e.message(),)) {
                 Ok(obj) => PyErr::from_value(obj),
                 Err(err) => err,
             },
-            Err(_) => PyRuntimeError::new_err(e.message),
+            Err(_) => PyRuntimeError::new_err(e.message().to_string()),
         }
     })
 }
@@ -101,7 +102,7 @@ impl Observer for PyObserver {
 fn finish(result: Result<Model, Error>, observer: PyObserver) -> PyResult<NativeTokenizer> {
     match result {
         Ok(model) => NativeTokenizer::from_model(model),
-        Err(e) => Err(match (e.kind.clone(), observer.signal) {
+        Err(e) => Err(match (e.kind(), observer.signal) {
             (ErrorKind::Interrupted, Some(sig)) => sig,
             _ => to_pyerr(e),
         }),
@@ -167,7 +168,7 @@ fn count_files<'py>(
     });
     match result {
         Ok(bytes) => Ok(PyBytes::new(py, &bytes)),
-        Err(e) => Err(match (e.kind.clone(), observer.signal) {
+        Err(e) => Err(match (e.kind(), observer.signal) {
             (ErrorKind::Interrupted, Some(sig)) => sig,
             _ => to_pyerr(e),
         }),
@@ -552,7 +553,7 @@ impl NativeTokenizer {
         let result = py.detach(|| encode_file(&self.enc, &src, &dst, format, &rule, threads, &mut observer));
         match result {
             Ok(s) => Ok((s.lines, s.tokens, s.bytes, s.seconds, s.id_bytes)),
-            Err(e) => Err(match (e.kind.clone(), observer.signal) {
+            Err(e) => Err(match (e.kind(), observer.signal) {
                 (ErrorKind::Interrupted, Some(sig)) => sig,
                 _ => to_pyerr(e),
             }),

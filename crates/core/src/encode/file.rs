@@ -160,7 +160,7 @@ pub fn encode_file(
         })
         .ok();
         let (ids, offsets) = enc.encode_batch_flat(&texts, specials, threads).map_err(|e| {
-            Error::new(e.kind, format!("{}, lines {}..: {}", chunk.source, chunk.first_line, e.message))
+            e.with_context(format_args!("{}, lines {}..", chunk.source, chunk.first_line))
         })?;
         stats.lines += texts.len() as u64;
         stats.bytes += texts.iter().map(|t| t.len() as u64).sum::<u64>();
