@@ -287,3 +287,39 @@ fn round4(x: f64) -> f64 {
 fn round6(x: f64) -> f64 {
     (x * 1e6).round() / 1e6
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn combine_weights_each_language_and_keeps_every_word_type() {
+        let mut tagged = WordCounts::new();
+        tagged.add_tagged(0, b"x", 4);
+        tagged.add_tagged(1, b"x", 2);
+        tagged.add_tagged(1, b"rare", 1);
+        // Language 1 counts 3x, language 0 a tenth (rounded, at least 1).
+        let combined = combine(&tagged, &[WEIGHT_SCALE / 10, 3 * WEIGHT_SCALE]);
+        let mut got = std::collections::HashMap::new();
+        combined.for_each(|piece, count| {
+            got.insert(piece.to_vec(), count);
+        });
+        assert_eq!(got[&b"x".to_vec()], 6);
+        assert_eq!(got[&b"rare".to_vec()], 3);
+        let low = combine(&tagged, &[1, 1]);
+        low.for_each(|_, count| assert!(count >= 1));
+    }
+
+    #[test]
+    fn parity_settings_are_checked() {
+        assert!(Parity::default().validate().is_ok());
+        for bad in [
+            Parity { max_premium: 1.0, ..Parity::default() },
+            Parity { max_lift: 0.5, ..Parity::default() },
+            Parity { rounds: 21, ..Parity::default() },
+            Parity { reference: Some(" ".into()), ..Parity::default() },
+        ] {
+            assert_eq!(bad.validate().unwrap_err().kind(), crate::error::ErrorKind::Parameter);
+        }
+    }
+}

@@ -246,3 +246,85 @@ pub(crate) fn train_weighted(
     }
     Ok(model)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::input::Layout;
+
+    fn write(dir: &std::path::Path, name: &str, text: &str) -> PathBuf {
+        let p = dir.join(name);
+        std::fs::write(&p, text).unwrap();
+        p
+    }
+
+    fn balance(source: LangSource, temperature: f64) -> LanguageBalance {
+        LanguageBalance { source, temperature, parity: None }
+    }
+
+    #[test]
+    fn lines_are_counted_per_language_and_temperature_flattens_the_shares() {
+        let dir = tempfile::tempdir().unwrap();
+        let big = write(dir.path(), "big.txt", &"a\n".repeat(90));
+        let small = write(dir.path(), "small.txt", &"b\n".repeat(10));
+        let paths = vec![big, small];
+        let tags = LangSource::PerFile(vec!["en".into(), "xx".into()]);
+        let t1 = LanguageTable::build(&paths, &balance(tags.clone(), 1.0)).unwrap();
+        assert_eq!(t1.lines, vec![90, 10]);
+        assert_eq!(t1.weights, vec![WEIGHT_SCALE, WEIGHT_SCALE]);
+        let t3 = LanguageTable::build(&paths, &balance(tags, 3.0)).unwrap();
+        assert!(t3.weights[1] > WEIGHT_SCALE && t3.weights[0] < WEIGHT_SCALE, "{:?}", t3.weights);
+        // Balanced shares: p^(1/3) normalised.
+        let q_small = 0.1f64.powf(1.0 / 3.0) / (0.9f64.powf(1.0 / 3.0) + 0.1f64.powf(1.0 / 3.0));
+        let got = 10.0 * t3.weights[1] as f64 / (90.0 * t3.weights[0] as f64 + 10.0 * t3.weights[1] as f64);
+        assert!((got - q_small).abs() < 1e-3, "{got} vs {q_small}");
+    }
+
+    #[test]
+    fn a_tag_per_input_file_must_match_the_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = write(dir.path(), "a.txt", "x\n");
+        let err = LanguageTable::build(&[a], &balance(LangSource::PerFile(vec![]), 1.0)).unwrap_err();
+        assert!(err.message().contains("file_languages"), "{}", err.message());
+    }
+
+    #[test]
+    fn language_files_need_non_empty_tags_and_one_per_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let text = write(dir.path(), "t.txt", "one\ntwo\nthree\n");
+        let empty_tag = write(dir.path(), "l1.txt", "en\n\nde\n");
+        let err = LanguageTable::build(&[text.clone()], &balance(LangSource::Files(vec![empty_tag]), 1.0)).unwrap_err();
+        assert!(err.message().contains("line 2: empty language tag"), "{}", err.message());
+
+        let short = write(dir.path(), "l2.txt", "en\nde\n");
+        let source = LangSource::Files(vec![short]);
+        let table = LanguageTable::build(&[text.clone()], &balance(source.clone(), 1.0)).unwrap();
+        let mut tagger = Tagger::new(&source, 0, &table).unwrap();
+        let mut chunk = Chunk {
+            data: b"one\ntwo\nthree\n".to_vec(),
+            layout: Layout::Lines,
+            source: Arc::from("t.txt"),
+            first_line: 1,
+            langs: Vec::new(),
+        };
+        let err = tagger.tag(&mut chunk).unwrap_err();
+        assert!(err.message().contains("has only 2 line(s)"), "{}", err.message());
+    }
+
+    #[test]
+    fn tags_follow_the_lines_and_bytes_are_summed_per_language() {
+        let dir = tempfile::tempdir().unwrap();
+        let text = write(dir.path(), "t.txt", "aa\nbbb\nc\n");
+        let langs = write(dir.path(), "l.txt", "en\nde\nen\n");
+        let source = LangSource::Files(vec![langs]);
+        let table = LanguageTable::build(&[text], &balance(source.clone(), 1.0)).unwrap();
+        let mut tagger = Tagger::new(&source, 0, &table).unwrap();
+        let mut chunk =
+            Chunk { data: b"aa\nbbb\nc\n".to_vec(), layout: Layout::Lines, source: Arc::from("t.txt"), first_line: 1, langs: Vec::new() };
+        tagger.tag(&mut chunk).unwrap();
+        let (en, de) = (table.ids["en"], table.ids["de"]);
+        assert_eq!(chunk.langs, vec![en, de, en]);
+        let bytes = tagger.finish().unwrap();
+        assert_eq!((bytes[en as usize], bytes[de as usize]), (3, 3));
+    }
+}

@@ -315,3 +315,108 @@ fn describe_inputs(inputs: &serde_json::Value) -> String {
         other => other.to_string(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! The driver's steps on small hand-made counts.
+    use super::*;
+    use crate::error::ErrorKind;
+    use crate::model::Scheme;
+    use crate::observe::Silent;
+    use crate::pretok::PreTokenizerSpec;
+
+    fn counts(words: &[(&str, u64)]) -> WordCounts {
+        let mut c = WordCounts::new();
+        for &(w, n) in words {
+            c.add(w.as_bytes(), n);
+            c.stats.pieces += n;
+        }
+        c.stats.texts = 1;
+        c
+    }
+
+    fn corpus() -> WordCounts {
+        counts(&[("hello", 10), (" hello", 8), (" world", 7), (" help", 3), (" low", 2)])
+    }
+
+    fn config(vocab_size: usize) -> TrainConfig {
+        TrainConfig::new(vocab_size, Scheme::Bytes, PreTokenizerSpec::Gpt2).min_frequency(1).threads(1)
+    }
+
+    fn train(c: WordCounts, config: &TrainConfig) -> Result<Model> {
+        train_from_counts(c, config, &mut Silent, serde_json::json!(["test"]), 0.0)
+    }
+
+    #[test]
+    fn empty_counts_are_a_training_error_naming_the_input() {
+        let err = train(WordCounts::new(), &config(300)).unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::Training);
+        assert!(err.message().contains("no text to train on") && err.message().contains("test"), "{}", err.message());
+    }
+
+    #[test]
+    fn a_vocabulary_below_the_base_symbols_is_refused() {
+        let err = train(corpus(), &config(200)).unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::Parameter);
+        assert!(err.message().contains("at least 256"), "{}", err.message());
+    }
+
+    #[test]
+    fn merges_stop_early_when_no_pair_is_left_and_the_record_says_so() {
+        let model = train(corpus(), &config(10_000)).unwrap();
+        assert!(!model.merges.is_empty() && model.merges.len() < 10_000 - 256);
+        assert_eq!(model.metadata["stopped_early"], true);
+        assert_eq!(model.metadata["settings"]["vocab_size"], 10_000);
+        assert_eq!(model.metadata["word_types"], 5);
+        assert!(model.metadata.get("superbpe").is_none() && model.metadata.get("import").is_none());
+        assert_eq!(model.merge_counts.len(), model.merges.len());
+    }
+
+    #[test]
+    fn resuming_continues_exactly_where_a_shorter_run_stopped() {
+        let whole = train(corpus(), &config(266)).unwrap();
+        let part = train(corpus(), &config(261)).unwrap();
+        let resumed = train(corpus(), &config(266).resume_from(part)).unwrap();
+        assert_eq!(resumed.merges, whole.merges);
+        assert_eq!(resumed.merge_counts, whole.merge_counts);
+        assert_eq!(resumed.metadata["resumed_merges"], 5);
+    }
+
+    #[test]
+    fn resuming_never_shrinks_a_vocabulary() {
+        let part = train(corpus(), &config(264)).unwrap();
+        let err = train(corpus(), &config(262).resume_from(part)).unwrap_err();
+        assert!(err.message().contains("resuming only grows"), "{}", err.message());
+    }
+
+    #[test]
+    fn checkpoints_are_loadable_models() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("ck.json");
+        let model = train(corpus(), &config(264).checkpoint(path.clone(), 2)).unwrap();
+        let saved = Model::load(&path).unwrap();
+        assert!(!saved.merges.is_empty() && model.merges.starts_with(&saved.merges));
+    }
+
+    #[test]
+    fn the_progress_csv_has_a_row_per_merge() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("p.csv");
+        let model = train(corpus(), &config(264).progress_csv(path.clone())).unwrap();
+        let csv = std::fs::read_to_string(&path).unwrap();
+        assert!(csv.starts_with("merge,pair_count,elapsed_s\n"));
+        assert!(csv.lines().count() > model.merges.len());
+    }
+
+    #[test]
+    fn an_observer_that_stops_interrupts_the_merge_loop() {
+        struct Stop;
+        impl Observer for Stop {
+            fn should_stop(&mut self) -> bool {
+                true
+            }
+        }
+        let err = train_from_counts(corpus(), &config(264), &mut Stop, serde_json::json!([]), 0.0).unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::Interrupted);
+    }
+}
