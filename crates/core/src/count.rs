@@ -1,5 +1,8 @@
 //! Counting word types: texts -> special-token split -> pre-tokens -> counts.
 //!
+//! (Over 600 lines: the word-count table, its prefetching batch and the
+//! parallel counter are one tuned unit, and they are read together.)
+//!
 //! Counting is the embarrassingly parallel half of training. The caller feeds
 //! chunks (from files or from Python); `threads` workers each count into a
 //! private hash map, and the maps are summed at the end. Sums commute, so the

@@ -252,6 +252,26 @@ impl Model {
                 return Err(Error::model(format!("special token {t:?} is listed twice")));
             }
         }
+        self.validate_scheme()?;
+        self.validate_ids()?;
+        crate::pretok::PreTokenizer::new(self.pretokenizer.clone())
+            .map_err(|e| Error::model(format!("pretokenizer: {}", e.message())))?;
+        let tokens = self.token_bytes()?;
+        // Merged tokens must be distinct from each other and from base symbols.
+        let mut ids: Map<&[u8], usize> = new_map();
+        for (i, t) in tokens.iter().enumerate().skip(self.special_tokens.len()) {
+            if let Some(prev) = ids.insert(t.as_slice(), i) {
+                return Err(Error::model(format!(
+                    "tokens {prev} and {i} have the same bytes {:?}; every token must be distinct",
+                    String::from_utf8_lossy(t)
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// The scheme's own fields and the chars alphabet.
+    fn validate_scheme(&self) -> Result<()> {
         match &self.scheme {
             Scheme::Bytes => {
                 if self.alphabet.is_some() {
@@ -286,6 +306,11 @@ impl Model {
                 }
             }
         }
+        Ok(())
+    }
+
+    /// External ids: one per token, distinct, in range.
+    fn validate_ids(&self) -> Result<()> {
         if let Some(ids) = &self.ids {
             if ids.len() != self.vocab_size() {
                 return Err(Error::model(format!(
@@ -302,19 +327,6 @@ impl Model {
                 if !seen.insert(e) {
                     return Err(Error::model(format!("external id {e} is used twice in 'ids'")));
                 }
-            }
-        }
-        crate::pretok::PreTokenizer::new(self.pretokenizer.clone())
-            .map_err(|e| Error::model(format!("pretokenizer: {}", e.message())))?;
-        let tokens = self.token_bytes()?;
-        // Merged tokens must be distinct from each other and from base symbols.
-        let mut ids: Map<&[u8], usize> = new_map();
-        for (i, t) in tokens.iter().enumerate().skip(self.special_tokens.len()) {
-            if let Some(prev) = ids.insert(t.as_slice(), i) {
-                return Err(Error::model(format!(
-                    "tokens {prev} and {i} have the same bytes {:?}; every token must be distinct",
-                    String::from_utf8_lossy(t)
-                )));
             }
         }
         Ok(())

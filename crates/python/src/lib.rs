@@ -238,7 +238,8 @@ const ITER_CHUNK_BYTES: usize = 4 << 20;
 const ITER_CHUNK_ITEMS: usize = 65_536;
 
 /// Trains on a Python iterable of `str`: the calling thread pulls texts under
-/// the GIL while worker threads count earlier chunks without it.
+/// the GIL while worker threads count earlier chunks without it. (Over 80
+/// lines: the pull loop keeps the Python error it met for after counting.)
 #[pyfunction]
 fn train_iterator(py: Python<'_>, texts: &Bound<'_, PyAny>, args: &Bound<'_, PyAny>, progress: &str) -> PyResult<NativeTokenizer> {
     let config = train_config(args)?;

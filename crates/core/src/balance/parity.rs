@@ -113,6 +113,8 @@ impl Observer for Rounds<'_> {
 
 /// Runs parity balancing on language-tagged counts; returns the last round's
 /// model with `language_balance` metadata (weights, premiums, rounds).
+/// Each round: weights -> combined counts -> the driver -> measured premiums
+/// -> report; then stop (converged or last round) or step the weights.
 #[allow(clippy::too_many_arguments)]
 pub fn train_parity(
     tagged: WordCounts,
@@ -126,54 +128,15 @@ pub fn train_parity(
     count_seconds: f64,
 ) -> Result<Model> {
     parity.validate()?;
-    let mut rounds_observer = Rounds {
-        inner: observer,
-        counted: false,
-    };
+    let mut rounds_observer = Rounds { inner: observer, counted: false };
     let observer: &mut dyn Observer = &mut rounds_observer;
-    let n = table.names.len();
-    let bytes = text_bytes;
-    let reference = match &parity.reference {
-        Some(tag) => *table.ids.get(tag.as_str()).ok_or_else(|| {
-            Error::parameter(format!(
-                "premium_reference: language {tag:?} does not occur in the language tags"
-            ))
-        })? as usize,
-        None => (0..n)
-            .max_by_key(|&l| (bytes[l], std::cmp::Reverse(l)))
-            .unwrap_or(0),
-    };
-    if bytes[reference] == 0 {
-        return Err(Error::parameter(format!(
-            "premium_reference: language {:?} has no text to measure",
-            table.names[reference]
-        )));
-    }
-    let balanced: Vec<bool> = (0..n)
-        .map(|l| l != reference && table.lines[l] >= parity.min_lines && bytes[l] > 0)
-        .collect();
-    let start_weight: Vec<f64> = table
-        .weights
-        .iter()
-        .map(|&w| w as f64 / WEIGHT_SCALE as f64)
-        .collect();
-    // log of the factor on each starting weight, and the last (log factor, log premium).
-    let mut factor = vec![0.0f64; n];
-    let mut last: Vec<Option<(f64, f64)>> = vec![None; n];
-    let hi_f = parity.max_lift.ln();
-    let band = parity.max_premium.ln();
+    let reference = reference_language(table, text_bytes, parity)?;
+    let mut search = Search::new(table, text_bytes, parity, reference);
     let mut rounds_meta = Vec::new();
     let mut round = 0usize;
     loop {
         let started = std::time::Instant::now();
-        let weights: Vec<u64> = (0..n)
-            .map(|l| {
-                let w = start_weight[l] * factor[l].exp();
-                ((w * WEIGHT_SCALE as f64).round().max(1.0))
-                    .min(MAX_LANGUAGE_WEIGHT * WEIGHT_SCALE as f64)
-                    as u64
-            })
-            .collect();
+        let weights = search.weights();
         let counts = combine(&tagged, &weights);
         let final_round = round == parity.rounds;
         let mut model = if final_round {
@@ -187,27 +150,8 @@ pub fn train_parity(
         };
         let costs = measure(&tagged, &model, text_bytes)?;
         let ref_bpt = costs[reference].bytes_per_token();
-        let premium: Vec<f64> = costs
-            .iter()
-            .map(|c| {
-                if c.tokens == 0 {
-                    1.0
-                } else {
-                    ref_bpt / c.bytes_per_token()
-                }
-            })
-            .collect();
-        let mut worst = (0.0f64, reference);
-        let mut above = 0usize;
-        for l in (0..n).filter(|&l| balanced[l]) {
-            if premium[l] > worst.0 {
-                worst = (premium[l], l);
-            }
-            // Above the band, and its weight can still grow.
-            if premium[l].ln() > band + TOLERANCE && factor[l] < hi_f {
-                above += 1;
-            }
-        }
+        let premium = premiums(&costs, ref_bpt);
+        let (worst, above) = search.assess(&premium);
         let report = BalanceRound {
             round,
             rounds: parity.rounds,
@@ -225,25 +169,7 @@ pub fn train_parity(
         }));
         let converged = above == 0;
         if final_round || converged {
-            let mut langs = serde_json::Map::new();
-            let total: u64 = table.lines.iter().sum();
-            let weighted_total: f64 = (0..n)
-                .map(|l| table.lines[l] as f64 * weights[l] as f64)
-                .sum();
-            for l in 0..n {
-                langs.insert(
-                    table.names[l].clone(),
-                    serde_json::json!({
-                        "lines": table.lines[l],
-                        "share": round6(table.lines[l] as f64 / total.max(1) as f64),
-                        "balanced_share": round6(table.lines[l] as f64 * weights[l] as f64 / weighted_total.max(1.0)),
-                        "weight": round4(weights[l] as f64 / WEIGHT_SCALE as f64),
-                        "bytes_per_token": round4(costs[l].bytes_per_token()),
-                        "premium": round4(premium[l]),
-                        "balanced": balanced[l],
-                    }),
-                );
-            }
+            let langs = languages_metadata(table, &weights, &costs, &premium, &search.balanced);
             if let Some(obj) = model.metadata.as_object_mut() {
                 obj.insert(
                     "language_balance".into(),
@@ -257,27 +183,164 @@ pub fn train_parity(
             }
             return Ok(model);
         }
-        // Lift every balanced language above the band to its edge; one
-        // lifted earlier and now below the edge eases back toward it (the
-        // smallest weight that keeps it inside), never below its start.
-        for l in (0..n).filter(|&l| balanced[l]) {
+        search.step(&premium);
+        round += 1;
+    }
+}
+
+/// The reference language: the one named, or the one with the most bytes.
+fn reference_language(table: &LanguageTable, bytes: &[u64], parity: &Parity) -> Result<usize> {
+    let n = table.names.len();
+    let reference = match &parity.reference {
+        Some(tag) => *table.ids.get(tag.as_str()).ok_or_else(|| {
+            Error::parameter(format!(
+                "premium_reference: language {tag:?} does not occur in the language tags"
+            ))
+        })? as usize,
+        None => (0..n)
+            .max_by_key(|&l| (bytes[l], std::cmp::Reverse(l)))
+            .unwrap_or(0),
+    };
+    if bytes[reference] == 0 {
+        return Err(Error::parameter(format!(
+            "premium_reference: language {:?} has no text to measure",
+            table.names[reference]
+        )));
+    }
+    Ok(reference)
+}
+
+/// Every language's premium: the reference's bytes per token over its own
+/// (1 for a language without tokens).
+fn premiums(costs: &[Cost], ref_bpt: f64) -> Vec<f64> {
+    costs
+        .iter()
+        .map(|c| {
+            if c.tokens == 0 {
+                1.0
+            } else {
+                ref_bpt / c.bytes_per_token()
+            }
+        })
+        .collect()
+}
+
+/// The weight search: per language, the log of the factor on its starting
+/// weight and its last (log factor, log premium).
+struct Search {
+    balanced: Vec<bool>,
+    start_weight: Vec<f64>,
+    factor: Vec<f64>,
+    last: Vec<Option<(f64, f64)>>,
+    /// log of the largest factor, and of the band's edge.
+    hi_f: f64,
+    band: f64,
+    reference: usize,
+}
+
+impl Search {
+    fn new(table: &LanguageTable, bytes: &[u64], parity: &Parity, reference: usize) -> Self {
+        let n = table.names.len();
+        Search {
+            balanced: (0..n)
+                .map(|l| l != reference && table.lines[l] >= parity.min_lines && bytes[l] > 0)
+                .collect(),
+            start_weight: table
+                .weights
+                .iter()
+                .map(|&w| w as f64 / WEIGHT_SCALE as f64)
+                .collect(),
+            factor: vec![0.0f64; n],
+            last: vec![None; n],
+            hi_f: parity.max_lift.ln(),
+            band: parity.max_premium.ln(),
+            reference,
+        }
+    }
+
+    /// This round's integer weights (scaled by WEIGHT_SCALE).
+    fn weights(&self) -> Vec<u64> {
+        (0..self.factor.len())
+            .map(|l| {
+                let w = self.start_weight[l] * self.factor[l].exp();
+                ((w * WEIGHT_SCALE as f64).round().max(1.0))
+                    .min(MAX_LANGUAGE_WEIGHT * WEIGHT_SCALE as f64)
+                    as u64
+            })
+            .collect()
+    }
+
+    /// The worst balanced premium (and whose), and how many balanced
+    /// languages are above the band with room to grow.
+    fn assess(&self, premium: &[f64]) -> ((f64, usize), usize) {
+        let mut worst = (0.0f64, self.reference);
+        let mut above = 0usize;
+        for l in (0..premium.len()).filter(|&l| self.balanced[l]) {
+            if premium[l] > worst.0 {
+                worst = (premium[l], l);
+            }
+            // Above the band, and its weight can still grow.
+            if premium[l].ln() > self.band + TOLERANCE && self.factor[l] < self.hi_f {
+                above += 1;
+            }
+        }
+        (worst, above)
+    }
+
+    /// Lift every balanced language above the band to its edge; one
+    /// lifted earlier and now below the edge eases back toward it (the
+    /// smallest weight that keeps it inside), never below its start.
+    fn step(&mut self, premium: &[f64]) {
+        let (band, hi_f) = (self.band, self.hi_f);
+        for l in (0..premium.len()).filter(|&l| self.balanced[l]) {
+            let factor = &mut self.factor[l];
             let lp = premium[l].ln();
-            if lp <= band && factor[l] == 0.0 {
+            if lp <= band && *factor == 0.0 {
                 continue;
             }
-            let slope = match last[l] {
-                Some((f0, p0)) if (factor[l] - f0).abs() > 1e-3 => {
-                    ((p0 - lp) / (factor[l] - f0)).clamp(SLOPE_RANGE.0, SLOPE_RANGE.1)
+            let slope = match self.last[l] {
+                Some((f0, p0)) if (*factor - f0).abs() > 1e-3 => {
+                    ((p0 - lp) / (*factor - f0)).clamp(SLOPE_RANGE.0, SLOPE_RANGE.1)
                 }
                 _ => FIRST_SLOPE,
             };
-            last[l] = Some((factor[l], lp));
-            let next = (factor[l] + (lp - band) / slope)
-                .clamp(factor[l] - MAX_STEP.ln(), factor[l] + MAX_STEP.ln());
-            factor[l] = next.clamp(0.0, hi_f);
+            self.last[l] = Some((*factor, lp));
+            let next = (*factor + (lp - band) / slope)
+                .clamp(*factor - MAX_STEP.ln(), *factor + MAX_STEP.ln());
+            *factor = next.clamp(0.0, hi_f);
         }
-        round += 1;
     }
+}
+
+/// Per language: lines, shares before and after, weight, cost, premium.
+fn languages_metadata(
+    table: &LanguageTable,
+    weights: &[u64],
+    costs: &[Cost],
+    premium: &[f64],
+    balanced: &[bool],
+) -> serde_json::Map<String, serde_json::Value> {
+    let n = table.names.len();
+    let mut langs = serde_json::Map::new();
+    let total: u64 = table.lines.iter().sum();
+    let weighted_total: f64 = (0..n)
+        .map(|l| table.lines[l] as f64 * weights[l] as f64)
+        .sum();
+    for l in 0..n {
+        langs.insert(
+            table.names[l].clone(),
+            serde_json::json!({
+                "lines": table.lines[l],
+                "share": round6(table.lines[l] as f64 / total.max(1) as f64),
+                "balanced_share": round6(table.lines[l] as f64 * weights[l] as f64 / weighted_total.max(1.0)),
+                "weight": round4(weights[l] as f64 / WEIGHT_SCALE as f64),
+                "bytes_per_token": round4(costs[l].bytes_per_token()),
+                "premium": round4(premium[l]),
+                "balanced": balanced[l],
+            }),
+        );
+    }
+    langs
 }
 
 fn round4(x: f64) -> f64 {

@@ -110,6 +110,11 @@ fn persist(tmp: tempfile::NamedTempFile, dst: &Path) -> Result<()> {
 }
 
 /// Encodes every line of `src` into `dst`.
+///
+/// Longer than the usual 80 lines on purpose: one read -> encode -> write
+/// loop whose state (the temporary outputs, the running offsets, counters
+/// and progress) lives across every chunk; cut into parts it would be
+/// passed around as a struct of exactly these locals.
 pub fn encode_file(
     enc: &Encoder,
     src: &[PathBuf],

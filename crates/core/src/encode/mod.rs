@@ -1,6 +1,7 @@
 //! Encoding and decoding with a trained model.
 //!
-//! * `encoder`: exact BPE encoding, one text or batches on threads.
+//! * `encoder`: exact BPE encoding of one text.
+//! * `batch`: many texts on threads.
 //! * `dropout`: BPE-dropout (sampled segmentations).
 //! * `decode`: ids back to bytes.
 //! * `file`: streaming files of any size into ids.
@@ -24,6 +25,7 @@
 //!   its own, so threads never contend.
 //! * Decoding reads one contiguous byte buffer plus an offsets array.
 
+mod batch;
 mod decode;
 pub mod dropout;
 mod encoder;

@@ -5,7 +5,9 @@
 //! * `counting`: word types from chunks, per the config.
 //! * `driver`: `train_from_counts`, the named steps from counts to a model.
 //! * `words`: the base vocabulary and word table per scheme.
-//! * `merge`: the O(M log N) merge loop.
+//! * `merge`: the O(M log N) merge loop. (Over 600 lines, and
+//!   `learn_merges` over 80: the lazy-heap loop and its proof are one
+//!   argument; another branch is rewriting it, so it moved unchanged.)
 //! * `extend`: resuming a model (replayed merges, external ids).
 //! * `superbpe`: the two-stage SuperBPE run.
 //! * `stats`: the typed record that becomes the model's metadata.
