@@ -107,8 +107,17 @@ def reference_pretokenize(text: str, preset: str = "gpt2") -> list[str]:
         if gap < len(text):
             pieces.append(text[gap:])
         return pieces
-    # custom regex: every match, text between matches dropped
-    return [m.group() for m in regex.finditer(preset, text) if m.group()]
+    # custom regex: every match, and the text between matches as pieces of its own
+    pieces, done = [], 0
+    for m in regex.finditer(preset, text):
+        if m.end() > m.start():
+            if m.start() > done:
+                pieces.append(text[done:m.start()])
+            pieces.append(m.group())
+            done = m.end()
+    if done < len(text):
+        pieces.append(text[done:])
+    return pieces
 
 
 # --------------------------------------------------------------------------

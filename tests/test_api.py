@@ -205,7 +205,7 @@ def test_pretokenize_presets() -> None:
     assert bpeforge.pretokenize("I'm 12345", "cl100k") == ["I", "'m", " ", "123", "45"]
     assert bpeforge.pretokenize(" a  b ", "whitespace") == ["a", "b"]
     assert bpeforge.pretokenize("a b", "none") == ["a b"]
-    assert bpeforge.pretokenize("ab12cd", r"\d+") == ["12"]
+    assert bpeforge.pretokenize("ab12cd", bpeforge.Regex(r"\d+")) == ["ab", "12", "cd"]  # gaps are pieces too
 
 
 def test_documents_and_separator_modes(tmp_path) -> None:

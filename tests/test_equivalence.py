@@ -196,7 +196,7 @@ def test_custom_regex_matches_oracle():
     corpus = ["ab12 cd-ef 12 ab ab", "x!y ab12ab", "\u4e2d\u6587 ab"]
     pat = r"\p{L}+|\p{N}+"
     ref = reference_train(corpus, 256 + 10, pretokenizer=pat, min_frequency=1)
-    tok = bpeforge.train_from_iterator(corpus, vocab_size=256 + 10, pretokenizer=pat, min_frequency=1,
+    tok = bpeforge.train_from_iterator(corpus, vocab_size=256 + 10, pretokenizer=bpeforge.Regex(pat), min_frequency=1,
                                        progress=False)
     assert_same_model(tok, ref)
 

@@ -38,7 +38,7 @@ CORPUS = CORPORA_DIR / "multi-200k.txt.xz"
 QUICK_LINES = 20_000
 TRAIN_LINES = 10_000
 SPECIALS = ["<|endoftext|>", "<|pad|>"]
-CUSTOM = r"\p{L}+|\p{N}"
+CUSTOM = bpeforge.Regex(r"\p{L}+|\p{N}")
 
 
 @lru_cache(maxsize=2)
@@ -213,9 +213,15 @@ def check_tiktoken_export(tok, texts, tmp_path):
     return ranks_path
 
 
-@pytest.mark.parametrize("preset", ["gpt2", "cl100k", "o200k", "none", "custom"])
+@pytest.mark.parametrize("preset", ["gpt2", "cl100k", "o200k", "none"])
 def test_tiktoken_export(texts, mixed, preset, tmp_path):
     check_tiktoken_export(_model(texts, "bytes", preset), mixed, tmp_path)
+
+
+def test_tiktoken_export_refuses_a_custom_regex(texts, tmp_path):
+    # bpeforge keeps the text between a custom regex's matches; tiktoken would drop it.
+    with pytest.raises(bpeforge.ParameterError, match="between the regex's matches"):
+        _model(texts, "bytes", "custom").to_tiktoken(tmp_path / "c.tiktoken")
 
 
 def test_tiktoken_export_files(texts, tmp_path):
@@ -685,7 +691,7 @@ def test_full_corpus_exports(request, tmp_path):
     for preset in BYTES_PRESETS:
         tok = _train(texts, "bytes", {"custom": CUSTOM}.get(preset, preset), vocab=32000)
         check_hf_export(tok, mixed, tmp_path, transformers=preset == "gpt2")
-        if preset != "whitespace":
+        if preset not in ("whitespace", "custom"):
             check_tiktoken_export(tok, mixed, tmp_path)
     for config in CHARS_CONFIGS:
         pre, *rest = config
@@ -716,3 +722,22 @@ def test_full_corpus_imports(request, tmp_path):
     _assert_same(ours, enc.encode_batch(mixed, allowed_special="all"), mixed, "tiktoken import, whole corpus")
     tok, ours, theirs = check_sp_import(_sp_source("whitespace", n=n, vocab=32000), texts)
     _assert_same(ours, theirs, texts, "sentencepiece import, whole corpus")
+
+
+def test_exporters_do_not_import_the_tokenizer_module() -> None:
+    """Tokenizer.to_* import the exporters at module level, so they (and what
+    they import in the package) must not import bpeforge._tokenizer at import
+    time, or the two would form an import cycle."""
+    import ast
+    import pathlib
+
+    pkg = pathlib.Path(interop.__file__).parent
+    below = ["_common", "huggingface_export", "tiktoken_export", "sentencepiece_export", "sentencepiece_proto"]
+    for name in below:
+        tree = ast.parse((pkg / f"{name}.py").read_text(encoding="utf-8"))
+        for node in tree.body:  # module-level statements; `if TYPE_CHECKING:` blocks are not run
+            if isinstance(node, ast.ImportFrom):
+                target = "." * node.level + (node.module or "")
+                assert target != ".._tokenizer", f"{name} imports bpeforge._tokenizer"
+                if node.level == 1 and node.module:
+                    assert node.module in below, f"{name} imports .{node.module}, which is not below _tokenizer"

@@ -309,7 +309,7 @@ def test_suffix_mode():
         ("whitespace", " a\tb\x1c c\u00a0d ", ["a", "b", "c", "d"]),
         ("none", "a b", ["a b"]),
         ("none", "", []),
-        (r"\p{L}+", "ab 12 cd", ["ab", "cd"]),
+        (r"\p{L}+", "ab 12 cd", ["ab", " 12 ", "cd"]),  # custom regexes keep the gaps
     ],
 )
 def test_pretokenize_hand_examples(preset, text, pieces):

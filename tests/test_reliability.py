@@ -721,9 +721,10 @@ def test_classic_redos_patterns_are_linear(pattern) -> None:
     the worst input in well under a second, in training and in encoding."""
     text = "a" * 500_000 + "x" * 500_000
     t = time.perf_counter()
-    bpeforge.pretokenize(text, pattern)
+    bpeforge.pretokenize(text, bpeforge.Regex(pattern))
     corpus = [text[:200_000], text[-200_000:], "xxy" * 100, "aab" * 100]
-    tok = bpeforge.train_from_iterator(corpus, vocab_size=300, pretokenizer=pattern, min_frequency=1, progress=False)
+    tok = bpeforge.train_from_iterator(corpus, vocab_size=300, pretokenizer=bpeforge.Regex(pattern), min_frequency=1,
+                                       progress=False)
     tok.encode(text)
     assert time.perf_counter() - t < 5
 
@@ -735,9 +736,9 @@ def test_backtracking_patterns_fail_clearly(pattern) -> None:
     text = "a" * 50_000
     t = time.perf_counter()
     with pytest.raises(InputError, match="gave up"):
-        bpeforge.pretokenize(text, pattern)
+        bpeforge.pretokenize(text, bpeforge.Regex(pattern))
     with pytest.raises(InputError, match="gave up"):
-        bpeforge.train_from_iterator([text], vocab_size=300, pretokenizer=pattern, progress=False)
+        bpeforge.train_from_iterator([text], vocab_size=300, pretokenizer=bpeforge.Regex(pattern), progress=False)
     tok = bpeforge.Tokenizer.from_json(json.dumps(model_doc(pretokenizer={"type": "regex", "pattern": pattern})))
     with pytest.raises(InputError, match="gave up"):
         tok.encode(text)
@@ -761,7 +762,7 @@ def test_backtrack_budget_bounds_a_whole_text(pattern, n) -> None:
     here, growing without bound (Ctrl-C does not stop training meanwhile)."""
     t = time.perf_counter()
     try:
-        bpeforge.pretokenize("a" * n, pattern)
+        bpeforge.pretokenize("a" * n, bpeforge.Regex(pattern))
     except InputError:
         pass
     # the engine's stated budget is 0.25 s + 1 s/MiB per text; allow for a noisy machine

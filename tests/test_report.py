@@ -113,6 +113,50 @@ def test_partial_utf8_is_bytes() -> None:
     assert rp.char_script("\u0301") is None  # combining: takes its base's script
 
 
+def _regex_scripts(text: str, names: set[str]) -> list[str | None]:
+    """The Script property of each character of ``text`` by the ``regex``
+    module's ``\\p{Script=..}`` (its own Unicode tables)."""
+    regex = pytest.importorskip("regex")
+    out: list[str | None] = [None] * len(text)
+    for name in names:
+        for m in regex.finditer(rf"\p{{Script={name}}}+", text):
+            out[m.start() : m.end()] = [name] * (m.end() - m.start())
+    return out
+
+
+def test_script_property_matches_regex_module() -> None:
+    """The engine's Script property (report's char_script) equals the
+    ``regex`` module's on every character assigned in Python's Unicode
+    version, the shared corpus slice and characters whose names mislead."""
+    import unicodedata
+
+    from bpeforge import _native
+    from conftest import _read_slice
+
+    assigned = "".join(chr(c) for c in range(0x110000) if unicodedata.category(chr(c)) not in ("Cn", "Co", "Cs"))
+    tricky = ("\u0301\u064e\u0951\u3099"  # Inherited marks (Latin, Arabic, Devanagari, kana combining)
+              "\u30fc\uff70\u3005\u3006\u3007"  # prolonged sound marks (Common), ideographic iteration/zero
+              "\u3041\u30a1\uff76\u4e2d\U00020000"  # Hiragana, Katakana, halfwidth, Han (BMP, ext. B)
+              "\u207f\u02b7\u02c7\u212a\u2126\U0001d400"  # superscript n, modifier w, caron, Kelvin, Ohm, math A
+              "\u0966\u0660\u060c\u1401\u13a0 1,")  # digits and comma of scripts, syllabics, Cherokee, Common
+    text = assigned + "".join(_read_slice(2000)) + tricky
+    ours = _native.script_of(text)
+    assert "Unknown" not in ours[: len(assigned)]
+    assert ours == _regex_scripts(text, set(ours))
+
+
+@pytest.mark.parametrize(
+    "ch, script",
+    [("\u207f", "Latin"), ("\u02b7", "Latin"), ("\u02c7", "Common"), ("\u30fc", "Common"), ("\u064e", None),
+     ("\u212a", "Latin"), ("\u2126", "Greek"), ("\U0001d400", "Common"), ("\u0966", "Common"), ("\u3005", "Han")],
+)
+def test_char_script_uses_the_script_property(ch: str, script: str | None) -> None:
+    """Where the old name-based guess was wrong (U+207F SUPERSCRIPT LATIN SMALL
+    LETTER N was "Superscript", U+02B7 MODIFIER LETTER SMALL W "Common", U+02C7
+    CARON "Caron", U+212A KELVIN SIGN "Kelvin"); digits stay Common (no letters)."""
+    assert rp.char_script(ch) == script
+
+
 # ---- progress CSV -----------------------------------------------------------
 
 

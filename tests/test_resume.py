@@ -108,10 +108,9 @@ def test_min_word_count_prunes(corpus_file) -> None:
 
 
 def _args(vocab_size: int) -> dict:
-    from bpeforge._tokenizer import _train_args
+    from bpeforge.options import TrainOptions
 
-    return _train_args(vocab_size=vocab_size, scheme="bytes", pretokenizer="gpt2", special_tokens=(), min_frequency=2,
-                       max_token_length=None, threads=1, character_coverage=1.0, end_of_word_suffix=None, unk_token="<unk>")
+    return TrainOptions(vocab_size=vocab_size, threads=1).engine_args()
 
 
 @pytest.mark.parametrize("shards", [1, 2, 5])

@@ -30,6 +30,7 @@ from .errors import (
     TrainingError,
 )
 from .interop import from_huggingface, from_sentencepiece, from_tiktoken
+from .options import Regex, TrainOptions
 
 
 def sample_corpus() -> _Path:
@@ -45,6 +46,8 @@ __all__ = [
     "train_from_iterator",
     "load",
     "pretokenize",
+    "Regex",
+    "TrainOptions",
     "sample_corpus",
     "from_huggingface",
     "from_tiktoken",

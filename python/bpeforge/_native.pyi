@@ -5,7 +5,7 @@ from collections.abc import Iterable
 from os import PathLike
 from typing import Any, final
 
-__all__ = ["train_files", "train_iterator", "count_files", "train_counts", "pretokenize", "default_threads", "train_option_names", "NativeTokenizer", "__version__"]
+__all__ = ["train_files", "train_iterator", "count_files", "train_counts", "pretokenize", "default_threads", "train_option_names", "script_of", "NativeTokenizer", "__version__"]
 __version__: str
 
 def train_files(paths: list[str], args: dict[str, Any], progress: str) -> NativeTokenizer: ...
@@ -15,6 +15,7 @@ def train_counts(parts: list[bytes], args: dict[str, Any], progress: str, inputs
 def pretokenize(text: str, preset: str = "gpt2") -> list[str]: ...
 def default_threads() -> int: ...
 def train_option_names() -> list[str]: ...
+def script_of(text: str) -> list[str]: ...
 
 @final
 class NativeTokenizer:

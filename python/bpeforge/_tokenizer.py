@@ -13,6 +13,10 @@ from typing import TYPE_CHECKING, Any, Literal, Union
 
 from . import _native
 from .errors import ParameterError
+from ._bytelevel import token_text
+from ._offsets import token_offsets
+from .interop import huggingface_export, sentencepiece_export, tiktoken_export
+from .options import Regex, TrainOptions, check_pretokenizer, option_docs, paths
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
@@ -31,39 +35,6 @@ def _progress_arg(progress: bool | str) -> str:
     if isinstance(progress, str):
         return progress
     raise ParameterError(f"progress must be True, False, 'auto', 'human', 'json' or 'off', got {progress!r}")
-
-
-def _paths(files: PathLike | Sequence[PathLike]) -> list[str]:
-    if isinstance(files, (str, os.PathLike)):
-        return [os.fspath(files)]
-    try:
-        paths = [os.fspath(f) for f in files]
-    except TypeError as e:
-        raise ParameterError(f"files must be a path or a list of paths, got {files!r}") from e
-    if not paths:
-        raise ParameterError("files is empty: give at least one input file")
-    return paths
-
-
-def _check_common(vocab_size: int, min_frequency: int, max_token_length: int | None, threads: int | None) -> None:
-    if isinstance(vocab_size, bool) or not isinstance(vocab_size, int) or vocab_size <= 0:
-        raise ParameterError(f"vocab_size must be a positive integer, got {vocab_size!r}")
-    if isinstance(min_frequency, bool) or not isinstance(min_frequency, int) or min_frequency < 0:
-        raise ParameterError(f"min_frequency must be a non-negative integer, got {min_frequency!r}")
-    if max_token_length is not None and (not isinstance(max_token_length, int) or max_token_length < 1):
-        raise ParameterError(f"max_token_length must be a positive integer or None, got {max_token_length!r}")
-    if threads is not None and (not isinstance(threads, int) or threads < 1):
-        raise ParameterError(f"threads must be a positive integer or None (all cores), got {threads!r}")
-
-
-def _special_list(special_tokens: Iterable[str]) -> list[str]:
-    if isinstance(special_tokens, str):
-        raise ParameterError(f"special_tokens must be a list of strings, not one string ({special_tokens!r})")
-    out = list(special_tokens)
-    for t in out:
-        if not isinstance(t, str):
-            raise ParameterError(f"special_tokens must be strings, got {t!r}")
-    return out
 
 
 def train(
@@ -107,71 +78,9 @@ def train(
 
     Args:
         files: a path or a list of paths.
-        vocab_size: total vocabulary size: special tokens + base symbols + merges.
-        scheme: ``"bytes"`` (256 byte symbols, lossless) or ``"chars"``
-            (Unicode characters with SentencePiece's ``▁`` boundary marker).
-        pretokenizer: ``"gpt2"``, ``"cl100k"``, ``"o200k"``, ``"whitespace"``,
-            ``"none"``, or a custom regex whose matches are the pieces.
-        special_tokens: strings that are never split or merged; they get the
-            first ids, in the order given.
-        min_frequency: stop when the best pair occurs fewer times than this.
-        max_token_length: longest merged token, in bytes (None: no limit).
-        threads: counting threads (None: all cores). The result never
-            depends on it.
         progress: True (a live line on terminals, JSON lines otherwise),
             False, or one of "human", "json", "off".
-        character_coverage: chars scheme: share of character occurrences the
-            alphabet must cover; rarer characters become ``unk_token``.
-        end_of_word_suffix: chars scheme: mark word ends with this suffix
-            (e.g. ``"</w>"``, as subword-nmt) instead of the ``▁`` prefix.
-        unk_token: chars scheme: the token for characters outside the alphabet.
-        min_word_count: drop word types seen fewer times than this after
-            counting (1 keeps all): less memory and merge time on huge
-            corpora, at the cost of merges that only rare words would get.
-        resume_from: a model (or its path) to continue to ``vocab_size``: the
-            merges equal one straight run to ``vocab_size``. Its scheme,
-            pre-tokenizer, special tokens and alphabet are kept (and every
-            old id stays the same), so it also extends a vocabulary with new
-            data. Imported models (``bpeforge.interop``) keep their own ids;
-            their new tokens get the ids after the largest one in use (or in
-            the source file), and ``vocab_size`` counts ids, so
-            ``vocab_size=old.vocab_size + N`` learns N new tokens.
-        checkpoint_path: save the model there every ``checkpoint_every``
-            merges and when interrupted; restart with ``resume_from``.
-        superbpe_transition: train SuperBPE (Liu et al., 2025): ordinary BPE
-            with ``pretokenizer`` up to this vocabulary size, then merges
-            that may span several words (stage 2 pre-tokenizer
-            ``"superword"``), with at most ``superbpe_max_words`` words per
-            token and, with ``superbpe_colon_rule``, no token spanning ": ".
-            Bytes scheme only. The model encodes with the stage-2
-            pre-tokenizer, exactly as trained.
-        langs: language-balanced training: one file of language tags per
-            input file, one tag per line (``.xz``/``.gz`` ok), or
-        file_languages: one tag per input file. With ``temperature=T``,
-            each language's share of lines p becomes p^(1/T) (normalised):
-            low-resource languages weigh more, and no line is dropped
-            (every word type keeps a count of at least 1).
-        max_premium: parity balancing (with ``langs`` or
-            ``file_languages``): a language's *premium* is the reference
-            language's bytes per token divided by its own. Starting from the
-            temperature weights, the vocabulary is trained, every language's
-            premium is measured on its own training text, and languages
-            above ``max_premium`` get more weight (at most
-            ``balance_max_lift`` times; no language ever gets less than it
-            started with); up to ``balance_rounds``
-            retrainings, stopping early once no language is above. Costs
-            one merge loop per round, never a second pass over the corpus.
-            ``language_balance`` in the metadata records every round.
-        balance_rounds: reweighting rounds for ``max_premium`` (0-20).
-        premium_reference: the reference language (default: the one with
-            the most bytes).
-        balance_min_lines: languages with fewer lines keep their weight
-            (too little text to measure reliably).
-        balance_max_lift: the most a language's weight is multiplied by
-            (default 16): a language that needs more gains little per merge
-            it takes from all the others.
-        progress_csv: write ``merge,pair_count,elapsed_s`` rows live while
-            merging (``bpeforge report --progress-csv`` draws them).
+{options}
 
     Returns:
         The trained :class:`Tokenizer`. Its ``metadata`` records the inputs,
@@ -183,8 +92,8 @@ def train(
         >>> tok.decode(tok.encode("hello world"))
         'hello world'
     """
-    args = _train_args(**{k: v for k, v in locals().items() if k not in ("files", "progress")})
-    return Tokenizer(_native.train_files(_paths(files), args, _progress_arg(progress)))
+    options = TrainOptions(**_keywords(locals(), "files", "progress"))
+    return Tokenizer(_native.train_files(paths(files), options.engine_args(), _progress_arg(progress)))
 
 
 def train_from_iterator(
@@ -223,103 +132,16 @@ def train_from_iterator(
     """
     if isinstance(texts, (str, bytes)):
         raise ParameterError("texts must be an iterable of str, not a single string (wrap it in a list)")
-    args = _train_args(**{k: v for k, v in locals().items() if k not in ("texts", "progress")})
-    return Tokenizer(_native.train_iterator(texts, args, _progress_arg(progress)))
+    options = TrainOptions(**_keywords(locals(), "texts", "progress"))
+    return Tokenizer(_native.train_iterator(texts, options.engine_args(), _progress_arg(progress)))
 
 
-def _train_args(
-    *,
-    vocab_size: int,
-    scheme: str,
-    pretokenizer: str,
-    special_tokens: Iterable[str],
-    min_frequency: int,
-    max_token_length: int | None,
-    threads: int | None,
-    character_coverage: float,
-    end_of_word_suffix: str | None,
-    unk_token: str,
-    documents: bool = False,
-    separator: str | None = None,
-    min_word_count: int = 1,
-    resume_from: PathLike | Tokenizer | None = None,
-    checkpoint_path: PathLike | None = None,
-    checkpoint_every: int = 1000,
-    superbpe_transition: int | None = None,
-    superbpe_max_words: int = 4,
-    superbpe_colon_rule: bool = True,
-    langs: PathLike | Sequence[PathLike] | None = None,
-    file_languages: Sequence[str] | None = None,
-    temperature: float = 1.0,
-    max_premium: float | None = None,
-    balance_rounds: int = 3,
-    premium_reference: str | None = None,
-    balance_min_lines: int = 500,
-    balance_max_lift: float = 16.0,
-    progress_csv: PathLike | None = None,
-) -> dict[str, Any]:
-    """Checks the training keywords and packs them for the engine."""
-    _check_common(vocab_size, min_frequency, max_token_length, threads)
-    if isinstance(min_word_count, bool) or not isinstance(min_word_count, int) or min_word_count < 1:
-        raise ParameterError(f"min_word_count must be a positive integer, got {min_word_count!r}")
-    if superbpe_transition is not None and (isinstance(superbpe_transition, bool) or not isinstance(superbpe_transition, int)
-                                            or superbpe_transition < 1):
-        raise ParameterError(f"superbpe_transition must be a positive integer or None, got {superbpe_transition!r}")
-    if isinstance(superbpe_max_words, bool) or not isinstance(superbpe_max_words, int) or superbpe_max_words < 0:
-        raise ParameterError(f"superbpe_max_words must be a non-negative integer (0: no limit), got {superbpe_max_words!r}")
-    if isinstance(temperature, bool) or not isinstance(temperature, (int, float)) or not temperature > 0:
-        raise ParameterError(f"temperature must be a positive number, got {temperature!r}")
-    if max_premium is not None and (isinstance(max_premium, bool) or not isinstance(max_premium, (int, float))
-                                    or not 1.0 < max_premium < float("inf")):
-        raise ParameterError(f"max_premium must be a number above 1 (e.g. 1.2) or None, got {max_premium!r}")
-    if isinstance(balance_rounds, bool) or not isinstance(balance_rounds, int) or not 0 <= balance_rounds <= 20:
-        raise ParameterError(f"balance_rounds must be an integer from 0 to 20, got {balance_rounds!r}")
-    if premium_reference is not None and (not isinstance(premium_reference, str) or not premium_reference.strip()):
-        raise ParameterError(f"premium_reference must be a language tag or None, got {premium_reference!r}")
-    if isinstance(balance_min_lines, bool) or not isinstance(balance_min_lines, int) or balance_min_lines < 0:
-        raise ParameterError(f"balance_min_lines must be a non-negative integer, got {balance_min_lines!r}")
-    if (isinstance(balance_max_lift, bool) or not isinstance(balance_max_lift, (int, float))
-            or not 1.0 <= balance_max_lift <= 1024.0):
-        raise ParameterError(f"balance_max_lift must be a number from 1 to 1024, got {balance_max_lift!r}")
-    if isinstance(file_languages, str):
-        raise ParameterError("file_languages must be a list of language tags, one per input file")
-    if isinstance(checkpoint_every, bool) or not isinstance(checkpoint_every, int) or checkpoint_every < 1:
-        raise ParameterError(f"checkpoint_every must be a positive integer, got {checkpoint_every!r}")
-    resume_json: bytes | None = None
-    if isinstance(resume_from, Tokenizer):
-        resume_json = resume_from.to_json().encode("utf-8")
-    elif resume_from is not None:
-        resume_json = load(resume_from).to_json().encode("utf-8")
-    return {
-        "vocab_size": vocab_size,
-        "scheme": scheme,
-        "pretokenizer": pretokenizer,
-        "special_tokens": _special_list(special_tokens),
-        "min_frequency": min_frequency,
-        "max_token_length": max_token_length,
-        "threads": threads,
-        "character_coverage": float(character_coverage),
-        "end_of_word_suffix": end_of_word_suffix,
-        "unk_token": unk_token,
-        "documents": bool(documents),
-        "separator": separator,
-        "min_word_count": min_word_count,
-        "resume_from": resume_json,
-        "checkpoint_path": os.fspath(checkpoint_path) if checkpoint_path is not None else None,
-        "checkpoint_every": checkpoint_every,
-        "superbpe_transition": superbpe_transition,
-        "superbpe_max_words": int(superbpe_max_words),
-        "superbpe_colon_rule": bool(superbpe_colon_rule),
-        "langs": _paths(langs) if langs is not None else None,
-        "file_languages": list(file_languages) if file_languages is not None else None,
-        "temperature": float(temperature),
-        "max_premium": float(max_premium) if max_premium is not None else None,
-        "balance_rounds": balance_rounds,
-        "premium_reference": premium_reference,
-        "balance_min_lines": balance_min_lines,
-        "balance_max_lift": float(balance_max_lift),
-        "progress_csv": os.fspath(progress_csv) if progress_csv is not None else None,
-    }
+def _keywords(call: dict[str, Any], *skip: str) -> dict[str, Any]:
+    """A call's training keywords (its ``locals()`` less the named arguments)."""
+    return {k: v for k, v in call.items() if k not in skip}
+
+
+train.__doc__ = (train.__doc__ or "").replace("{options}", option_docs())
 
 
 def load(path: PathLike) -> Tokenizer:
@@ -331,14 +153,15 @@ def load(path: PathLike) -> Tokenizer:
     return Tokenizer(_native.NativeTokenizer.load(os.fspath(path)))
 
 
-def pretokenize(text: str, preset: str = "gpt2") -> list[str]:
-    """The pieces a pre-tokenizer cuts ``text`` into (no special-token handling).
+def pretokenize(text: str, preset: str | Regex = "gpt2") -> list[str]:
+    """The pieces a pre-tokenizer cuts ``text`` into (no special-token handling):
+    ``preset`` is a preset name or a :class:`bpeforge.Regex`, as in :func:`train`.
 
     Example:
         >>> pretokenize("Hello   world!")
         ['Hello', '  ', ' world', '!']
     """
-    return _native.pretokenize(text, preset)
+    return _native.pretokenize(text, check_pretokenizer(preset))
 
 
 class Tokenizer:
@@ -349,12 +172,14 @@ class Tokenizer:
     learned. A Tokenizer is immutable and safe to share between threads.
     """
 
-    __slots__ = ("_native", "_merges", "_specials")
+    __slots__ = ("_native", "_merges", "_specials", "_lengths", "_texts")
 
     def __init__(self, native: _native.NativeTokenizer) -> None:
         self._native = native
         self._merges: list[tuple[bytes, bytes]] | None = None
         self._specials = {t: i for i, t in enumerate(native.special_tokens)}
+        self._lengths: list[int] | None = None
+        self._texts: list[str] | None = None
 
     # ---- properties -------------------------------------------------------
     @property
@@ -413,6 +238,39 @@ class Tokenizer:
             token = token.encode("utf-8")
         return self._native.token_to_id(token)
 
+    def get_vocab(self) -> dict[str, int]:
+        """Every token as text, with its id (as Hugging Face's ``get_vocab``):
+        byte-level tokens in GPT-2's printable alphabet (``" the"`` is
+        ``"Ġthe"``, as in an exported ``tokenizer.json``), chars-scheme tokens
+        as they are (``"▁the"``). Special tokens as their text."""
+        specials = {i: t for t, i in self._specials.items()}
+        if self.scheme == "bytes":
+            return {specials.get(i) or token_text(t): i for i, t in self._vocab_items()}
+        return {t.decode("utf-8", "replace"): i for i, t in self._vocab_items()}
+
+    def get_vocab_bytes(self) -> dict[bytes, int]:
+        """Every token's bytes, with its id (special tokens as their UTF-8)."""
+        return {t: i for i, t in self._vocab_items()}
+
+    def _vocab_items(self) -> list[tuple[int, bytes]]:
+        return [(i, t) for i in range(self.vocab_size) if (t := self._native.id_to_token(i)) is not None]
+
+    def _token_lengths(self) -> list[int]:
+        """Bytes per token, by id (cached: offsets need it per call)."""
+        if self._lengths is None:
+            self._lengths = [len(t) for t in self._native.tokens()]
+        return self._lengths
+
+    def _token_texts(self) -> list[str]:
+        """Tokens as text by id (chars scheme; byte-level as raw bytes read as Latin-1)."""
+        if self._texts is None:
+            enc = "utf-8" if self.scheme == "chars" else "latin-1"
+            self._texts = [t.decode(enc, "replace") for t in self._native.tokens()]
+        return self._texts
+
+    def _scheme_settings(self) -> dict[str, Any]:
+        return json.loads(self._native.scheme_json)
+
     # ---- encoding ---------------------------------------------------------
     def _rules(self, allowed_special: SpecialSet, disallowed_special: SpecialSet) -> tuple[list[int], list[int]]:
         names = self._specials
@@ -467,6 +325,36 @@ class Tokenizer:
         allowed, disallowed = self._rules(allowed_special, disallowed_special)
         return self._native.encode(text, allowed, disallowed, p, s)
 
+    def encode_with_offsets(
+        self,
+        text: str,
+        *,
+        allowed_special: SpecialSet = (),
+        disallowed_special: SpecialSet = "all",
+        unit: Literal["chars", "bytes"] = "chars",
+    ) -> tuple[list[int], list[tuple[int, int]]]:
+        """Encode ``text`` and say where each token comes from.
+
+        Returns ``(ids, offsets)``: ``text[start:end]`` holds the characters
+        token ``k`` was made from, for ``(start, end) = offsets[k]`` (UTF-8
+        byte offsets with ``unit="bytes"``). A byte-level token holding only
+        part of a character spans the whole character; a word's ``▁`` stands
+        for the whitespace before it. These are the offsets Hugging Face
+        ``tokenizers`` gives for this model's ``to_huggingface`` export.
+        Special tokens as in :meth:`encode`.
+
+        Example:
+            >>> tok = train_from_iterator(["ab ab ab"], vocab_size=258, progress=False)
+            >>> tok.encode_with_offsets("ab ab")[1]
+            [(0, 2), (2, 5)]
+        """
+        if unit not in ("chars", "bytes"):
+            raise ParameterError(f"unit must be 'chars' or 'bytes', got {unit!r}")
+        ids = self.encode(text, allowed_special=allowed_special, disallowed_special=disallowed_special)
+        allowed_ids = set(self._rules(allowed_special, disallowed_special)[0]) if self._specials else set()
+        allowed = [t for t, i in self._specials.items() if i in allowed_ids]
+        return ids, token_offsets(self, text, ids, allowed, unit)
+
     def encode_ordinary(self, text: str) -> list[int]:
         """Encode ``text`` treating special-token text as ordinary text."""
         if not isinstance(text, str):
@@ -500,7 +388,7 @@ class Tokenizer:
             raise ParameterError(f"threads must be a positive integer or None, got {threads!r}")
         allowed, disallowed = self._rules(allowed_special, disallowed_special) if self._specials else (None, None)
         lines, tokens, nbytes, seconds, id_bytes = self._native.encode_file(
-            _paths(src), os.fspath(dst), format, threads, allowed, disallowed, _progress_arg(progress)
+            paths(src), os.fspath(dst), format, threads, allowed, disallowed, _progress_arg(progress)
         )
         return {"lines": lines, "tokens": tokens, "bytes": nbytes, "seconds": seconds, "id_bytes": id_bytes}
 
@@ -618,36 +506,63 @@ class Tokenizer:
             text = text.encode("utf-8")
         return cls(_native.NativeTokenizer.from_json(text))
 
-    # ---- interoperability (implemented in bpeforge.interop) ---------------
+    # ---- interoperability (bpeforge.interop's exporters, which do not import this module) ----
     def to_huggingface(self, path: PathLike) -> str:
         """Write a Hugging Face ``tokenizer.json`` giving this model's ids
         (see :func:`bpeforge.interop.to_huggingface`). Returns the file written."""
-        from . import interop
-
-        return interop.to_huggingface(self, path)
+        return huggingface_export.to_huggingface(self, path)
 
     def to_tiktoken(self, path: PathLike, *, name: str | None = None) -> tuple[str, str]:
         """Write a ``.tiktoken`` rank file and ``path + ".json"`` (pattern,
         special tokens); load them with :func:`bpeforge.interop.tiktoken_encoding`.
         Bytes scheme only. Returns both paths."""
-        from . import interop
-
-        return interop.to_tiktoken(self, path, name=name)
+        return tiktoken_export.to_tiktoken(self, path, name=name)
 
     def to_sentencepiece(
         self, path: PathLike, *, whitespace: str = "all", control_tokens: Collection[str] | None = None
     ) -> str:
         """Write a SentencePiece BPE ``.model`` (chars scheme, ``whitespace`` or
         ``none`` pre-tokenizer; see :func:`bpeforge.interop.to_sentencepiece`)."""
-        from . import interop
+        return sentencepiece_export.to_sentencepiece(self, path, whitespace=whitespace, control_tokens=control_tokens)
 
-        return interop.to_sentencepiece(self, path, whitespace=whitespace, control_tokens=control_tokens)
+    # ---- Python conventions ------------------------------------------------
+    def __reduce__(self) -> tuple[Any, tuple[bytes]]:
+        # Pickled as the model file's own JSON: the same validation on load,
+        # and a pickle that any later version able to read the file can load.
+        return (_from_model_json, (self._native.to_json(),))
+
+    def __copy__(self) -> Tokenizer:
+        return self  # immutable
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Tokenizer:
+        return self  # immutable: a copy could never differ
+
+    def _identity(self) -> bytes:
+        """The model without its metadata (what decides every id)."""
+        model = json.loads(self._native.to_json())
+        model.pop("metadata", None)
+        return json.dumps(model, sort_keys=True).encode("utf-8")
+
+    def __eq__(self, other: object) -> bool:
+        """Equal when they encode and decode alike: same settings, tokens, ids
+        and merges; training metadata (timings, inputs) is not compared."""
+        if not isinstance(other, Tokenizer):
+            return NotImplemented
+        return self is other or self._identity() == other._identity()
+
+    def __hash__(self) -> int:
+        return hash(self._identity())
 
     def __len__(self) -> int:
         return self.vocab_size
 
     def __repr__(self) -> str:
         return f"Tokenizer(scheme={self.scheme!r}, pretokenizer={self.pretokenizer!r}, vocab_size={self.vocab_size})"
+
+
+def _from_model_json(data: bytes) -> Tokenizer:
+    """Unpickles a :class:`Tokenizer` (see ``Tokenizer.__reduce__``)."""
+    return Tokenizer(_native.NativeTokenizer.from_json(data))
 
 
 def _dropout_args(dropout: float, seed: int | None) -> tuple[float | None, int]:

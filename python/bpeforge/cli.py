@@ -7,21 +7,25 @@ status, never a traceback: 1 for bad input or settings, 130 for Ctrl-C.
 from __future__ import annotations
 
 import argparse
-import bz2
-import gzip
 import io
 import json
-import lzma
 import os
 import sys
 import time
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import IO, Any
 
+from pathlib import Path
+
 from . import __version__, sample_corpus
+from ._display import show_token
+from ._io import open_text, write_atomic
 from ._tokenizer import Tokenizer, load, train
 from .errors import BpeforgeError, ParameterError
+from .options import TrainOptions
+from .options import add_cli_arguments as add_train_options
+from .options import from_cli as options_from_cli
 
 BATCH_LINES = 8192
 
@@ -30,15 +34,7 @@ def _open_text(path: str | None) -> IO[str]:
     """Open an input for reading text lines; '-' or None is stdin."""
     if path is None or path == "-":
         return io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="strict", newline="\n")
-    low = path.lower()
-    opener: Any = open
-    if low.endswith(".gz"):
-        opener = gzip.open
-    elif low.endswith(".xz"):
-        opener = lzma.open
-    elif low.endswith(".bz2"):
-        opener = bz2.open
-    return opener(path, "rt", encoding="utf-8", newline="\n")
+    return open_text(path)
 
 
 def _lines(handle: IO[str], name: str) -> Iterator[str]:
@@ -66,84 +62,73 @@ def _batches(it: Iterator[str], n: int) -> Iterator[list[str]]:
         yield batch
 
 
-def _out(path: str | None) -> tuple[IO[str], str | None]:
-    """Output stream; a file is written to a temp name and renamed on success."""
+def _write_output(path: str | None, emit: Callable[[IO[str]], None]) -> None:
+    """Run ``emit`` on stdout ('-' or None), or on a file written atomically:
+    it appears only if ``emit`` finishes."""
     if path is None or path == "-":
-        return sys.stdout, None
-    tmp = f"{path}.tmp-{os.getpid()}"
-    try:
-        return open(tmp, "w", encoding="utf-8", newline="\n"), tmp
-    except OSError as e:
-        raise ParameterError(f"cannot write {path}: {e.strerror}") from e
-
-
-def _finish_out(handle: IO[str], tmp: str | None, path: str | None, ok: bool) -> None:
-    if tmp is None:
-        handle.flush()
+        emit(sys.stdout)
+        sys.stdout.flush()
         return
-    handle.close()
-    if ok and path is not None:
-        os.replace(tmp, path)
-    else:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
+    write_atomic(path, emit, text=True)
+
+
+def _train_options(args: argparse.Namespace, demo: bool) -> TrainOptions:
+    """The training options of a ``bpeforge train`` command line (one list:
+    :mod:`bpeforge.options`); the CLI adds only what follows from its own
+    flags: the sample's vocabulary size, and checkpoints written to --output."""
+    extra: dict[str, Any] = {}
+    if demo and not hasattr(args, "vocab_size"):
+        extra["vocab_size"] = 2000
+    if hasattr(args, "checkpoint_every"):
+        if not args.output:
+            raise ParameterError("--checkpoint-every needs --output (the checkpoint is written there)")
+        extra["checkpoint_path"] = args.output
+    return options_from_cli(args, **extra)
 
 
 def cmd_train(args: argparse.Namespace) -> int:
-    if getattr(args, "ray", None) is not None:  # --ray [ADDRESS]: bpeforge.distributed
-        from .distributed import cli_train
-
-        return cli_train(args)
     inputs: list[str] = args.inputs
     demo = not inputs
+    if demo and args.output:
+        # An unset variable ($CORPUS) must not train the demo into a real path.
+        raise ParameterError("no INPUT files given: name the text to train on (the bundled demo runs only "
+                             "without --output)")
     if demo:
         inputs = [str(sample_corpus())]
-        vocab_size = args.vocab_size or 2000
         print(f"No input given: training on the bundled sample corpus ({inputs[0]}).", file=sys.stderr)
-    else:
-        vocab_size = args.vocab_size or 32000
-    if args.checkpoint_every and not args.output:
-        raise ParameterError("--checkpoint-every needs --output (the checkpoint is written there)")
+    options = _train_options(args, demo)
     progress = "off" if args.quiet else args.progress
     t0 = time.perf_counter()
-    tok = train(
-        inputs,
-        vocab_size=vocab_size,
-        scheme=args.scheme,
-        pretokenizer=args.pretokenizer,
-        special_tokens=args.special_token or (),
-        min_frequency=args.min_frequency,
-        max_token_length=args.max_token_length,
-        threads=args.threads,
-        progress=progress,
-        character_coverage=args.character_coverage,
-        end_of_word_suffix=args.end_of_word_suffix,
-        unk_token=args.unk_token,
-        documents=args.documents,
-        separator=args.separator,
-        min_word_count=args.min_word_count,
-        resume_from=args.resume,
-        checkpoint_path=args.output if args.checkpoint_every else None,
-        checkpoint_every=args.checkpoint_every or 1000,
-        superbpe_transition=args.superbpe_transition,
-        superbpe_max_words=args.superbpe_max_words,
-        langs=args.langs,
-        temperature=args.temperature,
-        max_premium=args.max_premium,
-        balance_rounds=args.balance_rounds,
-        premium_reference=args.premium_reference,
-        balance_min_lines=args.balance_min_lines,
-        balance_max_lift=args.balance_max_lift,
-        progress_csv=args.progress_csv,
-    )
+    if args.ray is not None:  # --ray [ADDRESS]: count on a Ray cluster
+        from . import distributed
+
+        tok = distributed.train(inputs, address=_ray_address(args.ray), shard_bytes=_shard_bytes(args),
+                                progress=progress, **options.non_default())
+    else:
+        tok = train(inputs, progress=progress, **options.non_default())
     wall = time.perf_counter() - t0
     if args.output:
         tok.save(args.output)
     if not args.quiet or demo:
         _print_summary(tok, inputs, wall, args.output, sample=demo)
     return 0
+
+
+def _ray_address(value: str) -> str | None:
+    """``--ray`` alone is None; an existing file is an input given after
+    ``--ray`` by mistake."""
+    if value == "":
+        return None
+    if os.path.isfile(value) and ":" not in value and value not in ("auto", "local"):
+        raise ParameterError(
+            f"--ray took {value!r} as the Ray address, but it is a file: put --ray after the "
+            "inputs, or write --ray=ADDRESS (e.g. --ray=auto)"
+        )
+    return value
+
+
+def _shard_bytes(args: argparse.Namespace) -> int:
+    return max(1, int(args.shard_mb * (1 << 20)))
 
 
 def _print_summary(tok: Tokenizer, inputs: list[str], wall: float, output: str | None, sample: bool) -> None:
@@ -160,17 +145,12 @@ def _print_summary(tok: Tokenizer, inputs: list[str], wall: float, output: str |
     if merges:
         counts = tok.merge_counts
         w(f"  pair counts: first {counts[0]}, last {counts[-1]}\n")
-    if sample:
-        with open(inputs[0], encoding="utf-8") as f:
-            lines = [next(f).rstrip("\n") for _ in range(3)]
-        for line in lines:
-            ids = tok.encode_ordinary(line)
-            pieces = [tok.decode_bytes([i]).decode("utf-8", "replace") for i in ids[:12]]
-            w(f"  {len(line.encode())} bytes -> {len(ids)} tokens: {' | '.join(pieces)}{' ...' if len(ids) > 12 else ''}\n")
     if output:
         w(f"  saved to {output}\n")
-    elif sample:
-        w("  (not saved; pass --output MODEL.json to keep it, or give your own INPUT files)\n")
+    if sample:
+        from . import _demo
+
+        w("\n".join(_demo.show(tok, Path(inputs[0]))) + "\n")
 
 
 def _special_mode(tok: Tokenizer, mode: str) -> dict[str, Any]:
@@ -184,10 +164,8 @@ def _special_mode(tok: Tokenizer, mode: str) -> dict[str, Any]:
 
 
 def cmd_encode(args: argparse.Namespace) -> int:
-    if getattr(args, "ray", None) is not None:  # --ray [ADDRESS]: bpeforge.distributed
-        from .distributed import cli_encode
-
-        return cli_encode(args)
+    if args.ray is not None:  # --ray [ADDRESS]: bpeforge.distributed
+        return _encode_on_ray(args)
     if getattr(args, "more_inputs", None):
         raise ParameterError("several INPUT files need --ray (or encode them one at a time)")
     tok = load(args.model)
@@ -205,18 +183,44 @@ def cmd_encode(args: argparse.Namespace) -> int:
         raise ParameterError("--format npy/bin needs an INPUT file and an --output file")
     name = args.input or "<stdin>"
     handle = _open_text(args.input)
-    out, tmp = _out(args.output)
-    ok = False
-    try:
+
+    def emit(out: IO[str]) -> None:
         for batch in _batches(_lines(handle, name), BATCH_LINES):
             extra: dict[str, Any] = {"dropout": args.dropout, "seed": args.seed} if args.dropout else {}
             for ids in tok.encode_batch(batch, threads=args.threads, **kw, **extra):
                 out.write(" ".join(map(str, ids)))
                 out.write("\n")
-        ok = True
+
+    try:
+        _write_output(args.output, emit)
     finally:
         handle.close()
-        _finish_out(out, tmp, args.output, ok)
+    return 0
+
+
+def _encode_on_ray(args: argparse.Namespace) -> int:
+    """``bpeforge encode --model M INPUT... --ray [ADDRESS] --output DIR``."""
+    from . import distributed
+
+    address = _ray_address(args.ray)
+    inputs = ([args.input] if args.input else []) + list(args.more_inputs or [])
+    if not inputs or "-" in inputs:
+        raise ParameterError("--ray needs INPUT files (not stdin)")
+    if not args.output or args.output == "-":
+        raise ParameterError("--ray needs --output DIR: the folder for the shards and manifest.json")
+    if args.dropout:
+        raise ParameterError("--dropout is not supported with --ray")
+    tok = load(args.model)
+    kw = _special_mode(tok, args.specials)  # as the local `encode INPUT --output FILE` path
+    t0 = time.perf_counter()
+    manifest = distributed.encode(tok, inputs, args.output, format=args.format, address=address,
+                                  num_cpus_per_task=args.threads or 1, shard_bytes=_shard_bytes(args),
+                                  progress="off" if args.quiet else args.progress, **kw)
+    wall = time.perf_counter() - t0
+    if not args.quiet:
+        print(f"encoded {manifest['lines']} lines, {manifest['bytes'] / 1e6:.1f} MB -> {manifest['tokens']} tokens "
+              f"in {len(manifest['shards'])} shards in {wall:.2f}s; manifest: "
+              f"{os.path.join(args.output, distributed.MANIFEST_NAME)}", file=sys.stderr)
     return 0
 
 
@@ -224,9 +228,8 @@ def cmd_decode(args: argparse.Namespace) -> int:
     tok = load(args.model)
     name = args.input or "<stdin>"
     handle = _open_text(args.input)
-    out, tmp = _out(args.output)
-    ok = False
-    try:
+
+    def emit(out: IO[str]) -> None:
         for lineno, line in enumerate(_lines(handle, name), 1):
             try:
                 ids = [int(x) for x in line.split()]
@@ -238,19 +241,12 @@ def cmd_decode(args: argparse.Namespace) -> int:
                 raise ParameterError(f"{name}, line {lineno}: {e}") from e
             out.write(text)
             out.write("\n")
-        ok = True
+
+    try:
+        _write_output(args.output, emit)
     finally:
         handle.close()
-        _finish_out(out, tmp, args.output, ok)
     return 0
-
-
-def _show(token: bytes) -> str:
-    """A token as readable text: valid UTF-8 as is (escaped), else hex bytes."""
-    try:
-        return json.dumps(token.decode("utf-8"), ensure_ascii=False)
-    except UnicodeDecodeError:
-        return "<" + token.hex(" ") + ">"
 
 
 def _inspect_balance(bal: Any, w: Any) -> None:
@@ -291,7 +287,7 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     w(f"\nmerges (rank, new id, left + right -> token, pair count){'' if args.all else f' — first {limit}'}:\n")
     for k in range(limit):
         a, b = merges[k]
-        w(f"  {k:>6} {first_merge + k:>7}  {_show(a)} + {_show(b)} -> {_show(a + b)}  {counts[k]}\n")
+        w(f"  {k:>6} {first_merge + k:>7}  {show_token(a)} + {show_token(b)} -> {show_token(a + b)}  {counts[k]}\n")
     vlimit = tok.vocab_size if args.all else min(args.vocab, tok.vocab_size)
     w(f"\nvocabulary (id, token){'' if args.all else f' — first {vlimit} and last {min(vlimit, tok.vocab_size)}'}:\n")
     tokens = tok.tokens()
@@ -299,7 +295,7 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     if not args.all:
         ids += [i for i in range(max(vlimit, tok.vocab_size - vlimit), tok.vocab_size)]
     for i in ids:
-        w(f"  {i:>7}  {_show(tokens[i])}\n")
+        w(f"  {i:>7}  {show_token(tokens[i])}\n")
     return 0
 
 
@@ -461,41 +457,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     t = sub.add_parser("train", help="train a vocabulary (no INPUT: the bundled sample corpus)")
     t.add_argument("inputs", nargs="*", metavar="INPUT", help="text files (.gz .xz .bz2 .zst ok); one text per line")
-    t.add_argument("--vocab-size", type=int, default=None, help="total vocabulary size (default 32000; 2000 for the sample)")
     t.add_argument("--output", "-o", help="model file to write (.json, or .json.gz)")
-    t.add_argument("--scheme", choices=["bytes", "chars"], default="bytes")
-    t.add_argument("--pretokenizer", default="gpt2", help="gpt2, cl100k, o200k, whitespace, none, or a regex")
-    t.add_argument("--special-token", action="append", metavar="T", help="a special token (repeatable)")
-    t.add_argument("--min-frequency", type=int, default=2)
-    t.add_argument("--max-token-length", type=int, default=None, help="longest merged token in bytes")
-    t.add_argument("--threads", type=int, default=None, help="counting threads (default: all cores)")
-    t.add_argument("--character-coverage", type=float, default=1.0, help="chars scheme")
-    t.add_argument("--end-of-word-suffix", default=None, help="chars scheme: e.g. '</w>' instead of the ▁ prefix")
-    t.add_argument("--unk-token", default="<unk>", help="chars scheme")
-    t.add_argument("--documents", action="store_true", help="each file is one text (newlines kept)")
-    t.add_argument("--separator", default=None, help="texts are separated by this string instead of newlines")
-    t.add_argument("--superbpe-transition", type=int, default=None, metavar="T",
-                   help="SuperBPE: plain BPE up to vocabulary size T, then multi-word tokens")
-    t.add_argument("--superbpe-max-words", type=int, default=4, help="SuperBPE: words per token at most (0: no limit)")
-    t.add_argument("--min-word-count", type=int, default=1, help="drop word types seen fewer times (1: keep all)")
-    t.add_argument("--langs", action="append", metavar="FILE",
-                   help="language tags, one per line, aligned with each INPUT (repeat per input); enables --temperature")
-    t.add_argument("--temperature", type=float, default=1.0,
-                   help="language balancing: share p becomes p^(1/T) (1: off; 3-5 is common)")
-    t.add_argument("--max-premium", type=float, default=None, metavar="P",
-                   help="parity balancing: lift languages until none needs more than P times the reference's "
-                        "tokens per byte (e.g. 1.2; needs --langs)")
-    t.add_argument("--balance-rounds", type=int, default=3, help="with --max-premium: retraining rounds at most")
-    t.add_argument("--premium-reference", default=None, metavar="LANG",
-                   help="with --max-premium: the reference language (default: the one with the most bytes)")
-    t.add_argument("--balance-min-lines", type=int, default=500,
-                   help="with --max-premium: languages with fewer lines keep their weight")
-    t.add_argument("--balance-max-lift", type=float, default=16.0,
-                   help="with --max-premium: the most a language's weight is multiplied by")
-    t.add_argument("--progress-csv", default=None, metavar="CSV", help="write merge,pair_count,elapsed_s rows live")
-    t.add_argument("--resume", default=None, metavar="MODEL", help="continue this model's merges up to --vocab-size")
-    t.add_argument("--checkpoint-every", type=int, default=None, metavar="N",
-                   help="save the model to --output every N merges (and on Ctrl-C); restart with --resume")
+    add_train_options(t)  # every training option, from bpeforge.options
     t.add_argument("--progress", choices=["auto", "human", "json", "off"], default="auto")
     t.add_argument("--quiet", "-q", action="store_true", help="no progress and no summary")
     t.add_argument("--ray", nargs="?", const="", default=None, metavar="ADDRESS",

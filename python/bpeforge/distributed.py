@@ -38,11 +38,14 @@ import shutil
 import sys
 import tempfile
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 from . import _native
-from ._tokenizer import PathLike, SpecialSet, Tokenizer, _paths, _progress_arg, _train_args, load
+from ._io import write_atomic
+from ._tokenizer import PathLike, SpecialSet, Tokenizer, _progress_arg, load
+from .options import NOT_ON_RAY, TrainOptions
+from .options import paths as _paths
 from .errors import BpeforgeError, ParameterError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -321,11 +324,7 @@ def _encode_task(
 
 def _write_manifest_task(output_dir: str, manifest: dict[str, Any]) -> str:
     path = os.path.join(output_dir, MANIFEST_NAME)
-    tmp = f"{path}.tmp-{os.getpid()}"
-    with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(manifest, f, ensure_ascii=False, indent=1)
-        f.write("\n")
-    os.replace(tmp, path)
+    write_atomic(path, json.dumps(manifest, ensure_ascii=False, indent=1) + "\n")
     return path
 
 
@@ -338,30 +337,8 @@ def train(
     address: str | None = None,
     shard_bytes: int = DEFAULT_SHARD_BYTES,
     num_cpus_per_task: float = 1,
-    vocab_size: int = 32000,
-    scheme: Literal["bytes", "chars"] = "bytes",
-    pretokenizer: str = "gpt2",
-    special_tokens: Iterable[str] = (),
-    min_frequency: int = 2,
-    max_token_length: int | None = None,
-    threads: int | None = None,
     progress: bool | str = True,
-    character_coverage: float = 1.0,
-    end_of_word_suffix: str | None = None,
-    unk_token: str = "<unk>",
-    documents: bool = False,
-    separator: str | None = None,
-    min_word_count: int = 1,
-    resume_from: PathLike | Tokenizer | None = None,
-    checkpoint_path: PathLike | None = None,
-    checkpoint_every: int = 1000,
-    superbpe_transition: int | None = None,
-    superbpe_max_words: int = 4,
-    superbpe_colon_rule: bool = True,
-    langs: PathLike | Sequence[PathLike] | None = None,
-    file_languages: Sequence[str] | None = None,
-    temperature: float = 1.0,
-    progress_csv: PathLike | None = None,
+    **options: Any,
 ) -> Tokenizer:
     """Train like :func:`bpeforge.train`, counting on a Ray cluster.
 
@@ -393,12 +370,14 @@ def train(
             counting threads, rounded up).
         progress: shards done on stderr, then the merge loop's progress as in
             :func:`bpeforge.train`.
-
-    Other keywords: as :func:`bpeforge.train` (``checkpoint_path`` and
-    ``progress_csv`` are written by the driver). Not available here:
-    SuperBPE (``superbpe_transition``) and language balancing (``langs``,
-    ``file_languages``), whose stage-2 units and per-language weights the
-    shard tables do not carry; they raise :class:`bpeforge.ParameterError`.
+        options: the keywords of :func:`bpeforge.train`
+            (:class:`bpeforge.options.TrainOptions`), checked the same way;
+            ``checkpoint_path`` and ``progress_csv`` are written by the
+            driver. Refused with :class:`bpeforge.ParameterError` (never
+            dropped): SuperBPE (``superbpe_transition``) and language
+            balancing (``langs``, ``file_languages``, ``temperature``,
+            ``max_premium`` and its settings), whose stage-2 units and
+            per-language weights the shard tables do not carry.
 
     Example:
         >>> import bpeforge, bpeforge.distributed
@@ -407,27 +386,16 @@ def train(
     """
     inputs = _paths(paths)
     _check_task_settings(shard_bytes, num_cpus_per_task)
-    args = _train_args(
-        vocab_size=vocab_size, scheme=scheme, pretokenizer=pretokenizer, special_tokens=special_tokens,
-        min_frequency=min_frequency, max_token_length=max_token_length, threads=threads,
-        character_coverage=character_coverage, end_of_word_suffix=end_of_word_suffix, unk_token=unk_token,
-        documents=documents, separator=separator, min_word_count=min_word_count, resume_from=resume_from,
-        checkpoint_path=checkpoint_path, checkpoint_every=checkpoint_every,
-        superbpe_transition=superbpe_transition, superbpe_max_words=superbpe_max_words,
-        superbpe_colon_rule=superbpe_colon_rule, langs=langs, file_languages=file_languages,
-        temperature=temperature, progress_csv=progress_csv,
-    )
-    if superbpe_transition is not None:
-        raise ParameterError("superbpe_transition: SuperBPE is not available in bpeforge.distributed.train "
-                             "(shard counts do not carry its stage-2 units); use bpeforge.train")
-    if langs is not None or file_languages is not None:
-        raise ParameterError("langs/file_languages: language-balanced training is not available in "
-                             "bpeforge.distributed.train (its weights need every file's totals); use bpeforge.train")
+    opts = TrainOptions(**options)
+    opts.refuse(sorted(NOT_ON_RAY), "in bpeforge.distributed.train",
+                "the shard tables carry neither SuperBPE's stage-2 units nor the per-language counts of "
+                "language-balanced training; use bpeforge.train")
+    args = opts.engine_args()
     prog = _progress_arg(progress)
     ray = _connect(address)
     start = time.perf_counter()
     worker_args = dict(args, threads=max(1, math.ceil(num_cpus_per_task)), checkpoint_path=None, progress_csv=None)
-    split = not documents and separator is None
+    split = not opts.documents and opts.separator is None
     shards = _get(_remote(_plan_task, 0.1).remote(_abspaths(inputs), shard_bytes, split, True))
     args_ref = ray.put(worker_args)
     count = _remote(_count_task, num_cpus_per_task)
@@ -591,73 +559,3 @@ def load_encoded(output_dir: PathLike, input: str | None = None) -> tuple[np.nda
     ids_all = np.concatenate(id_parts).astype(dtype, copy=False) if id_parts else np.zeros(0, dtype=dtype)
     return ids_all, np.concatenate(off_parts)
 
-
-# ---- command line (called from bpeforge.cli) --------------------------------
-
-
-def _cli_address(value: str) -> str | None:
-    """``--ray`` alone is None; an existing file is an input given after
-    ``--ray`` by mistake."""
-    if value == "":
-        return None
-    if os.path.isfile(value) and ":" not in value and value not in ("auto", "local"):
-        raise ParameterError(
-            f"--ray took {value!r} as the Ray address, but it is a file: put --ray after the "
-            "inputs, or write --ray=ADDRESS (e.g. --ray=auto)"
-        )
-    return value
-
-
-def cli_train(args: Any) -> int:
-    """``bpeforge train ... --ray [ADDRESS]``."""
-    from .cli import _print_summary
-    from . import sample_corpus
-
-    address = _cli_address(args.ray)
-    inputs: list[str] = args.inputs
-    demo = not inputs
-    if demo:
-        inputs = [str(sample_corpus())]
-        print(f"No input given: training on the bundled sample corpus ({inputs[0]}).", file=sys.stderr)
-    vocab_size = args.vocab_size or (2000 if demo else 32000)
-    t0 = time.perf_counter()
-    tok = train(
-        inputs, address=address, shard_bytes=max(1, int(args.shard_mb * (1 << 20))),
-        vocab_size=vocab_size, scheme=args.scheme, pretokenizer=args.pretokenizer,
-        special_tokens=args.special_token or (), min_frequency=args.min_frequency,
-        max_token_length=args.max_token_length, threads=args.threads,
-        progress="off" if args.quiet else args.progress, character_coverage=args.character_coverage,
-        end_of_word_suffix=args.end_of_word_suffix, unk_token=args.unk_token,
-        documents=args.documents, separator=args.separator,
-    )
-    wall = time.perf_counter() - t0
-    if args.output:
-        tok.save(args.output)
-    if not args.quiet or demo:
-        _print_summary(tok, inputs, wall, args.output, sample=demo)
-    return 0
-
-
-def cli_encode(args: Any) -> int:
-    """``bpeforge encode --model M INPUT... --ray [ADDRESS] --output DIR``."""
-    address = _cli_address(args.ray)
-    inputs = ([args.input] if args.input else []) + list(args.more_inputs or [])
-    if not inputs or "-" in inputs:
-        raise ParameterError("--ray needs INPUT files (not stdin)")
-    if not args.output or args.output == "-":
-        raise ParameterError("--ray needs --output DIR: the folder for the shards and manifest.json")
-    if args.dropout:
-        raise ParameterError("--dropout is not supported with --ray")
-    from .cli import _special_mode
-
-    tok = load(args.model)
-    kw = _special_mode(tok, args.specials)  # as the local `encode INPUT --output FILE` path
-    t0 = time.perf_counter()
-    manifest = encode(tok, inputs, args.output, format=args.format, address=address,
-                      num_cpus_per_task=args.threads or 1, shard_bytes=max(1, int(args.shard_mb * (1 << 20))), progress="off" if args.quiet else args.progress, **kw)
-    wall = time.perf_counter() - t0
-    if not args.quiet:
-        print(f"encoded {manifest['lines']} lines, {manifest['bytes'] / 1e6:.1f} MB -> {manifest['tokens']} tokens "
-              f"in {len(manifest['shards'])} shards in {wall:.2f}s; manifest: "
-              f"{os.path.join(args.output, MANIFEST_NAME)}", file=sys.stderr)
-    return 0

@@ -68,7 +68,15 @@ pub enum PreTokenizerSpec {
     O200k,
     Whitespace,
     None,
-    Regex { pattern: String },
+    /// A custom regex. `isolated`: the text between matches is a piece too
+    /// (every regex a user trains with: nothing is lost). Without it only the
+    /// matches are pieces, as tiktoken and HF's `Split(Removed, invert)` cut:
+    /// models imported from them, and files written before the field existed.
+    Regex {
+        pattern: String,
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        isolated: bool,
+    },
     /// SuperBPE stage 2: the matches of `SUPERWORD_PATTERN` *and* the text
     /// between them are pieces (an "isolated" split).
     Superword,
@@ -84,7 +92,7 @@ impl PreTokenizerSpec {
             "whitespace" => Self::Whitespace,
             "none" => Self::None,
             "superword" => Self::Superword,
-            other => Self::Regex { pattern: other.to_string() },
+            other => Self::Regex { pattern: other.to_string(), isolated: true },
         }
     }
     /// The preset name, or the custom pattern.
@@ -96,7 +104,7 @@ impl PreTokenizerSpec {
             Self::Whitespace => "whitespace",
             Self::None => "none",
             Self::Superword => "superword",
-            Self::Regex { pattern } => pattern,
+            Self::Regex { pattern, .. } => pattern,
         }
     }
     /// The full published regex for regex-based presets (for exports).
@@ -105,7 +113,7 @@ impl PreTokenizerSpec {
             Self::Gpt2 => Some(GPT2_PATTERN),
             Self::Cl100k => Some(CL100K_PATTERN),
             Self::O200k => Some(O200K_PATTERN),
-            Self::Regex { pattern } => Some(pattern),
+            Self::Regex { pattern, .. } => Some(pattern),
             Self::Superword => Some(SUPERWORD_PATTERN),
             Self::Whitespace | Self::None => None,
         }
@@ -125,8 +133,12 @@ enum Lookahead {
 
 #[derive(Debug)]
 enum Engine {
-    Dfa { re: meta::Regex, lookahead: Lookahead, covers: bool },
-    Backtrack(Box<fancy_regex::Regex>),
+    /// A preset's regex, whose matches cover the text.
+    Dfa { re: meta::Regex, lookahead: Lookahead },
+    /// A custom regex on the linear engine; `isolated`: gaps are pieces.
+    Regex { re: meta::Regex, isolated: bool },
+    /// A custom regex that needs backtracking (look-around); `isolated` as above.
+    Backtrack(Box<fancy_regex::Regex>, bool),
     Superword(meta::Regex),
     Whitespace,
     Whole,
@@ -159,22 +171,19 @@ impl PreTokenizer {
             PreTokenizerSpec::Gpt2 => Engine::Dfa {
                 re: compile_meta(GPT2_FAST).map_err(Error::parameter)?,
                 lookahead: Lookahead::AnyWhitespace,
-                covers: true,
             },
             PreTokenizerSpec::Cl100k => Engine::Dfa {
                 re: compile_meta(CL100K_FAST).map_err(Error::parameter)?,
                 lookahead: Lookahead::NotAfterNewline,
-                covers: true,
             },
             PreTokenizerSpec::O200k => Engine::Dfa {
                 re: compile_meta(O200K_FAST).map_err(Error::parameter)?,
                 lookahead: Lookahead::NotAfterNewline,
-                covers: true,
             },
             PreTokenizerSpec::Whitespace => Engine::Whitespace,
             PreTokenizerSpec::None => Engine::Whole,
             PreTokenizerSpec::Superword => Engine::Superword(compile_meta(SUPERWORD_FAST).map_err(Error::parameter)?),
-            PreTokenizerSpec::Regex { pattern } => {
+            PreTokenizerSpec::Regex { pattern, isolated } => {
                 if pattern.is_empty() {
                     return Err(Error::parameter(
                         "pretokenizer: the custom regex is empty; use pretokenizer=\"none\" to keep each text whole",
@@ -184,7 +193,7 @@ impl PreTokenizer {
                     return Err(Error::parameter("pretokenizer: the custom regex is longer than 100000 bytes"));
                 }
                 match compile_meta(pattern) {
-                    Ok(re) => Engine::Dfa { re, lookahead: Lookahead::Off, covers: false },
+                    Ok(re) => Engine::Regex { re, isolated: *isolated },
                     Err(dfa_err) => {
                         let re = fancy_regex::RegexBuilder::new(pattern)
                             .backtrack_limit(BACKTRACK_LIMIT)
@@ -194,7 +203,7 @@ impl PreTokenizer {
                                     "pretokenizer: invalid regex {pattern:?}: {e} (linear engine said: {dfa_err})"
                                 ))
                             })?;
-                        Engine::Backtrack(Box::new(re))
+                        Engine::Backtrack(Box::new(re), *isolated)
                     }
                 }
             }
@@ -214,7 +223,7 @@ impl PreTokenizer {
     /// Scratch space for `split_with`; one per thread.
     pub fn cache(&self) -> PreTokCache {
         PreTokCache(match &self.engine {
-            Engine::Dfa { re, .. } | Engine::Superword(re) => Some(re.create_cache()),
+            Engine::Dfa { re, .. } | Engine::Regex { re, .. } | Engine::Superword(re) => Some(re.create_cache()),
             _ => None,
         })
     }
@@ -229,25 +238,26 @@ impl PreTokenizer {
 
     fn split_impl<'t>(&self, text: &'t str, f: &mut impl FnMut(&'t str), mut cache: Option<&mut meta::Cache>) -> Result<()> {
         match &self.engine {
-            Engine::Dfa { re, lookahead, covers } => {
-                if *covers {
-                    split_covering(re, &mut cache, *lookahead, text, f);
-                } else {
-                    for m in re.find_iter(text) {
-                        if m.end() > m.start() {
-                            f(&text[m.range()]);
-                        }
-                    }
-                }
+            Engine::Dfa { re, lookahead } => {
+                split_covering(re, &mut cache, *lookahead, text, f);
                 Ok(())
             }
-            Engine::Backtrack(re) => {
+            Engine::Regex { re, isolated } => {
+                let mut gaps = Gaps::new(text, *isolated);
+                for m in re.find_iter(text) {
+                    gaps.piece(m.start(), m.end(), f);
+                }
+                gaps.finish(f);
+                Ok(())
+            }
+            Engine::Backtrack(re, isolated) => {
                 // The step limit bounds one search, not a whole text, and the
                 // bodies of look-arounds run uncounted; so the whole split gets
                 // a time budget: 0.25 s plus 1 s per MiB of text, checked
                 // after every search (a clock read is ~20 ns).
                 let start = std::time::Instant::now();
                 let budget = 0.25 + text.len() as f64 / (1u64 << 20) as f64;
+                let mut gaps = Gaps::new(text, *isolated);
                 for m in re.find_iter(text) {
                     if start.elapsed().as_secs_f64() > budget {
                         return Err(Error::input(format!(
@@ -261,10 +271,9 @@ impl PreTokenizer {
                             text.len()
                         ))
                     })?;
-                    if m.end() > m.start() {
-                        f(m.as_str());
-                    }
+                    gaps.piece(m.start(), m.end(), f);
                 }
+                gaps.finish(f);
                 Ok(())
             }
             Engine::Superword(re) => {
@@ -293,6 +302,40 @@ impl PreTokenizer {
         let mut out = Vec::new();
         self.split(text, &mut |p| out.push(p))?;
         Ok(out)
+    }
+}
+
+/// A custom regex's pieces with nothing lost: its matches, and the text
+/// between them as pieces of their own (HF's `Split` with "isolated"
+/// behaviour). Without the gaps, text the regex does not match would vanish
+/// from training and from encoding, breaking the bytes scheme's promise that
+/// decode(encode(text)) == text.
+/// With `isolated` false, only the matches (imported models whose source
+/// drops the gaps).
+struct Gaps<'t> {
+    text: &'t str,
+    done: usize,
+    isolated: bool,
+}
+
+impl<'t> Gaps<'t> {
+    fn new(text: &'t str, isolated: bool) -> Self {
+        Gaps { text, done: 0, isolated }
+    }
+    /// A match at `start..end`: the gap before it, then the match (empty matches are skipped).
+    fn piece(&mut self, start: usize, end: usize, f: &mut impl FnMut(&'t str)) {
+        if end > start {
+            if self.isolated && start > self.done {
+                f(&self.text[self.done..start]);
+            }
+            f(&self.text[start..end]);
+            self.done = end;
+        }
+    }
+    fn finish(self, f: &mut impl FnMut(&'t str)) {
+        if self.isolated && self.done < self.text.len() {
+            f(&self.text[self.done..]);
+        }
     }
 }
 
@@ -612,10 +655,10 @@ mod tests {
 
     #[test]
     fn custom_regex_backtracking_is_bounded() {
-        let p = PreTokenizer::new(PreTokenizerSpec::Regex { pattern: r"(a+)+\1b".into() }).unwrap();
+        let p = PreTokenizer::new(PreTokenizerSpec::Regex { pattern: r"(a+)+\1b".into(), isolated: true }).unwrap();
         let text = "a".repeat(40);
         assert!(p.pieces(&text).is_err() || p.pieces(&text).unwrap().is_empty());
-        assert!(PreTokenizer::new(PreTokenizerSpec::Regex { pattern: "(".into() }).is_err());
+        assert!(PreTokenizer::new(PreTokenizerSpec::Regex { pattern: "(".into(), isolated: true }).is_err());
     }
 
     #[test]

@@ -686,7 +686,81 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(pretokenize, m)?)?;
     m.add_function(wrap_pyfunction!(default_threads, m)?)?;
     m.add_function(wrap_pyfunction!(train_option_names, m)?)?;
+    m.add_function(wrap_pyfunction!(script_of, m)?)?;
     m.add_class::<NativeTokenizer>()?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
+}
+
+// ---- Unicode Script property (for `bpeforge report`) -----------------------
+
+/// The Unicode Script property of each character of `text` (`"Latin"`,
+/// `"Han"`, `"Common"`, `"Inherited"`; `"Unknown"` for unassigned code
+/// points), from the Unicode tables the regex engine already carries, so
+/// the report's script figure and the pre-tokenizer's `\p{..}` classes use
+/// the same Unicode version.
+#[pyfunction]
+fn script_of(text: &str) -> Vec<&'static str> {
+    let table = SCRIPT_TABLE.get_or_init(script_table);
+    text.chars()
+        .map(|c| match table.binary_search_by(|&(lo, hi, _)| {
+            if hi < c {
+                std::cmp::Ordering::Less
+            } else if lo > c {
+                std::cmp::Ordering::Greater
+            } else {
+                std::cmp::Ordering::Equal
+            }
+        }) {
+            Ok(i) => table[i].2,
+            Err(_) => "Unknown",
+        })
+        .collect()
+}
+
+static SCRIPT_TABLE: std::sync::OnceLock<Vec<(char, char, &'static str)>> = std::sync::OnceLock::new();
+
+/// Every Script value of Unicode 16 (PropertyValueAliases.txt) but Unknown,
+/// the set regex-syntax 0.8 generates its `\p{Script=..}` tables for.
+/// tests/test_report.py checks that together they cover every assigned
+/// character.
+const SCRIPT_NAMES: &[&str] = &[
+    "Adlam", "Ahom", "Anatolian_Hieroglyphs", "Arabic", "Armenian", "Avestan", "Balinese", "Bamum", "Bassa_Vah",
+    "Batak", "Bengali", "Bhaiksuki", "Bopomofo", "Brahmi", "Braille", "Buginese", "Buhid", "Canadian_Aboriginal",
+    "Carian", "Caucasian_Albanian", "Chakma", "Cham", "Cherokee", "Chorasmian", "Common", "Coptic", "Cuneiform",
+    "Cypriot", "Cypro_Minoan", "Cyrillic", "Deseret", "Devanagari", "Dives_Akuru", "Dogra", "Duployan",
+    "Egyptian_Hieroglyphs", "Elbasan", "Elymaic", "Ethiopic", "Garay", "Georgian", "Glagolitic", "Gothic", "Grantha",
+    "Greek", "Gujarati", "Gunjala_Gondi", "Gurmukhi", "Gurung_Khema", "Han", "Hangul", "Hanifi_Rohingya", "Hanunoo",
+    "Hatran", "Hebrew", "Hiragana", "Imperial_Aramaic", "Inherited", "Inscriptional_Pahlavi",
+    "Inscriptional_Parthian", "Javanese", "Kaithi", "Kannada", "Katakana", "Kawi", "Kayah_Li", "Kharoshthi",
+    "Khitan_Small_Script", "Khmer", "Khojki", "Khudawadi", "Kirat_Rai", "Lao", "Latin", "Lepcha", "Limbu",
+    "Linear_A", "Linear_B", "Lisu", "Lycian", "Lydian", "Mahajani", "Makasar", "Malayalam", "Mandaic", "Manichaean",
+    "Marchen", "Masaram_Gondi", "Medefaidrin", "Meetei_Mayek", "Mende_Kikakui", "Meroitic_Cursive",
+    "Meroitic_Hieroglyphs", "Miao", "Modi", "Mongolian", "Mro", "Multani", "Myanmar", "Nabataean", "Nag_Mundari",
+    "Nandinagari", "New_Tai_Lue", "Newa", "Nko", "Nushu", "Nyiakeng_Puachue_Hmong", "Ogham", "Ol_Chiki", "Ol_Onal",
+    "Old_Hungarian", "Old_Italic", "Old_North_Arabian", "Old_Permic", "Old_Persian", "Old_Sogdian",
+    "Old_South_Arabian", "Old_Turkic", "Old_Uyghur", "Oriya", "Osage", "Osmanya", "Pahawh_Hmong", "Palmyrene",
+    "Pau_Cin_Hau", "Phags_Pa", "Phoenician", "Psalter_Pahlavi", "Rejang", "Runic", "Samaritan", "Saurashtra",
+    "Sharada", "Shavian", "Siddham", "SignWriting", "Sinhala", "Sogdian", "Sora_Sompeng", "Soyombo", "Sundanese",
+    "Sunuwar", "Syloti_Nagri", "Syriac", "Tagalog", "Tagbanwa", "Tai_Le", "Tai_Tham", "Tai_Viet", "Takri", "Tamil",
+    "Tangsa", "Tangut", "Telugu", "Thaana", "Thai", "Tibetan", "Tifinagh", "Tirhuta", "Todhri", "Toto",
+    "Tulu_Tigalari", "Ugaritic", "Vai", "Vithkuqi", "Wancho", "Warang_Citi", "Yezidi", "Yi", "Zanabazar_Square",
+];
+
+/// (first, last, script) ranges sorted by first char: each script's class
+/// as regex-syntax resolves `\p{Script=NAME}`. The ranges are disjoint
+/// (each code point has one Script value).
+fn script_table() -> Vec<(char, char, &'static str)> {
+    use regex_syntax::hir::{Class, HirKind};
+    let mut table = Vec::new();
+    for &name in SCRIPT_NAMES {
+        // A name this regex-syntax does not know is skipped (its characters
+        // read "Unknown"); the coverage test would say so.
+        let Ok(hir) = regex_syntax::parse(&format!(r"\p{{Script={name}}}")) else { continue };
+        if let HirKind::Class(Class::Unicode(class)) = hir.kind() {
+            table.extend(class.ranges().iter().map(|r| (r.start(), r.end(), name)));
+        }
+    }
+    table.sort_unstable_by_key(|&(lo, _, _)| lo);
+    table
 }

@@ -1,0 +1,165 @@
+"""What every format module shares: the published regex patterns, the
+whitespace sets, GPT-2's byte alphabet, and a trained model's structure as the
+exporters read it (:class:`ModelView`).
+
+Nothing here imports :mod:`bpeforge._tokenizer`: the exporters take any object
+with ``to_json()`` (a :class:`bpeforge.Tokenizer`), so ``Tokenizer.to_*`` can
+call them without an import cycle.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+from typing import TYPE_CHECKING, Any, Union
+
+from .._bytelevel import char_to_byte, token_text
+from ..errors import ParameterError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .._tokenizer import Tokenizer
+
+PathLike = Union[str, "os.PathLike[str]"]
+
+# The published patterns, exactly as crates/core/src/pretok.rs has them
+# (tests/test_interop.py checks that they stay equal).
+GPT2_PATTERN = r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"
+CL100K_PATTERN = (
+    r"'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]++[\r\n]*|\s*[\r\n]|\s+(?!\S)|\s+"
+)
+O200K_PATTERN = (
+    r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?"
+    r"|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?"
+    r"|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+"
+)
+# SuperBPE's stage-2 units (crates/core/src/pretok.rs SUPERWORD_PATTERN): an
+# *isolated* split, the matches and the text between them are pieces, which
+# is exactly HF's Split(behavior="Isolated"), as the SuperBPE release uses.
+SUPERWORD_PATTERN = r"\p{N}{1,3}| ?[^\s\p{L}\p{N}]{2,}[\r\n/]*| +(?!\S)"
+_PRESET_PATTERNS = {"gpt2": GPT2_PATTERN, "cl100k": CL100K_PATTERN, "o200k": O200K_PATTERN, "superword": SUPERWORD_PATTERN}
+_PATTERN_PRESETS = {v: k for k, v in _PRESET_PATTERNS.items()}
+# tiktoken's names for the same patterns.
+_TIKTOKEN_NAMES = {"gpt2": "gpt2", "r50k_base": "gpt2", "cl100k_base": "cl100k", "o200k_base": "o200k"}
+
+# The `whitespace` preset's separators: Python's str.isspace(), i.e. Unicode
+# White_Space plus U+001C..U+001F (crates/core/src/pretok.rs `is_split_space`).
+WHITESPACE = (
+    "\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f \x85\xa0\u1680"
+    "\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a"
+    "\u2028\u2029\u202f\u205f\u3000"
+)
+# Rust's char::is_whitespace (HF's WhitespaceSplit): the same without U+001C..U+001F.
+_RUST_WHITESPACE = "".join(c for c in WHITESPACE if c not in "\x1c\x1d\x1e\x1f")
+SPACE_MARKER = "\u2581"
+
+
+class InteropWarning(UserWarning):
+    """An import or export is exact except in a narrow, named case."""
+
+
+
+# GPT-2's byte-level alphabet lives in one place (bpeforge._bytelevel).
+_byte_key = token_text
+_unicode_to_bytes = char_to_byte
+
+
+def _utf8(token: bytes) -> str:
+    return token.decode("utf-8")
+
+
+def _key_bytes(key: str) -> bytes | None:
+    table = _unicode_to_bytes()
+    try:
+        return bytes(table[c] for c in key)
+    except KeyError:
+        return None
+
+
+def _class(chars: str) -> str:
+    """A regex character class body listing ``chars`` (safe in Oniguruma and Rust)."""
+    out = []
+    for c in chars:
+        if c in "\\]^-[":
+            out.append("\\" + c)
+        elif c == "\t":
+            out.append("\\t")
+        elif c == "\n":
+            out.append("\\n")
+        elif c == "\r":
+            out.append("\\r")
+        elif ord(c) < 0x20 or ord(c) in (0x85,):
+            out.append(f"\\x{{{ord(c):x}}}")
+        else:
+            out.append(c)
+    return "".join(out)
+
+
+_WS_CLASS = _class(WHITESPACE)
+_RUST_WS_CLASS = _class(_RUST_WHITESPACE)
+
+
+def _require(module: str, purpose: str) -> Any:
+    """Import an optional library, or say which package ``purpose`` needs."""
+    try:
+        return importlib.import_module(module)
+    except ImportError as e:  # pragma: no cover - depends on the environment
+        raise ParameterError(f"{purpose} needs the '{module.split('.')[0]}' package (pip install {module.split('.')[0]})") from e
+
+
+def _rust_escape(text: str) -> str:
+    """Escape ``text`` as a literal for Rust's regex (and fancy-regex)."""
+    return "".join("\\" + c if c in "\\.+*?()|[]{}^$#&-~" else c for c in text)
+
+
+
+def _pretokenizer_for_pattern(pattern: str) -> dict[str, Any]:
+    preset = _PATTERN_PRESETS.get(pattern)
+    return {"type": preset} if preset else {"type": "regex", "pattern": pattern}
+
+
+
+class ModelView:
+    """A trained model's structure, from its JSON: internal ids, token bytes,
+    external ids."""
+
+    def __init__(self, tok: Tokenizer) -> None:
+        # Any object with to_json() will do (a Tokenizer, in practice): this
+        # module is below bpeforge._tokenizer and does not import it.
+        to_json = getattr(tok, "to_json", None)
+        if not callable(to_json):
+            raise ParameterError(f"expected a bpeforge.Tokenizer, got {type(tok).__name__}")
+        d = json.loads(to_json())
+        self.json = d
+        scheme = d["scheme"]
+        self.scheme: str = scheme["type"]
+        self.unk_token: str | None = scheme.get("unk_token")
+        self.suffix: str | None = scheme.get("end_of_word_suffix")
+        pre = d["pretokenizer"]
+        self.preset: str = pre["type"]
+        self.pattern: str | None = pre.get("pattern") if self.preset == "regex" else _PRESET_PATTERNS.get(self.preset)
+        # A custom regex whose gaps are pieces too (every regex trained here);
+        # imported ones keep only the matches, as their source did.
+        self.isolated: bool = bool(pre.get("isolated"))
+        self.specials: list[str] = list(d["special_tokens"])
+        self.alphabet: list[str] | None = d.get("alphabet")
+        self.merges: list[tuple[int, int]] = [(int(a), int(b)) for a, b in d["merges"]]
+        tokens: list[bytes] = [s.encode("utf-8") for s in self.specials]
+        if self.scheme == "bytes":
+            tokens.extend(bytes([b]) for b in range(256))
+        else:
+            tokens.extend(s.encode("utf-8") for s in self.alphabet or [])
+        self.first_merge = len(tokens)
+        for a, b in self.merges:
+            tokens.append(tokens[a] + tokens[b])
+        self.tokens = tokens
+        ids = d.get("ids")
+        self.ext: list[int] = list(ids) if ids is not None else list(range(len(tokens)))
+        self.nspec = len(self.specials)
+
+    @property
+    def unk_id(self) -> int | None:
+        if self.unk_token is None:
+            return None
+        return self.specials.index(self.unk_token)
+

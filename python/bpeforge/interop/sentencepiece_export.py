@@ -1,0 +1,176 @@
+"""Export to SentencePiece: a BPE ``.model`` for the chars scheme (``▁``
+prefix mode, ``whitespace`` or ``none`` pre-tokenizer)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+from .._io import write_atomic
+from ..errors import ParameterError
+from ._common import ModelView, PathLike
+from .sentencepiece_proto import sp_pb, whitespace_charsmap
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .._tokenizer import Tokenizer
+
+_SP_DEFAULT_CONTROL = ("<s>", "</s>", "<pad>")
+
+
+def sentencepiece_model_proto(tok: Tokenizer, *, whitespace: str = "all", control_tokens: Iterable[str] | None = None) -> Any:
+    """The ``ModelProto`` for ``tok`` (see :func:`to_sentencepiece`)."""
+    pb = sp_pb()
+    v = ModelView(tok)
+    _check_exportable(v, whitespace)
+    order = _dense_order(v)
+    control = set(_SP_DEFAULT_CONTROL).intersection(v.specials) if control_tokens is None else set(control_tokens)
+    unknown = control - set(v.specials)
+    if unknown:
+        raise ParameterError(f"control_tokens names tokens that are not special tokens of this model: {sorted(unknown)!r}")
+    m = pb.ModelProto()
+    _add_pieces(m, v, order, control)
+    _set_trainer_spec(m.trainer_spec, v, control)
+    _set_normalizer_specs(m, v, whitespace)
+    return m
+
+
+def _check_exportable(v: ModelView, whitespace: str) -> None:
+    """What SentencePiece cannot express raises, saying what."""
+    if v.scheme != "chars":
+        raise ParameterError(
+            "only the chars scheme exports to SentencePiece (its BPE works on characters; "
+            "byte_fallback is not a byte-level alphabet)"
+        )
+    if v.suffix is not None:
+        raise ParameterError(
+            f"SentencePiece cannot express the end-of-word suffix {v.suffix!r}: it marks words with a ▁ prefix "
+            "(treat_whitespace_as_suffix moves ▁ to the word's end, which is not a per-character suffix symbol)"
+        )
+    if v.preset not in ("whitespace", "none"):
+        raise ParameterError(
+            f"SentencePiece has no regex pre-tokenizer: only the 'whitespace' and 'none' pre-tokenizers export "
+            f"to it (this model uses {v.preset if v.preset != 'regex' else 'a custom regex'})"
+        )
+    if whitespace not in ("all", "space"):
+        raise ParameterError(f"whitespace must be 'all' or 'space', got {whitespace!r}")
+
+
+def _dense_order(v: ModelView) -> list[int]:
+    """Internal ids in external-id order; SentencePiece ids are 0..n-1."""
+    n = len(v.tokens)
+    order = sorted(range(n), key=lambda i: v.ext[i])
+    if [v.ext[i] for i in order] != list(range(n)):
+        raise ParameterError(
+            "SentencePiece ids are dense (0..n-1); this vocabulary's ids (an imported numbering) have gaps"
+        )
+    return order
+
+
+def _add_pieces(m: Any, v: ModelView, order: list[int], control: set[str]) -> None:
+    """One piece per token, in id order: specials (UNKNOWN, CONTROL or
+    USER_DEFINED), then NORMAL pieces scored so that earlier merges score
+    higher and characters below every merge."""
+    Piece = sp_pb().ModelProto.SentencePiece
+    unk = v.unk_id
+    first_merge, nmerges = v.first_merge, len(v.merges)
+    seen: dict[str, int] = {}
+    for i in order:
+        piece = m.pieces.add()
+        text = v.tokens[i].decode("utf-8")
+        if text in seen:
+            raise ParameterError(f"tokens {seen[text]} and {v.ext[i]} have the same text {text!r}; SentencePiece pieces must be distinct")
+        seen[text] = v.ext[i]
+        piece.piece = text
+        if i < v.nspec:
+            piece.score = 0.0
+            if i == unk:
+                piece.type = Piece.UNKNOWN
+            elif text in control:
+                piece.type = Piece.CONTROL
+            else:
+                piece.type = Piece.USER_DEFINED
+        elif i >= first_merge:
+            piece.type = Piece.NORMAL
+            piece.score = -float(i - first_merge)  # merge rank: earlier merges score higher
+        else:
+            piece.type = Piece.NORMAL
+            piece.score = -float(nmerges + (i - v.nspec))  # characters below every merge, as SentencePiece does
+
+
+def _set_trainer_spec(ts: Any, v: ModelView, control: set[str]) -> None:
+    ts.model_type = sp_pb().TrainerSpec.BPE
+    ts.vocab_size = len(v.tokens)
+    ts.character_coverage = float(v.json["scheme"].get("character_coverage", 1.0))
+    ts.split_by_whitespace = v.preset == "whitespace"
+    ts.byte_fallback = False
+    ts.treat_whitespace_as_suffix = False
+
+    def special_id(name: str) -> int:
+        if name in v.specials and name in control:
+            return v.ext[v.specials.index(name)]
+        return -1
+
+    unk = v.unk_id
+    assert unk is not None and v.unk_token is not None
+    ts.unk_id = v.ext[unk]
+    ts.unk_piece = v.unk_token
+    ts.bos_id, ts.eos_id, ts.pad_id = special_id("<s>"), special_id("</s>"), special_id("<pad>")
+
+
+def _set_normalizer_specs(m: Any, v: ModelView, whitespace: str) -> None:
+    """The ``whitespace`` preset is add_dummy_prefix + remove_extra_whitespaces
+    (with, for ``whitespace="all"``, a charsmap turning all whitespace into
+    spaces); ``none`` is neither. The denormalizer is the identity."""
+    ns = m.normalizer_spec
+    ns.escape_whitespaces = True
+    if v.preset == "whitespace":
+        ns.add_dummy_prefix = True
+        ns.remove_extra_whitespaces = True
+        if whitespace == "all":
+            ns.name = "user_defined"
+            ns.precompiled_charsmap = whitespace_charsmap()
+        else:
+            ns.name = "identity"
+    else:
+        ns.name = "identity"
+        ns.add_dummy_prefix = False
+        ns.remove_extra_whitespaces = False
+    m.denormalizer_spec.name = "identity"
+    m.denormalizer_spec.add_dummy_prefix = False
+    m.denormalizer_spec.remove_extra_whitespaces = False
+    m.denormalizer_spec.escape_whitespaces = False
+
+
+def to_sentencepiece(
+    tok: Tokenizer,
+    path: PathLike,
+    *,
+    whitespace: str = "all",
+    control_tokens: Iterable[str] | None = None,
+) -> str:
+    """Write ``tok`` (chars scheme, ``▁`` prefix mode, ``whitespace`` or
+    ``none`` pre-tokenizer) as a SentencePiece BPE ``.model``. Returns ``path``.
+
+    Pieces are in bpeforge id order: ``<unk>`` (UNKNOWN), the special tokens
+    (CONTROL for those in ``control_tokens``, default ``<s>``, ``</s>``,
+    ``<pad>`` when present, which also become bos/eos/pad; USER_DEFINED for
+    the others), the alphabet and the merges (NORMAL; a merge's score is minus
+    its rank, characters score below every merge). The normalizer is the
+    identity except, for the ``whitespace`` preset with ``whitespace="all"``
+    (default), a charsmap mapping every ``str.isspace()`` character to a space,
+    so that SentencePiece's ``add_dummy_prefix`` and ``remove_extra_whitespaces``
+    cut words exactly where bpeforge does. ``whitespace="space"`` writes the
+    pure identity normalizer: then only U+0020 separates words.
+
+    ``sentencepiece.SentencePieceProcessor(model_file=path).encode(text)``
+    gives ``tok.encode(text, allowed_special=<the USER_DEFINED ones>)``,
+    except that (1) SentencePiece merges a run of unknown characters into one
+    ``<unk>`` where bpeforge gives one per character; (2) SentencePiece adds
+    the ``▁`` prefix only at the start of the text, not after a special token
+    in the middle of it; (3) CONTROL tokens' text is never matched in text.
+    """
+    m = sentencepiece_model_proto(tok, whitespace=whitespace, control_tokens=control_tokens)
+    path = os.fspath(path)
+    write_atomic(path, m.SerializeToString())
+    return path

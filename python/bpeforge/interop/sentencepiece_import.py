@@ -1,0 +1,150 @@
+"""Import a SentencePiece BPE model into the chars scheme: merges are
+derived from the pieces' scores."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .._tokenizer import Tokenizer
+from ..errors import ModelFormatError, ParameterError
+from ._builder import Builder, foreign_file_errors
+from .sentencepiece_proto import load_model_proto, normalizer_rules, sp_pb, whitespace_rules
+
+
+@foreign_file_errors("SentencePiece model")
+def from_sentencepiece(source: Any, *, ignore_normalizer: bool = False) -> Tokenizer:
+    """Import a SentencePiece BPE model (a ``.model`` path, its bytes, a
+    ``ModelProto`` or a ``SentencePieceProcessor``) into the chars scheme.
+    Ids are SentencePiece's.
+
+    ``add_dummy_prefix`` + ``remove_extra_whitespaces`` (SentencePiece's
+    defaults) become the ``whitespace`` pre-tokenizer, neither of them
+    ``none``. Exact when the normalizer maps every ``str.isspace()``
+    character to a space and does nothing else (what :func:`to_sentencepiece`
+    writes); with the identity normalizer, SentencePiece separates words only
+    at U+0020, so texts with tabs or other whitespace encode differently
+    (warned). Other normalizers (nmt_nfkc, ...) raise unless
+    ``ignore_normalizer=True``. UNKNOWN becomes bpeforge's unknown token,
+    CONTROL and USER_DEFINED pieces special tokens (SentencePiece never matches
+    CONTROL text, and always matches USER_DEFINED text: compare with
+    ``allowed_special`` = the USER_DEFINED pieces). Merges are derived from the
+    scores: each multi-character piece's two parts are what SentencePiece's
+    BPE makes of it with the higher-scored pieces. SentencePiece also merges a
+    run of unknown characters into one ``<unk>``; bpeforge gives one per
+    character.
+    """
+    pb = sp_pb()
+    m, where = load_model_proto(source)
+    _check_importable(m, where)
+    pretok = _pretokenizer(m.normalizer_spec, where)
+    notes = _normalizer_notes(m, pretok, ignore_normalizer, where)
+    S = pb.ModelProto.SentencePiece
+    pieces = list(m.pieces)
+    unk = [i for i, p in enumerate(pieces) if p.type == S.UNKNOWN]
+    if len(unk) != 1:
+        raise ModelFormatError(f"{where}: {len(unk)} UNKNOWN pieces (SentencePiece requires exactly one)")
+    unk_piece = pieces[unk[0]].piece
+    scheme = {"type": "chars", "unk_token": unk_piece, "end_of_word_suffix": None,
+              "character_coverage": float(m.trainer_spec.character_coverage or 1.0)}
+    b = Builder(scheme, pretok, where)
+    b.source_id_end = len(pieces)
+    for n in notes:
+        b.note(n)
+    b.add_special(unk_piece, unk[0])
+    user_defined = []
+    for i, p in enumerate(pieces):
+        if p.type in (S.CONTROL, S.USER_DEFINED):
+            b.add_special(p.piece, i)
+            if p.type == S.USER_DEFINED:
+                user_defined.append(p.piece)
+    normal = [(i, p) for i, p in enumerate(pieces) if p.type == S.NORMAL]
+    alphabet = []
+    for i, p in normal:
+        if len(p.piece) == 1:
+            b.add_base(p.piece.encode("utf-8"), i)
+            alphabet.append(p.piece)
+    _add_merges(b, [(i, p) for i, p in normal if len(p.piece) > 1])
+    meta = {"format": "sentencepiece", "source": where, "user_defined": user_defined,
+            "control": [p.piece for p in pieces if p.type == S.CONTROL]}
+    return b.build(meta, alphabet)
+
+
+def _check_importable(m: Any, where: str) -> None:
+    """What bpeforge's chars scheme cannot express raises, saying what."""
+    pb = sp_pb()
+    ts, ns = m.trainer_spec, m.normalizer_spec
+    if ts.model_type != pb.TrainerSpec.BPE:
+        kind = pb.TrainerSpec.ModelType.Name(ts.model_type)
+        raise ParameterError(f"{where}: a SentencePiece {kind} model; only BPE models import into bpeforge")
+    if any(p.type == pb.ModelProto.SentencePiece.BYTE for p in m.pieces):
+        raise ParameterError(f"{where}: the model uses byte_fallback (BYTE pieces), which bpeforge's chars scheme cannot express")
+    if ts.treat_whitespace_as_suffix:
+        raise ParameterError(f"{where}: treat_whitespace_as_suffix has no bpeforge equivalent")
+    if not ns.escape_whitespaces:
+        raise ParameterError(f"{where}: escape_whitespaces=false (spaces stay spaces) has no bpeforge equivalent")
+
+
+def _pretokenizer(ns: Any, where: str) -> dict[str, Any]:
+    """add_dummy_prefix + remove_extra_whitespaces is ``whitespace``; neither is ``none``."""
+    if ns.add_dummy_prefix and ns.remove_extra_whitespaces:
+        return {"type": "whitespace"}
+    if not ns.add_dummy_prefix and not ns.remove_extra_whitespaces:
+        return {"type": "none"}
+    raise ParameterError(
+        f"{where}: add_dummy_prefix={ns.add_dummy_prefix} with remove_extra_whitespaces="
+        f"{ns.remove_extra_whitespaces} matches no bpeforge pre-tokenizer (both true: whitespace; both false: none)"
+    )
+
+
+def _normalizer_notes(m: Any, pretok: dict[str, Any], ignore_normalizer: bool, where: str) -> list[str]:
+    """The differences the normalizer leaves (notes), or a ParameterError when
+    it does more than turn whitespace into spaces (unless ignored)."""
+    ns = m.normalizer_spec
+    rules = normalizer_rules(m)
+    ours = set(whitespace_rules())
+    if rules is None:
+        if pretok["type"] == "whitespace":
+            return ["identity normalizer: SentencePiece separates words only at U+0020, bpeforge at all "
+                    "whitespace; texts with tabs or other whitespace characters encode differently"]
+        return []
+    if pretok["type"] == "whitespace" and set(rules) <= ours:
+        if set(rules) != ours:
+            missing = sorted(ord(a) for a, _ in ours - set(rules))
+            return [f"the normalizer maps only some whitespace to spaces; texts with U+{missing[0]:04X} "
+                    f"(and {len(missing) - 1} more) encode differently"]
+        return []
+    if not ignore_normalizer:
+        raise ParameterError(
+            f"{where}: the normalizer ({ns.name or 'precompiled'}, {len(rules)} rules) has no bpeforge equivalent "
+            "(bpeforge does not normalize text); pass ignore_normalizer=True to import anyway: ids then match only "
+            "on text the normalizer leaves unchanged"
+        )
+    return [f"normalizer {ns.name!r} ignored: ids differ on text it would change"]
+
+
+def _add_merges(b: Builder, multi: list[tuple[int, Any]]) -> None:
+    """Merge order: score descending, then id (SentencePiece breaks score ties
+    by position); each piece's two parts are what SentencePiece's BPE makes of
+    it with the higher-scored pieces."""
+    multi = sorted(multi, key=lambda ip: (-ip[1].score, ip[0]))
+    prio = {p.piece: k for k, (_, p) in enumerate(multi)}
+    if len({p.score for _, p in multi}) != len(multi):
+        b.note("some pieces share a score; SentencePiece then prefers the leftmost pair, bpeforge the lower id")
+    for k, (i, p) in enumerate(multi):
+        syms = list(p.piece)
+        while len(syms) > 1:
+            best = None
+            for j in range(len(syms) - 1):
+                r = prio.get(syms[j] + syms[j + 1])
+                if r is not None and r < k and (best is None or r < best[0]):
+                    best = (r, j)
+            if best is None:
+                break
+            _, j = best
+            syms[j : j + 2] = [syms[j] + syms[j + 1]]
+        if len(syms) != 2:
+            b.count("tokens_not_reachable_by_merges")
+            continue
+        b.add_merge(syms[0].encode("utf-8"), syms[1].encode("utf-8"), i)
+    if b.stats.get("tokens_not_reachable_by_merges"):
+        b.note(f"{b.stats['tokens_not_reachable_by_merges']} pieces are not two higher-scored pieces; dropped")

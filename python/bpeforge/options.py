@@ -1,0 +1,423 @@
+"""The training options: one typed list, and everything derived from it.
+
+:class:`TrainOptions` is the single description of what a training run can be
+told. From it come
+
+* the checks of :func:`bpeforge.train`, :func:`bpeforge.train_from_iterator`
+  and :func:`bpeforge.distributed.train` (``TrainOptions(**keywords)``: every
+  value is checked here, once; cross-option rules the engine owns are checked
+  in the engine, once),
+* the dict handed to the engine (:meth:`TrainOptions.engine_args`; its keys
+  are the Rust core's option names, and a test checks both lists are equal),
+* the ``bpeforge train`` command line (:func:`add_cli_arguments`,
+  :func:`from_cli`), for the local and the ``--ray`` path alike,
+* the ``Args:`` section of :func:`bpeforge.train`'s docstring.
+
+Adding an option means adding one field here (with its ``Opt`` record) and
+its twin in the engine's ``TrainOptions``; the signature tests then name every
+other place that must list it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import math
+import os
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Union
+
+from . import _native
+from .errors import ParameterError
+
+PathLike = Union[str, "os.PathLike[str]"]
+
+__all__ = ["TrainOptions", "Regex", "PRESETS", "add_cli_arguments", "from_cli", "option_docs", "FILE_ONLY",
+           "NOT_ON_RAY"]
+
+#: The pre-tokenizer presets, by their exact names.
+PRESETS = ("gpt2", "cl100k", "o200k", "whitespace", "none", "superword")
+# Names people type for a preset (wrong case, tiktoken's encoding names, short forms).
+_NEAR_MISSES = {"cl100k_base": "cl100k", "o200k_base": "o200k", "ws": "whitespace", "space": "whitespace",
+                "spaces": "whitespace", "gpt-2": "gpt2", "r50k_base": "gpt2", "p50k_base": "gpt2"}
+
+
+@dataclass(frozen=True)
+class Regex:
+    """A custom pre-tokenizer: the pieces are this regex's matches (the
+    ``regex`` crate's syntax, Unicode-aware), and text between matches
+    becomes pieces of its own, so no byte is ever lost.
+
+    >>> import bpeforge
+    >>> tok = bpeforge.train(bpeforge.sample_corpus(), pretokenizer=bpeforge.Regex(r"\\w+|\\s+"),
+    ...                      vocab_size=300, progress=False)  # doctest: +SKIP
+    """
+
+    pattern: str
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.pattern, str) or not self.pattern:
+            raise ParameterError(f"Regex needs a non-empty pattern string, got {self.pattern!r}")
+        if self.pattern in PRESETS:
+            raise ParameterError(f"Regex({self.pattern!r}) is a preset's name: pass pretokenizer={self.pattern!r}")
+
+
+# ---- value checks -------------------------------------------------------------
+# Each returns the value normalised for the engine, or raises ParameterError
+# naming the option.
+
+
+def _int(name: str, lo: int, hi: float = math.inf, none_ok: bool = False, what: str = "") -> Callable[[Any], Any]:
+    def check(v: Any) -> Any:
+        if v is None and none_ok:
+            return None
+        if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= hi:
+            kind = what or (f"an integer from {lo} to {hi}" if hi != math.inf
+                            else "a positive integer" if lo == 1 else f"an integer >= {lo}")
+            raise ParameterError(f"{name} must be {kind}{' or None' if none_ok else ''}, got {v!r}")
+        return v
+    return check
+
+
+def _number(name: str, ok: Callable[[float], bool], what: str, none_ok: bool = False) -> Callable[[Any], Any]:
+    def check(v: Any) -> Any:
+        if v is None and none_ok:
+            return None
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not ok(float(v)):
+            raise ParameterError(f"{name} must be {what}{' or None' if none_ok else ''}, got {v!r}")
+        return float(v)
+    return check
+
+
+def _str(name: str, none_ok: bool = False, nonblank: bool = False) -> Callable[[Any], Any]:
+    def check(v: Any) -> Any:
+        if v is None and none_ok:
+            return None
+        if not isinstance(v, str) or (nonblank and not v.strip()):
+            raise ParameterError(f"{name} must be {'a non-empty ' if nonblank else 'a '}string"
+                                 f"{' or None' if none_ok else ''}, got {v!r}")
+        return v
+    return check
+
+
+def check_pretokenizer(v: Any) -> str:
+    """A preset name (exactly) or a :class:`Regex`; anything else is refused
+    with the preset it was probably meant to be."""
+    if isinstance(v, Regex):
+        return v.pattern
+    if isinstance(v, str) and v in PRESETS:
+        return v
+    if not isinstance(v, str):
+        raise ParameterError(f"pretokenizer must be a preset name or bpeforge.Regex(...), got {v!r}")
+    import difflib
+
+    guess = _NEAR_MISSES.get(v.lower()) or (v.lower() if v.lower() in PRESETS else None)
+    guess = guess or next(iter(difflib.get_close_matches(v.lower(), PRESETS, n=1, cutoff=0.6)), None)
+    hint = f"did you mean {guess!r}? " if guess else ""
+    raise ParameterError(f"pretokenizer {v!r} is not a preset ({', '.join(PRESETS[:5])}): {hint}"
+                         f"a custom regex is given as pretokenizer=bpeforge.Regex({v!r}) (CLI: --pattern)")
+
+
+def _flag(v: Any) -> bool:
+    return bool(v)
+
+
+def _strings(name: str, what: str) -> Callable[[Any], Any]:
+    def check(v: Any) -> Any:
+        if v is None:
+            return None
+        if isinstance(v, (str, bytes)):
+            raise ParameterError(f"{name} must be a list of {what}, not one string ({v!r})")
+        try:
+            out = list(v)
+        except TypeError:
+            raise ParameterError(f"{name} must be a list of {what}, got {v!r}") from None
+        for t in out:
+            if not isinstance(t, str):
+                raise ParameterError(f"{name} must be strings, got {t!r}")
+        return out
+    return check
+
+
+def _path(name: str) -> Callable[[Any], Any]:
+    def check(v: Any) -> Any:
+        if v is None:
+            return None
+        try:
+            return os.fspath(v)
+        except TypeError:
+            raise ParameterError(f"{name} must be a path or None, got {v!r}") from None
+    return check
+
+
+def paths(files: Any, name: str = "files") -> list[str]:
+    """One path or a list of paths, as strings; an empty list is refused."""
+    if isinstance(files, (str, os.PathLike)):
+        return [os.fspath(files)]
+    try:
+        out = [os.fspath(f) for f in files]
+    except TypeError as e:
+        raise ParameterError(f"{name} must be a path or a list of paths, got {files!r}") from e
+    if not out:
+        raise ParameterError(f"{name} is empty: give at least one input file")
+    return out
+
+
+def _paths_or_none(name: str) -> Callable[[Any], Any]:
+    return lambda v: None if v is None else paths(v, name)
+
+
+def _model_json(v: Any) -> Any:
+    """A Tokenizer (anything with ``to_json``) or a model path, as model JSON bytes."""
+    if v is None:
+        return None
+    if hasattr(v, "to_json"):
+        return v.to_json().encode("utf-8")
+    try:
+        path = os.fspath(v)
+    except TypeError:
+        raise ParameterError(f"resume_from must be a Tokenizer, a model path or None, got {v!r}") from None
+    return _native.NativeTokenizer.load(path).to_json()
+
+
+# ---- the option record --------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Opt:
+    """What one option is, beyond its name, type and default (the field's)."""
+
+    doc: str
+    """Python documentation (the ``Args:`` entry)."""
+    check: Callable[[Any], Any]
+    """Checks a value and returns it as the engine takes it."""
+    cli: dict[str, Any] | list[dict[str, Any]] | None = None
+    """``argparse`` keywords for ``bpeforge train`` (``flags`` names the
+    flags, default ``--name-with-dashes``), or a list of them for several
+    flags setting one option; None: set by the CLI itself."""
+    files_only: bool = False
+    """Only for file input (not :func:`bpeforge.train_from_iterator`)."""
+    on_ray: bool = True
+    """Available with :func:`bpeforge.distributed.train` (else refused)."""
+
+
+def opt(default: Any, doc: str, check: Callable[[Any], Any], **kw: Any) -> Any:
+    return field(default=default, metadata={"opt": Opt(doc, check, **kw)})
+
+
+# Reusable CLI shapes.
+_INT = {"type": int}
+_FLOAT = {"type": float}
+
+
+@dataclass(frozen=True)
+class TrainOptions:
+    """Every setting of a training run, checked on construction.
+
+    ``TrainOptions(vocab_size=8000, scheme="chars")`` raises
+    :class:`bpeforge.ParameterError` naming the first bad value. Unknown
+    keywords are a ``TypeError``, as for any Python call.
+    """
+
+    vocab_size: int = opt(32000, "total vocabulary size: special tokens + base symbols + merges.",
+                          _int("vocab_size", 1),
+                          cli={"type": int, "help": "total vocabulary size (default 32000; 2000 for the sample)"})
+    scheme: str = opt("bytes", '``"bytes"`` (256 byte symbols, lossless) or ``"chars"`` (Unicode characters '
+                      "with SentencePiece's ``▁`` boundary marker).",
+                      _str("scheme"), cli={"choices": ["bytes", "chars"]})
+    pretokenizer: str | Regex = opt("gpt2", '``"gpt2"``, ``"cl100k"``, ``"o200k"``, ``"whitespace"``, ``"none"`` '
+                                    "(exact names), or ``bpeforge.Regex(pattern)``: a custom regex whose matches "
+                                    "are the pieces (text between matches becomes pieces of its own).",
+                                    check_pretokenizer,
+                                    cli=[{"metavar": "NAME", "help": "gpt2, cl100k, o200k, whitespace or none"},
+                                         {"flags": ["--pattern"], "type": Regex, "metavar": "REGEX",
+                                          "help": "a custom pre-tokenizer regex (instead of --pretokenizer)"}])
+    special_tokens: tuple[str, ...] = opt((), "strings that are never split or merged; they get the first ids, "
+                                          "in the order given.", _strings("special_tokens", "strings"),
+                                          cli={"flags": ["--special-token"], "action": "append", "metavar": "T",
+                                               "help": "a special token (repeatable)"})
+    min_frequency: int = opt(2, "stop when the best pair occurs fewer times than this.",
+                             _int("min_frequency", 0, what="a non-negative integer"), cli=_INT)
+    max_token_length: int | None = opt(None, "longest merged token, in bytes (None: no limit).",
+                                       _int("max_token_length", 1, none_ok=True),
+                                       cli={"type": int, "help": "longest merged token in bytes"})
+    threads: int | None = opt(None, "counting threads (None: all cores). The result never depends on it.",
+                              _int("threads", 1, none_ok=True, what="a positive integer (None: all cores)"),
+                              cli={"type": int, "help": "counting threads (default: all cores)"})
+    character_coverage: float = opt(1.0, "chars scheme: share of character occurrences the alphabet must "
+                                    "cover; rarer characters become ``unk_token``.",
+                                    _number("character_coverage", lambda x: True, "a number"),
+                                    cli={"type": float, "help": "chars scheme"})
+    end_of_word_suffix: str | None = opt(None, 'chars scheme: mark word ends with this suffix (e.g. ``"</w>"``, '
+                                         "as subword-nmt) instead of the ``▁`` prefix.",
+                                         _str("end_of_word_suffix", none_ok=True),
+                                         cli={"help": "chars scheme: e.g. '</w>' instead of the ▁ prefix"})
+    unk_token: str = opt("<unk>", "chars scheme: the token for characters outside the alphabet.",
+                         _str("unk_token"), cli={"help": "chars scheme"})
+    documents: bool = opt(False, "each file is one text (newlines kept).", _flag, files_only=True,
+                          cli={"action": "store_true", "help": "each file is one text (newlines kept)"})
+    separator: str | None = opt(None, 'texts are cut at this string instead of at newlines.',
+                                _str("separator", none_ok=True), files_only=True,
+                                cli={"help": "texts are separated by this string instead of newlines"})
+    min_word_count: int = opt(1, "drop word types seen fewer times than this after counting (1 keeps all): "
+                              "less memory and merge time on huge corpora, at the cost of merges that only "
+                              "rare words would get.", _int("min_word_count", 1),
+                              cli={"type": int, "help": "drop word types seen fewer times (1: keep all)"})
+    resume_from: Any = opt(None, "a model (or its path) to continue to ``vocab_size``: the merges equal one "
+                           "straight run to ``vocab_size``. Its scheme, pre-tokenizer, special tokens and "
+                           "alphabet are kept (and every old id stays the same), so it also extends a "
+                           "vocabulary with new data. Imported models (``bpeforge.interop``) keep their own "
+                           "ids; their new tokens get the ids after the largest one in use (or in the source "
+                           "file), and ``vocab_size`` counts ids, so ``vocab_size=old.vocab_size + N`` learns "
+                           "N new tokens.", _model_json,
+                           cli={"flags": ["--resume"], "metavar": "MODEL",
+                                "help": "continue this model's merges up to --vocab-size"})
+    checkpoint_path: PathLike | None = opt(None, "save the model there every ``checkpoint_every`` merges and "
+                                           "when interrupted; restart with ``resume_from``.",
+                                           _path("checkpoint_path"))
+    checkpoint_every: int = opt(1000, "merges between checkpoints (with ``checkpoint_path``).",
+                                _int("checkpoint_every", 1),
+                                cli={"type": int, "metavar": "N",
+                                     "help": "save the model to --output every N merges (and on Ctrl-C); "
+                                             "restart with --resume"})
+    superbpe_transition: int | None = opt(None, "train SuperBPE (Liu et al., 2025): ordinary BPE with "
+                                          "``pretokenizer`` up to this vocabulary size, then merges that may "
+                                          "span several words (stage 2 pre-tokenizer ``\"superword\"``). Bytes "
+                                          "scheme only. The model encodes with the stage-2 pre-tokenizer, "
+                                          "exactly as trained.", _int("superbpe_transition", 1, none_ok=True),
+                                          on_ray=False,
+                                          cli={"type": int, "metavar": "T",
+                                               "help": "SuperBPE: plain BPE up to vocabulary size T, then "
+                                                       "multi-word tokens"})
+    superbpe_max_words: int = opt(4, "SuperBPE: at most this many words per token (0: no limit).",
+                                  _int("superbpe_max_words", 0, what="a non-negative integer (0: no limit)"),
+                                  cli={"type": int, "help": "SuperBPE: words per token at most (0: no limit)"})
+    superbpe_colon_rule: bool = opt(True, 'SuperBPE: no token spans ": ".', _flag,
+                                    cli={"action": argparse.BooleanOptionalAction,
+                                         "help": "SuperBPE: no token spans ': ' (default on)"})
+    langs: Sequence[PathLike] | None = opt(None, "language-balanced training: one file of language tags per "
+                                           "input file, one tag per line (``.xz``/``.gz`` ok).",
+                                           _paths_or_none("langs"), files_only=True, on_ray=False,
+                                           cli={"action": "append", "metavar": "FILE",
+                                                "help": "language tags, one per line, aligned with each INPUT "
+                                                        "(repeat per input); enables --temperature"})
+    file_languages: Sequence[str] | None = opt(None, "one language tag per input file (instead of ``langs``).",
+                                               _strings("file_languages", "language tags, one per input file"),
+                                               files_only=True, on_ray=False,
+                                               cli={"flags": ["--file-language"], "action": "append",
+                                                    "metavar": "TAG",
+                                                    "help": "the language of each INPUT (repeat per input), "
+                                                            "instead of --langs"})
+    temperature: float = opt(1.0, "with ``langs`` or ``file_languages``: each language's share of lines p "
+                             "becomes p^(1/T) (normalised): low-resource languages weigh more, and no line is "
+                             "dropped (every word type keeps a count of at least 1).",
+                             _number("temperature", lambda x: 0.0 < x < math.inf, "a positive number"),
+                             files_only=True, on_ray=False,
+                             cli={"type": float, "help": "language balancing: share p becomes p^(1/T) "
+                                                         "(1: off; 3-5 is common)"})
+    max_premium: float | None = opt(None, "parity balancing (with ``langs`` or ``file_languages``): a "
+                                    "language's *premium* is the reference language's bytes per token divided "
+                                    "by its own. Starting from the temperature weights, the vocabulary is "
+                                    "trained, every language's premium is measured on its own training text, "
+                                    "and languages above ``max_premium`` get more weight (at most "
+                                    "``balance_max_lift`` times; no language ever gets less than it started "
+                                    "with); up to ``balance_rounds`` retrainings, stopping early once no "
+                                    "language is above. Costs one merge loop per round, never a second pass "
+                                    "over the corpus. ``language_balance`` in the metadata records every round.",
+                                    _number("max_premium", lambda x: 1.0 < x < math.inf,
+                                            "a number above 1 (e.g. 1.2)", none_ok=True),
+                                    files_only=True, on_ray=False,
+                                    cli={"type": float, "metavar": "P",
+                                         "help": "parity balancing: lift languages until none needs more than P "
+                                                 "times the reference's tokens per byte (e.g. 1.2; needs --langs)"})
+    balance_rounds: int = opt(3, "reweighting rounds for ``max_premium`` (0-20).", _int("balance_rounds", 0, 20),
+                              files_only=True, on_ray=False,
+                              cli={"type": int, "help": "with --max-premium: retraining rounds at most"})
+    premium_reference: str | None = opt(None, "the reference language (default: the one with the most bytes).",
+                                        _str("premium_reference", none_ok=True, nonblank=True),
+                                        files_only=True, on_ray=False,
+                                        cli={"metavar": "LANG", "help": "with --max-premium: the reference "
+                                             "language (default: the one with the most bytes)"})
+    balance_min_lines: int = opt(500, "languages with fewer lines keep their weight (too little text to "
+                                 "measure reliably).", _int("balance_min_lines", 0, what="a non-negative integer"),
+                                 files_only=True, on_ray=False,
+                                 cli={"type": int, "help": "with --max-premium: languages with fewer lines "
+                                                           "keep their weight"})
+    balance_max_lift: float = opt(16.0, "the most a language's weight is multiplied by (default 16): a "
+                                  "language that needs more gains little per merge it takes from all the others.",
+                                  _number("balance_max_lift", lambda x: 1.0 <= x <= 1024.0, "a number from 1 to 1024"),
+                                  files_only=True, on_ray=False,
+                                  cli={"type": float, "help": "with --max-premium: the most a language's "
+                                                              "weight is multiplied by"})
+    progress_csv: PathLike | None = opt(None, "write ``merge,pair_count,elapsed_s`` rows live while merging "
+                                        "(``bpeforge report --progress-csv`` draws them).", _path("progress_csv"),
+                                        files_only=True,
+                                        cli={"metavar": "CSV", "help": "write merge,pair_count,elapsed_s rows live"})
+
+    def __post_init__(self) -> None:
+        # Check every value now, so a bad one fails before any work starts;
+        # keep the checked form for the engine (a resumed model is read once).
+        engine = {name: record.check(getattr(self, name)) for name, record in _records()}
+        object.__setattr__(self, "_engine", engine)
+
+    def engine_args(self) -> dict[str, Any]:
+        """The options as the engine takes them (keys: the engine's option names)."""
+        return dict(self._engine)  # type: ignore[attr-defined]
+
+    def non_default(self) -> dict[str, Any]:
+        """The options that differ from their defaults."""
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
+                if getattr(self, f.name) != f.default}
+
+    def refuse(self, names: Iterable[str], where: str, why: str) -> None:
+        """ParameterError if any of ``names`` is set (differs from its default)."""
+        given = [n for n in names if n in self.non_default()]
+        if given:
+            raise ParameterError(f"{', '.join(given)}: not available {where} ({why}); no option is ever dropped "
+                                 "silently, so this run is refused")
+
+
+def _records() -> list[tuple[str, Opt]]:
+    return [(f.name, f.metadata["opt"]) for f in dataclasses.fields(TrainOptions)]
+
+
+NAMES = tuple(name for name, _ in _records())
+#: Options that need file input.
+FILE_ONLY = frozenset(name for name, r in _records() if r.files_only)
+#: Options bpeforge.distributed.train refuses.
+NOT_ON_RAY = frozenset(name for name, r in _records() if not r.on_ray)
+
+
+def option_docs(skip: Iterable[str] = ()) -> str:
+    """The ``Args:`` entries for a docstring, from the option list."""
+    import textwrap
+
+    skip = set(skip)
+    out = []
+    for name, record in _records():
+        if name in skip:
+            continue
+        out.append(textwrap.fill(f"{name}: {record.doc}", width=88, initial_indent="        ",
+                                 subsequent_indent="            "))
+    return "\n".join(out)
+
+
+# ---- the command line -----------------------------------------------------------
+
+
+def add_cli_arguments(parser: argparse.ArgumentParser) -> None:
+    """Adds one flag per option that the command line sets directly. Unset
+    flags are absent from the parsed namespace (the option keeps its default)."""
+    for name, record in _records():
+        specs = record.cli if isinstance(record.cli, list) else [record.cli] if record.cli else []
+        for spec in map(dict, specs):
+            flags = spec.pop("flags", ["--" + name.replace("_", "-")])
+            parser.add_argument(*flags, dest=name, default=argparse.SUPPRESS, **spec)
+
+
+def from_cli(args: argparse.Namespace, **overrides: Any) -> TrainOptions:
+    """The options a parsed ``bpeforge train`` command line gives."""
+    given = {name: getattr(args, name) for name in NAMES if hasattr(args, name)}
+    given.update(overrides)
+    return TrainOptions(**given)

@@ -1,0 +1,170 @@
+"""Putting a report together: :func:`build_report` loads the models, samples
+the corpus, encodes it and makes the figures, as named steps."""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as _dt
+import json
+import os
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any, Union
+
+from .._tokenizer import Tokenizer
+from ..errors import ParameterError
+from .data import Figure, Report
+from .figures import fig_compression, fig_pair_frequency, fig_progress, fig_scripts, fig_token_length
+from .inputs import sample_lines
+from .languages import fig_language_change, language_figures
+from .models import Model, default_label, encode_lines, load_model, token_texts
+from .stats import compression_curve, line_stats, model_summary
+
+PathLike = Union[str, "os.PathLike[str]"]
+
+DEFAULT_SAMPLE = 20_000
+DEFAULT_CURVE_LINES = 5_000
+DEFAULT_CURVE_POINTS = 16
+DEFAULT_TOP_LANGS = 20
+
+
+def build_report(
+    model: Tokenizer | PathLike,
+    corpus: PathLike | Iterable[str],
+    *,
+    langs: PathLike | Iterable[str] | None = None,
+    compare: Tokenizer | PathLike | None = None,
+    progress_csv: PathLike | Sequence[PathLike | None] | None = None,
+    sample: int = DEFAULT_SAMPLE,
+    seed: int = 0,
+    curve_points: int = DEFAULT_CURVE_POINTS,
+    curve_lines: int = DEFAULT_CURVE_LINES,
+    top_langs: int = DEFAULT_TOP_LANGS,
+    labels: Sequence[str] | None = None,
+    threads: int | None = None,
+) -> Report:
+    """Measure ``model`` (and ``compare``) on a random sample of ``corpus``'s lines.
+
+    Args:
+        model, compare: a model file (bpeforge, SentencePiece ``.model``, Hugging
+            Face ``tokenizer.json``, ``.tiktoken``) or a :class:`bpeforge.Tokenizer`.
+        corpus: a text file (``.xz .gz .bz2 .zst`` ok), one text per line, or a
+            sequence of str.
+        langs: language tags, one per corpus line (a file or a sequence); adds
+            the per-language figures.
+        progress_csv: a training progress CSV (or one per model, None to skip one)
+            for the ``training_progress`` figure.
+        sample: lines sampled uniformly at random (0: every line); ``seed`` for it.
+        curve_points, curve_lines: the compression curve encodes the first
+            ``curve_lines`` sampled lines with ``curve_points`` truncated models.
+        top_langs: languages shown in the per-language figures (the most
+            frequent in the sample; all of them are in the JSON).
+        labels: names of the models in the figures (default: file names).
+        threads: encoding threads (None: all cores).
+    """
+    try:
+        import numpy  # noqa: F401
+    except ImportError as e:  # pragma: no cover - numpy comes with matplotlib
+        raise ParameterError("the report needs numpy: pip install 'bpeforge[plot]'") from e
+    _check_sizes(sample=sample, curve_points=curve_points, curve_lines=curve_lines, top_langs=top_langs)
+    csvs = _progress_csvs(progress_csv, 1 + (compare is not None))
+    timings: dict[str, float] = {}
+    t0 = time.perf_counter()
+    with _timed(timings, "load_models"):
+        models = _load_models([model] + ([compare] if compare is not None else []), labels)
+    with _timed(timings, "sample"):
+        lines, tags, corpus_info = sample_lines(corpus, langs, sample, seed)
+        stats = line_stats(lines)
+        corpus_info.update(sample_bytes=int(stats["bytes"].sum()), sample_chars=int(stats["chars"].sum()),
+                           sample_words=int(stats["words"].sum()))
+    with _timed(timings, "encode"):
+        _encode_sample(models, lines, threads)
+
+    figures: dict[str, Figure] = {"pair_frequency": fig_pair_frequency(models)}
+    with _timed(timings, "compression_curve"):
+        curves = [compression_curve(m, lines[: min(curve_lines, len(lines))], curve_points, threads) for m in models]
+        figures["compression"] = fig_compression(models, curves)
+    figures["token_length"] = fig_token_length(models)
+    figures["scripts"] = fig_scripts(models)
+    languages: list[dict[str, Any]] = []
+    if tags is not None:
+        with _timed(timings, "languages"):
+            lang_figs, languages = language_figures(models, lines, tags, stats, top_langs)
+            figures.update(lang_figs)
+            if len(models) == 2:
+                figures["lang_change"] = fig_language_change(models, languages, top_langs)
+            corpus_info["languages"] = len(languages)
+    if any(c is not None for c in csvs):
+        figures["training_progress"] = fig_progress(models, csvs)
+
+    summaries = [model_summary(m, stats, curves[i]) for i, m in enumerate(models)]
+    notes = [f"{s['label']}: {n}" for s in summaries for n in s["notes"]]
+    title = "Vocabulary report: " + " vs ".join(m.label for m in models)
+    timings["total"] = time.perf_counter() - t0
+    return Report(
+        title=title, models=summaries, corpus=corpus_info, figures=figures, languages=languages, notes=notes,
+        timings={k: round(v, 3) for k, v in timings.items()},
+        created=_dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat(),
+    )
+
+
+def write_report(output: PathLike, model: Tokenizer | PathLike, corpus: PathLike | Iterable[str], **kwargs: Any) -> Report:
+    """:func:`build_report` then :meth:`Report.write` to ``output``; returns the report."""
+    rep = build_report(model, corpus, **kwargs)
+    rep.write(output)
+    return rep
+
+
+@contextlib.contextmanager
+def _timed(timings: dict[str, float], key: str) -> Iterator[None]:
+    """Record the seconds the block takes as ``timings[key]``."""
+    t = time.perf_counter()
+    yield
+    timings[key] = time.perf_counter() - t
+
+
+def _check_sizes(**sizes: int) -> None:
+    lowest = {"sample": 0, "curve_points": 2, "curve_lines": 1, "top_langs": 1}
+    for name, v in sizes.items():
+        lo = lowest[name]
+        if isinstance(v, bool) or not isinstance(v, int) or v < lo:
+            raise ParameterError(f"{name} must be an integer >= {lo}, got {v!r}")
+
+
+def _progress_csvs(progress_csv: PathLike | Sequence[PathLike | None] | None, n_models: int) -> list[PathLike | None]:
+    """One progress CSV (or None) per model, each checked to exist."""
+    csvs: list[PathLike | None]
+    if progress_csv is None:
+        csvs = []
+    elif isinstance(progress_csv, (str, os.PathLike)):
+        csvs = [progress_csv]
+    else:
+        csvs = list(progress_csv)
+    if len(csvs) > n_models:
+        raise ParameterError(f"{len(csvs)} progress CSVs for {n_models} model(s): give at most one per model")
+    for c in csvs:
+        if c is not None and not os.path.isfile(os.fspath(c)):
+            raise ParameterError(f"progress CSV {os.fspath(c)}: no such file")
+    return csvs
+
+
+def _load_models(sources: list[Tokenizer | PathLike], labels: Sequence[str] | None) -> list[Model]:
+    loaded = [load_model(s) for s in sources]
+    models: list[Model] = []
+    for i, (tok, info) in enumerate(loaded):
+        label = labels[i] if labels and i < len(labels) and labels[i] else default_label(sources[i], i)
+        doc = json.loads(tok.to_json())
+        raw, texts, specials = token_texts(tok, doc)
+        models.append(Model(label, tok, info, doc, texts, raw, specials))
+    if len(models) == 2 and models[0].label == models[1].label:
+        models[1].label += " (compare)"
+    return models
+
+
+def _encode_sample(models: list[Model], lines: list[str], threads: int | None) -> None:
+    """Each model's ids and line offsets over the sample, and its count per id."""
+    import numpy as np
+
+    for m in models:
+        m.ids, m.offsets = encode_lines(m.tok, lines, threads)
+        m.counts = np.bincount(m.ids, minlength=len(m.raw)) if len(m.ids) else np.zeros(len(m.raw), dtype=np.int64)

@@ -1,0 +1,238 @@
+"""One list of training options (bpeforge.options.TrainOptions): the Python
+signatures, the command line (local and --ray) and the engine all follow it,
+and no option is dropped on the way."""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import os
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import bpeforge
+from bpeforge import _native, cli
+from bpeforge.options import FILE_ONLY, NAMES, NOT_ON_RAY, TrainOptions
+
+# Flags of `bpeforge train` that are not training options: what to read,
+# where to write, how to report, where to run.
+CLI_ONLY = {"help", "inputs", "output", "progress", "quiet", "ray", "shard_mb"}
+
+
+def _defaults() -> dict:
+    return {f.name: f.default for f in dataclasses.fields(TrainOptions)}
+
+
+def _signature_defaults(fn) -> dict:
+    return {name: p.default for name, p in inspect.signature(fn).parameters.items()
+            if p.kind is inspect.Parameter.KEYWORD_ONLY}
+
+
+def test_train_signature_is_the_option_list() -> None:
+    sig = _signature_defaults(bpeforge.train)
+    progress = sig.pop("progress")
+    assert progress is True
+    assert sig == _defaults()
+
+
+def test_train_from_iterator_signature_is_the_option_list_less_file_options() -> None:
+    sig = _signature_defaults(bpeforge.train_from_iterator)
+    sig.pop("progress")
+    assert sig == {k: v for k, v in _defaults().items() if k not in FILE_ONLY}
+
+
+def test_engine_takes_the_same_option_names() -> None:
+    assert sorted(_native.train_option_names()) == sorted(NAMES)
+    assert sorted(TrainOptions().engine_args()) == sorted(NAMES)
+
+
+def test_every_option_is_documented_in_train() -> None:
+    doc = bpeforge.train.__doc__ or ""
+    for name in NAMES:
+        assert f"        {name}: " in doc, name
+
+
+@pytest.mark.parametrize("bad", [
+    {"vocab_size": 0}, {"vocab_size": -5}, {"vocab_size": True}, {"vocab_size": "32000"},
+    {"min_frequency": -1}, {"max_token_length": 0}, {"threads": 0}, {"min_word_count": 0},
+    {"checkpoint_every": 0}, {"superbpe_transition": 0}, {"superbpe_max_words": -1},
+    {"temperature": 0.0}, {"temperature": float("nan")}, {"max_premium": 1.0}, {"max_premium": float("inf")},
+    {"balance_rounds": 21}, {"premium_reference": " "}, {"balance_min_lines": -1}, {"balance_max_lift": 0.5},
+    {"special_tokens": "<s>"}, {"special_tokens": [1]}, {"file_languages": "en"}, {"langs": []},
+    {"resume_from": 3}, {"character_coverage": "all"},
+])
+def test_bad_values_are_parameter_errors_naming_the_option(bad) -> None:
+    (name,) = bad
+    with pytest.raises(bpeforge.ParameterError, match=name):
+        TrainOptions(**bad)
+
+
+def test_unknown_option_is_a_type_error() -> None:
+    with pytest.raises(TypeError, match="vocab_sise"):
+        TrainOptions(vocab_sise=10)  # type: ignore[call-arg]
+    with pytest.raises(TypeError):
+        bpeforge.train(bpeforge.sample_corpus(), vocab_sise=10)  # type: ignore[call-arg]
+
+
+# ---- the command line: every option reaches the engine ------------------------
+
+
+class _Reached(Exception):
+    """Raised by the stand-in engine entry point once it has the options."""
+
+
+@pytest.fixture()
+def samples(tmp_path) -> dict[str, tuple[list[str], object]]:
+    """For every option: `bpeforge train` flags setting it to a value other
+    than its default, and the value the engine must then receive."""
+    model = tmp_path / "resume.json"
+    bpeforge.train(bpeforge.sample_corpus(), vocab_size=270, progress=False).save(model)
+    langs = tmp_path / "langs.txt"
+    langs.write_text("en\n" * 1514, encoding="utf-8")
+    out = str(tmp_path / "out.json")
+    csv = str(tmp_path / "progress.csv")
+    return {
+        "vocab_size": (["--vocab-size", "300"], 300),
+        "scheme": (["--scheme", "chars"], "chars"),
+        "pretokenizer": (["--pretokenizer", "cl100k"], "cl100k"),
+        "special_tokens": (["--special-token", "<s>", "--special-token", "</s>"], ["<s>", "</s>"]),
+        "min_frequency": (["--min-frequency", "5"], 5),
+        "max_token_length": (["--max-token-length", "9"], 9),
+        "threads": (["--threads", "1"], 1),
+        "character_coverage": (["--character-coverage", "0.99"], 0.99),
+        "end_of_word_suffix": (["--end-of-word-suffix", "</w>"], "</w>"),
+        "unk_token": (["--unk-token", "<UNK>"], "<UNK>"),
+        "documents": (["--documents"], True),
+        "separator": (["--separator", "|||"], "|||"),
+        "min_word_count": (["--min-word-count", "3"], 3),
+        "resume_from": (["--resume", str(model)], bpeforge.load(model).to_json().encode("utf-8")),
+        "checkpoint_path": (["--checkpoint-every", "7", "--output", out], out),
+        "checkpoint_every": (["--checkpoint-every", "7", "--output", out], 7),
+        "superbpe_transition": (["--superbpe-transition", "280"], 280),
+        "superbpe_max_words": (["--superbpe-max-words", "2"], 2),
+        "superbpe_colon_rule": (["--no-superbpe-colon-rule"], False),
+        "langs": (["--langs", str(langs)], [str(langs)]),
+        "file_languages": (["--file-language", "en"], ["en"]),
+        "temperature": (["--temperature", "2"], 2.0),
+        "max_premium": (["--max-premium", "1.3"], 1.3),
+        "balance_rounds": (["--balance-rounds", "2"], 2),
+        "premium_reference": (["--premium-reference", "en"], "en"),
+        "balance_min_lines": (["--balance-min-lines", "10"], 10),
+        "balance_max_lift": (["--balance-max-lift", "4"], 4.0),
+        "progress_csv": (["--progress-csv", csv], csv),
+    }
+
+
+def test_samples_cover_every_option(samples) -> None:
+    assert set(samples) == set(NAMES)
+
+
+def test_every_train_flag_is_an_option_or_a_known_cli_flag() -> None:
+    parser = cli.build_parser()
+    (train_parser,) = [p for a in parser._subparsers._group_actions  # type: ignore[union-attr]
+                       for name, p in a.choices.items() if name == "train"]
+    dests = {a.dest for a in train_parser._actions}
+    assert dests - CLI_ONLY <= set(NAMES)
+    # Every option has a flag, except the checkpoint path (--output with --checkpoint-every).
+    assert set(NAMES) - dests == {"checkpoint_path"}
+
+
+def _run_cli(argv: list[str], monkeypatch, entry: str) -> dict:
+    seen: dict = {}
+
+    def stand_in(*args, **kwargs):
+        seen.update(next(a for a in args if isinstance(a, dict)))
+        raise _Reached
+
+    monkeypatch.setattr(_native, entry, stand_in)
+    with pytest.raises(_Reached):
+        cli.main(["train", str(bpeforge.sample_corpus()), "--quiet", *argv])
+    return seen
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_cli_option_reaches_the_engine(name, samples, monkeypatch) -> None:
+    flags, expected = samples[name]
+    engine = _run_cli(flags, monkeypatch, "train_files")
+    assert engine[name] == expected
+    # and nothing changed that the flags did not ask for
+    defaults = TrainOptions().engine_args()
+    assert {k for k in NAMES if engine[k] != defaults[k]} == {k for k, (f, _) in samples.items() if set(f) <= set(flags)}
+
+
+@pytest.fixture(scope="module")
+def ray_instance():
+    ray = pytest.importorskip("ray", reason="Ray is not installed: pip install 'bpeforge[ray]'")
+    if ray.is_initialized():  # pragma: no cover
+        ray.shutdown()
+    ray.init(num_cpus=2, include_dashboard=False, logging_level="WARNING")
+    yield
+    ray.shutdown()
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_cli_option_reaches_the_engine_with_ray(name, samples, monkeypatch, capsys, ray_instance) -> None:
+    flags, expected = samples[name]
+    argv = [*flags, "--ray", "--shard-mb", "0.1"]
+    if name in NOT_ON_RAY:
+        # Refused, naming the option: never dropped.
+        assert cli.main(["train", str(bpeforge.sample_corpus()), "--quiet", *argv]) == 1
+        assert name in capsys.readouterr().err
+        return
+    engine = _run_cli(argv, monkeypatch, "train_counts")
+    assert engine[name] == expected
+
+
+def test_ray_refuses_in_python_too(ray_instance) -> None:
+    from bpeforge import distributed
+
+    for name in sorted(NOT_ON_RAY):
+        value = {"superbpe_transition": 300, "langs": [os.devnull], "file_languages": ["en"], "temperature": 2.0,
+                 "max_premium": 1.3, "balance_rounds": 2, "premium_reference": "en", "balance_min_lines": 1,
+                 "balance_max_lift": 2.0}[name]
+        with pytest.raises(bpeforge.ParameterError, match=name):
+            distributed.train([bpeforge.sample_corpus()], progress=False, **{name: value})
+
+
+# ---- pre-tokenizers: exact preset names, explicit regexes, nothing lost ----------
+
+
+@pytest.mark.parametrize("name, guess", [("GPT2", "gpt2"), ("o200k_base", "o200k"), ("cl100k_base", "cl100k"),
+                                         ("ws", "whitespace"), ("Whitespace", "whitespace"), ("o200", "o200k")])
+def test_near_miss_preset_names_are_refused_with_a_suggestion(name, guess) -> None:
+    with pytest.raises(bpeforge.ParameterError, match=f"did you mean '{guess}'"):
+        TrainOptions(pretokenizer=name)
+    with pytest.raises(bpeforge.ParameterError, match="bpeforge.Regex"):
+        bpeforge.pretokenize("text", name)
+
+
+def test_cli_refuses_a_near_miss_and_takes_a_pattern(tmp_path, capsys) -> None:
+    assert cli.main(["train", str(bpeforge.sample_corpus()), "--pretokenizer", "GPT2", "-q", "-o",
+                     str(tmp_path / "m.json")]) == 1
+    assert "did you mean 'gpt2'" in capsys.readouterr().err
+    assert not (tmp_path / "m.json").exists()
+    assert cli.main(["train", str(bpeforge.sample_corpus()), "--pattern", r"\p{L}+", "--vocab-size", "300", "-q",
+                     "-o", str(tmp_path / "m.json")]) == 0
+    tok = bpeforge.load(tmp_path / "m.json")
+    assert tok.pretokenizer == r"\p{L}+"
+    assert tok.decode(tok.encode("hello world news, 2026!")) == "hello world news, 2026!"
+
+
+@pytest.fixture(scope="module")
+def sparse_regex_tok() -> bpeforge.Tokenizer:
+    # A regex that matches almost nothing: every byte must still come back.
+    return bpeforge.train(bpeforge.sample_corpus(), pretokenizer=bpeforge.Regex(r"qz+"), vocab_size=400,
+                          progress=False)
+
+
+@settings(max_examples=200, deadline=None)
+@given(text=st.text())
+def test_a_custom_regex_that_covers_nothing_still_round_trips(sparse_regex_tok, text) -> None:
+    assert sparse_regex_tok.decode(sparse_regex_tok.encode_ordinary(text)) == text
+
+
+def test_regex_equal_to_a_preset_name_is_refused() -> None:
+    with pytest.raises(bpeforge.ParameterError, match="preset"):
+        bpeforge.Regex("gpt2")
