@@ -1,5 +1,8 @@
 //! PyO3 glue for bpeforge: type conversion, GIL release, error mapping.
 //! No algorithm lives here; see `bpeforge-core`.
+//! (Over 600 lines: one thin function per Python entry point, each only
+//! converting arguments and releasing the GIL; they share the error mapping
+//! and the observer, so they stay one layer in one file, as tiktoken's py.rs.)
 
 use bpeforge_core::balance::{self, BalanceRound};
 use bpeforge_core::count::{CountStats, WordCounts};
