@@ -2,7 +2,8 @@
 use bpeforge_core::input::read_chunks;
 use bpeforge_core::model::Scheme;
 use bpeforge_core::pretok::PreTokenizerSpec;
-use bpeforge_core::train::{count_words, Silent, TrainConfig};
+use bpeforge_core::observe::Silent;
+use bpeforge_core::train::{count_words, TrainConfig};
 use std::path::PathBuf;
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;

@@ -2,7 +2,8 @@
 use bpeforge_core::model::Scheme;
 use bpeforge_core::pretok::PreTokenizerSpec;
 use bpeforge_core::progress::{ProgressFormat, ProgressPrinter};
-use bpeforge_core::train::{train_files, TrainConfig};
+use bpeforge_core::train::TrainConfig;
+use bpeforge_core::train_files;
 use std::path::PathBuf;
 
 

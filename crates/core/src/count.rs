@@ -1,5 +1,8 @@
 //! Counting word types: texts -> special-token split -> pre-tokens -> counts.
 //!
+//! (Over 600 lines: the word-count table, its prefetching batch and the
+//! parallel counter are one tuned unit, and they are read together.)
+//!
 //! Counting is the embarrassingly parallel half of training. The caller feeds
 //! chunks (from files or from Python); `threads` workers each count into a
 //! private hash map, and the maps are summed at the end. Sums commute, so the
@@ -23,14 +26,8 @@ use crate::error::{Error, Result};
 use crate::input::Chunk;
 use crate::pretok::{utf8_runs, PreTokCache, PreTokenizer, Segment, SpecialSplitter};
 use std::sync::atomic::{AtomicBool, Ordering};
+use crate::util::{new_map, prefetch, Map};
 use std::sync::Mutex;
-
-pub type Hasher = foldhash::fast::FixedState;
-pub type Map<K, V> = hashbrown::HashMap<K, V, Hasher>;
-
-pub fn new_map<K, V>() -> Map<K, V> {
-    Map::with_hasher(Hasher::with_seed(0x5eed_b9e_f0a6e))
-}
 
 /// What counting saw.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -85,21 +82,6 @@ fn short_key(piece: &[u8]) -> u128 {
     b[..piece.len()].copy_from_slice(piece);
     b[15] = piece.len() as u8;
     u128::from_le_bytes(b)
-}
-
-/// Hints the CPU to load `slice[i]` into cache (no effect elsewhere).
-#[inline(always)]
-pub(crate) fn prefetch<T>(slice: &[T], i: usize) {
-    #[cfg(target_arch = "x86_64")]
-    if i < slice.len() {
-        // SAFETY: prefetching is only a hint and never faults; the pointer is
-        // in bounds of the slice anyway.
-        unsafe {
-            std::arch::x86_64::_mm_prefetch(slice.as_ptr().add(i) as *const i8, std::arch::x86_64::_MM_HINT_T0);
-        }
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = (slice, i);
 }
 
 /// One slot of `ShortTable`: a key (0 = empty) and its count. 32-byte
@@ -669,7 +651,7 @@ impl Counter<'_> {
             self.count_into(text, weight, language, &mut out, scratch).map_err(|(at, err)| {
                 let line = chunk.line_of(offset + at);
                 match err {
-                    Some(e) => Error::new(e.kind, format!("{}, line {}: {}", chunk.source, line, e.message)),
+                    Some(e) => e.with_context(format_args!("{}, line {}", chunk.source, line)),
                     None => Error::input(format!(
                         "{}, line {}: invalid UTF-8 (byte 0x{:02x} at byte {} of the line); the chars scheme needs valid UTF-8 — fix or drop the line, or use scheme=\"bytes\", which keeps invalid bytes as their own pieces",
                         chunk.source,
@@ -722,7 +704,7 @@ pub fn count_parallel(
                             continue; // drain so the feeder never blocks
                         }
                         if let Err(e) = counter.count_chunk_with(&chunk, &mut counts, Some(failed), &mut scratch) {
-                            if e.kind == crate::error::ErrorKind::Interrupted {
+                            if e.kind() == crate::error::ErrorKind::Interrupted {
                                 continue; // the feeder stopped; its error is reported
                             }
                             failed.store(true, Ordering::Relaxed);
@@ -749,22 +731,14 @@ pub fn count_parallel(
             failed.store(true, Ordering::Relaxed);
         }
         drop(tx);
-        let mut parts: Vec<WordCounts> = workers
-            .into_iter()
-            .map(|w| w.join().unwrap_or_else(|_| {
-                failed.store(true, Ordering::Relaxed);
-                WordCounts::new()
-            }))
-            .collect();
+        let joined = crate::util::join_all(workers);
         // A worker's own error (e.g. invalid UTF-8 naming the line) explains
         // a failed feed better than the feeder's "counting failed".
         if let Some(e) = first_error.lock().unwrap_or_else(|p| p.into_inner()).take() {
             return Err(e);
         }
         fed?;
-        if failed.load(Ordering::Relaxed) {
-            return Err(Error::training("a counting worker crashed (this is a bug in bpeforge; please report it)"));
-        }
+        let mut parts = joined?;
         parts.sort_by_key(|p| std::cmp::Reverse(p.len()));
         let mut total = parts.remove(0);
         for p in parts {

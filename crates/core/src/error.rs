@@ -1,14 +1,20 @@
 //! One error type for the whole engine.
 //!
-//! Every variant maps to one Python exception class in the binding layer, and
+//! Every kind maps to one Python exception class in the binding layer, and
 //! every message says what was wrong *and* where (file, line, parameter), so a
 //! user can fix the input without reading the source.
+//!
+//! The type is opaque, as rust-lang/regex's `Error` is: its fields are
+//! private (read through `kind()` and `message()`) and `ErrorKind` is
+//! `#[non_exhaustive]`, so a new kind or a richer error (a source, a
+//! position) is not a breaking change for callers.
 
 use std::fmt;
 use std::path::Path;
 
 /// What went wrong, grouped the way the Python exceptions are grouped.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum ErrorKind {
     /// A parameter is out of range or inconsistent (`vocab_size`, a regex, ...).
     Parameter,
@@ -29,8 +35,8 @@ pub enum ErrorKind {
 /// The engine's error: a kind plus a complete, human-readable message.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Error {
-    pub kind: ErrorKind,
-    pub message: String,
+    kind: ErrorKind,
+    message: String,
 }
 
 pub type Result<T> = std::result::Result<T, Error>;
@@ -38,6 +44,18 @@ pub type Result<T> = std::result::Result<T, Error>;
 impl Error {
     pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
         Error { kind, message: message.into() }
+    }
+    /// What kind of error this is (decides the Python exception class).
+    pub fn kind(&self) -> ErrorKind {
+        self.kind
+    }
+    /// The complete message (what was wrong and where).
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+    /// The same kind with `context` put before the message (e.g. a file and line).
+    pub fn with_context(self, context: impl std::fmt::Display) -> Self {
+        Error { kind: self.kind, message: format!("{context}: {}", self.message) }
     }
     pub fn parameter(message: impl Into<String>) -> Self {
         Self::new(ErrorKind::Parameter, message)

@@ -350,6 +350,6 @@ mod tests {
         assert_eq!(all.len(), 1000);
         assert_eq!(all[999], b"line 999");
         let err = total_size(&[dir.path().join("missing.txt")]).unwrap_err();
-        assert!(err.message.contains("missing.txt") && err.message.contains("no such file"));
+        assert!(err.message().contains("missing.txt") && err.message().contains("no such file"));
     }
 }

@@ -1,11 +1,25 @@
 //! bpeforge-core: byte-pair-encoding training and encoding, without Python.
 //!
-//! * [`train`]: counting word types in parallel and the O(M log N) merge loop
-//!   ([`merge`]), producing a [`model::Model`].
-//! * [`encode`]: exact rank-based encoding, batch encoding on threads, and
-//!   decoding through a contiguous table.
-//! * [`pretok`]: the pre-tokenizers (GPT-2, cl100k, o200k, whitespace, none,
-//!   custom regex) and the special-token splitter.
+//! Read top-down (each module depends only on the ones below it):
+//!
+//! * [`pipeline`]: training from files end to end ([`train_files`]): language
+//!   tags, counting, then the plain driver or a balancing method.
+//! * [`balance`]: language balancing (temperature weights, parity rounds);
+//!   calls the driver.
+//! * [`train`]: the options ([`train::TrainOptions`], [`train::TrainConfig`]),
+//!   counting for training, the driver as named steps, the word table, the
+//!   merge loop ([`train::merge`]), extending a model, SuperBPE, and the
+//!   typed record that becomes a model's metadata.
+//! * [`encode`]: exact encoding, batches on threads, BPE-dropout, decoding,
+//!   and streaming files into ids.
+//! * [`model`]: the model file (loading checks every field).
+//! * [`count`], [`input`], [`pretok`]: counting word types, reading
+//!   (compressed) inputs, the pre-tokenizers and the special-token splitter.
+//!   (`pretok` is over 600 lines: the presets and their published-regex
+//!   equivalence tests belong together.)
+//! * [`observe`] and [`progress`]: what a caller sees (progress, Ctrl-C) and
+//!   the stderr printer; [`util`]: the hash map, thread counts and joins;
+//!   [`error`]: the one error type.
 //!
 //! The contract that training and encoding follow is written out in
 //! `docs/SEMANTICS.md`; the Python tests check it against a naive trainer.
@@ -14,14 +28,17 @@ pub mod atomic;
 pub mod balance;
 pub mod count;
 pub mod encode;
-pub mod encode_file;
 pub mod error;
 pub mod input;
-pub mod merge;
 mod mem;
 pub mod model;
+pub mod observe;
+pub mod pipeline;
 pub mod pretok;
 pub mod progress;
 pub mod train;
+pub mod util;
+
+pub use pipeline::train_files;
 
 pub use error::{Error, ErrorKind, Result};

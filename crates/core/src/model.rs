@@ -18,7 +18,7 @@
 //! the same directory, then rename); loading validates every field and refuses
 //! hostile sizes before allocating for them.
 
-use crate::count::{new_map, Map};
+use crate::util::{new_map, Map};
 use crate::error::{Error, Result};
 use crate::pretok::PreTokenizerSpec;
 use serde::{Deserialize, Serialize};
@@ -252,6 +252,26 @@ impl Model {
                 return Err(Error::model(format!("special token {t:?} is listed twice")));
             }
         }
+        self.validate_scheme()?;
+        self.validate_ids()?;
+        crate::pretok::PreTokenizer::new(self.pretokenizer.clone())
+            .map_err(|e| Error::model(format!("pretokenizer: {}", e.message())))?;
+        let tokens = self.token_bytes()?;
+        // Merged tokens must be distinct from each other and from base symbols.
+        let mut ids: Map<&[u8], usize> = new_map();
+        for (i, t) in tokens.iter().enumerate().skip(self.special_tokens.len()) {
+            if let Some(prev) = ids.insert(t.as_slice(), i) {
+                return Err(Error::model(format!(
+                    "tokens {prev} and {i} have the same bytes {:?}; every token must be distinct",
+                    String::from_utf8_lossy(t)
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// The scheme's own fields and the chars alphabet.
+    fn validate_scheme(&self) -> Result<()> {
         match &self.scheme {
             Scheme::Bytes => {
                 if self.alphabet.is_some() {
@@ -286,6 +306,11 @@ impl Model {
                 }
             }
         }
+        Ok(())
+    }
+
+    /// External ids: one per token, distinct, in range.
+    fn validate_ids(&self) -> Result<()> {
         if let Some(ids) = &self.ids {
             if ids.len() != self.vocab_size() {
                 return Err(Error::model(format!(
@@ -302,19 +327,6 @@ impl Model {
                 if !seen.insert(e) {
                     return Err(Error::model(format!("external id {e} is used twice in 'ids'")));
                 }
-            }
-        }
-        crate::pretok::PreTokenizer::new(self.pretokenizer.clone())
-            .map_err(|e| Error::model(format!("pretokenizer: {}", e.message)))?;
-        let tokens = self.token_bytes()?;
-        // Merged tokens must be distinct from each other and from base symbols.
-        let mut ids: Map<&[u8], usize> = new_map();
-        for (i, t) in tokens.iter().enumerate().skip(self.special_tokens.len()) {
-            if let Some(prev) = ids.insert(t.as_slice(), i) {
-                return Err(Error::model(format!(
-                    "tokens {prev} and {i} have the same bytes {:?}; every token must be distinct",
-                    String::from_utf8_lossy(t)
-                )));
             }
         }
         Ok(())
@@ -380,7 +392,7 @@ impl Model {
 
     pub fn load(path: &Path) -> Result<Model> {
         let mut file = std::fs::File::open(path).map_err(|e| {
-            Error::new(crate::error::ErrorKind::Input, Error::io_read(path, &e).message)
+            Error::new(crate::error::ErrorKind::Input, Error::io_read(path, &e).message())
         })?;
         let mut data = Vec::new();
         let res = if is_gz(path) {
@@ -392,7 +404,7 @@ impl Model {
         if data.len() as u64 > MAX_MODEL_BYTES {
             return Err(Error::model(format!("{}: the model is larger than {MAX_MODEL_BYTES} bytes; refused", path.display())));
         }
-        Model::from_json(&data).map_err(|e| Error::model(format!("{}: {}", path.display(), e.message)))
+        Model::from_json(&data).map_err(|e| Error::model(format!("{}: {}", path.display(), e.message())))
     }
 }
 
@@ -401,3 +413,111 @@ fn is_gz(path: &Path) -> bool {
 }
 
 pub use crate::atomic::write_atomic;
+
+#[cfg(test)]
+mod tests {
+    //! The loader on malformed and hostile model files: every one is a
+    //! `ModelFormat` error with a message naming the problem, never a panic.
+    use super::*;
+    use crate::error::ErrorKind;
+
+    fn bytes_model() -> Model {
+        let mut m = Model::new(Scheme::Bytes, PreTokenizerSpec::Gpt2, vec!["<|endoftext|>".into()], None);
+        // ids: 1 special token, bytes at 1..=256; 'a'=98, 'b'=99.
+        m.merges = vec![(98, 99), (257, 98)];
+        m.merge_counts = vec![10, 4];
+        m
+    }
+
+    /// The model's JSON with `edit` applied to it as a JSON value.
+    fn edited(edit: impl FnOnce(&mut serde_json::Value)) -> Vec<u8> {
+        let mut v: serde_json::Value = serde_json::from_slice(&bytes_model().to_json().unwrap()).unwrap();
+        edit(&mut v);
+        serde_json::to_vec(&v).unwrap()
+    }
+
+    fn refused(data: &[u8], needle: &str) {
+        let err = Model::from_json(data).expect_err("a bad model must be refused");
+        assert_eq!(err.kind(), ErrorKind::ModelFormat, "{}", err.message());
+        assert!(err.message().contains(needle), "{:?} should mention {needle:?}", err.message());
+    }
+
+    #[test]
+    fn a_saved_model_loads_back_equal() {
+        let m = bytes_model();
+        assert_eq!(Model::from_json(&m.to_json().unwrap()).unwrap(), m);
+    }
+
+    #[test]
+    fn truncated_and_non_json_files_are_refused() {
+        let json = bytes_model().to_json().unwrap();
+        refused(&json[..json.len() / 2], "truncated");
+        refused(b"", "truncated");
+        refused(b"\x00\xff not json", "not a valid bpeforge model");
+        refused(b"[1, 2, 3]", "not a valid bpeforge model");
+    }
+
+    #[test]
+    fn deep_nesting_is_an_error_not_a_stack_overflow() {
+        let mut deep = b"{\"metadata\": ".to_vec();
+        deep.extend(std::iter::repeat(b'[').take(100_000));
+        refused(&deep, "not a valid bpeforge model");
+    }
+
+    #[test]
+    fn wrong_format_and_version_are_refused() {
+        refused(&edited(|v| v["format"] = "something-else".into()), "not a bpeforge model");
+        refused(&edited(|v| v["version"] = 999.into()), "version");
+    }
+
+    fn set_merges(v: &mut serde_json::Value, merges: serde_json::Value) {
+        v["merges"] = merges;
+        v["merge_counts"] = serde_json::json!([]);
+    }
+
+    #[test]
+    fn merges_must_use_earlier_ids_and_no_special_tokens() {
+        refused(&edited(|v| set_merges(v, serde_json::json!([[98, 9999]]))), "merge 0");
+        refused(&edited(|v| set_merges(v, serde_json::json!([[0, 98]]))), "special token");
+        refused(&edited(|v| set_merges(v, serde_json::json!([[98, -1]]))), "not a valid bpeforge model");
+        refused(&edited(|v| set_merges(v, serde_json::json!([[98, 4294967296u64]]))), "not a valid bpeforge model");
+    }
+
+    #[test]
+    fn special_tokens_must_be_distinct_and_non_empty() {
+        refused(&edited(|v| v["special_tokens"] = serde_json::json!(["<a>", "<a>"])), "twice");
+        refused(&edited(|v| v["special_tokens"] = serde_json::json!([""])), "empty");
+    }
+
+    #[test]
+    fn the_chars_scheme_needs_a_sound_alphabet() {
+        let chars = |alphabet: serde_json::Value| {
+            edited(|v| {
+                v["scheme"] = serde_json::json!({"type": "chars", "unk_token": "<|endoftext|>", "end_of_word_suffix": null, "character_coverage": 1.0});
+                v["alphabet"] = alphabet;
+                v["merges"] = serde_json::json!([]);
+                v["merge_counts"] = serde_json::json!([]);
+            })
+        };
+        assert!(Model::from_json(&chars(serde_json::json!(["a", "b"]))).is_ok());
+        refused(&chars(serde_json::Value::Null), "alphabet");
+        refused(&chars(serde_json::json!(["ab"])), "not one character");
+        refused(&chars(serde_json::json!(["a", "a"])), "twice");
+        refused(&edited(|v| v["alphabet"] = serde_json::json!(["a"])), "must be null");
+    }
+
+    #[test]
+    fn external_ids_must_be_distinct_and_in_range() {
+        let n = bytes_model().vocab_size();
+        refused(&edited(|v| v["ids"] = serde_json::json!(vec![0u32; n])), "twice");
+        let mut big: Vec<u64> = (0..n as u64).collect();
+        big[0] = MAX_EXTERNAL_ID as u64 + 5;
+        refused(&edited(|v| v["ids"] = serde_json::json!(big)), "too large");
+    }
+
+    #[test]
+    fn a_missing_file_is_an_input_error_naming_it() {
+        let err = Model::load(Path::new("/nonexistent/dir/model.json")).unwrap_err();
+        assert!(err.message().contains("model.json"), "{}", err.message());
+    }
+}

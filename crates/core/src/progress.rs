@@ -6,7 +6,7 @@
 //! their time, so counting and merging can be optimised separately.
 
 use crate::count::CountStats;
-use crate::train::{CountProgress, MergeProgress, Observer};
+use crate::observe::{BalanceRound, CountProgress, EncodeStats, MergeProgress, Observer};
 use std::io::{IsTerminal, Write};
 use std::time::Instant;
 
@@ -166,7 +166,7 @@ impl Observer for ProgressPrinter {
         self.reading("encoding", p)
     }
 
-    fn encoded(&mut self, s: &crate::encode_file::EncodeStats) {
+    fn encoded(&mut self, s: &EncodeStats) {
         match self.format {
             ProgressFormat::Human => self.line(&format!(
                 "encoded: {} lines, {:.1} MB, {} tokens in {:.2}s ({:.1} MB/s)",
@@ -184,7 +184,7 @@ impl Observer for ProgressPrinter {
         }
     }
 
-    fn balancing(&mut self, r: &crate::balance::BalanceRound) {
+    fn balancing(&mut self, r: &BalanceRound) {
         match self.format {
             ProgressFormat::Human => self.line(&format!(
                 "balance round {}/{}: {} {:.3} bytes/token; worst premium {:.3} ({}); {} language(s) above the band",

@@ -1,16 +1,20 @@
 //! PyO3 glue for bpeforge: type conversion, GIL release, error mapping.
 //! No algorithm lives here; see `bpeforge-core`.
+//! (Over 600 lines: one thin function per Python entry point, each only
+//! converting arguments and releasing the GIL; they share the error mapping
+//! and the observer, so they stay one layer in one file, as tiktoken's py.rs.)
 
-use bpeforge_core::balance::{BalanceRound, Parity};
+use bpeforge_core::balance::{self, BalanceRound};
 use bpeforge_core::count::{CountStats, WordCounts};
 use bpeforge_core::encode::{Cache, Encoder, Specials};
-use bpeforge_core::encode_file::{encode_file, EncodeStats, IdFormat};
+use bpeforge_core::encode::file::{encode_file, IdFormat};
 use bpeforge_core::error::{Error, ErrorKind};
-use bpeforge_core::input::{Chunk, Layout, TextMode};
-use bpeforge_core::model::{Model, Scheme};
+use bpeforge_core::input::{Chunk, Layout};
+use bpeforge_core::model::Model;
 use bpeforge_core::pretok::{PreTokenizer, PreTokenizerSpec};
 use bpeforge_core::progress::{ProgressFormat, ProgressPrinter};
-use bpeforge_core::train::{self, CountProgress, LangSource, LanguageBalance, MergeProgress, Observer, SuperBpe, TrainConfig};
+use bpeforge_core::observe::{CountProgress, EncodeStats, MergeProgress, Observer};
+use bpeforge_core::train::{self, TrainConfig, TrainOptions};
 use pyo3::exceptions::{PyRuntimeError, PyTypeError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList, PyString};
@@ -22,7 +26,7 @@ use std::time::Instant;
 /// `bpeforge.errors` (the one place the hierarchy is declared).
 fn to_pyerr(e: Error) -> PyErr {
     Python::attach(|py| {
-        let class = match e.kind {
+        let class = match e.kind() {
             ErrorKind::Parameter => "ParameterError",
             ErrorKind::Input => "InputError",
             ErrorKind::ModelFormat => "ModelFormatError",
@@ -32,13 +36,14 @@ fn to_pyerr(e: Error) -> PyErr {
             ErrorKind::Interrupted => {
                 return pyo3::exceptions::PyKeyboardInterrupt::new_err("training interrupted");
             }
+            _ => "BpeforgeError",
         };
         match py.import("bpeforge.errors").and_then(|m| m.getattr(class)) {
-            Ok(cls) => match cls.call1((e.message.clone(),)) {
+            Ok(cls) => match cls.call1((e.message(),)) {
                 Ok(obj) => PyErr::from_value(obj),
                 Err(err) => err,
             },
-            Err(_) => PyRuntimeError::new_err(e.message),
+            Err(_) => PyRuntimeError::new_err(e.message().to_string()),
         }
     })
 }
@@ -100,119 +105,33 @@ impl Observer for PyObserver {
 fn finish(result: Result<Model, Error>, observer: PyObserver) -> PyResult<NativeTokenizer> {
     match result {
         Ok(model) => NativeTokenizer::from_model(model),
-        Err(e) => Err(match (e.kind.clone(), observer.signal) {
+        Err(e) => Err(match (e.kind(), observer.signal) {
             (ErrorKind::Interrupted, Some(sig)) => sig,
             _ => to_pyerr(e),
         }),
     }
 }
 
-/// Training options, passed from the Python facade as one dict.
-#[derive(FromPyObject)]
-#[pyo3(from_item_all)]
-struct TrainArgs {
-    vocab_size: usize,
-    scheme: String,
-    pretokenizer: String,
-    special_tokens: Vec<String>,
-    min_frequency: u64,
-    max_token_length: Option<usize>,
-    threads: Option<usize>,
-    character_coverage: f64,
-    end_of_word_suffix: Option<String>,
-    unk_token: String,
-    documents: bool,
-    separator: Option<String>,
-    min_word_count: u64,
-    /// JSON of a model to continue.
-    resume_from: Option<Vec<u8>>,
-    checkpoint_path: Option<PathBuf>,
-    checkpoint_every: usize,
-    superbpe_transition: Option<usize>,
-    superbpe_max_words: usize,
-    superbpe_colon_rule: bool,
-    langs: Option<Vec<PathBuf>>,
-    file_languages: Option<Vec<String>>,
-    temperature: f64,
-    max_premium: Option<f64>,
-    balance_rounds: usize,
-    premium_reference: Option<String>,
-    balance_min_lines: u64,
-    balance_max_lift: f64,
-    progress_csv: Option<PathBuf>,
+/// Training options, passed from the Python facade as one dict whose keys
+/// are `TrainOptions`' fields; converted and checked in the core.
+fn train_config(args: &Bound<'_, PyAny>) -> PyResult<TrainConfig> {
+    let options: TrainOptions = pythonize::depythonize(args)
+        .map_err(|e| to_pyerr(Error::parameter(format!("training options: {e}"))))?;
+    options.into_config().map_err(to_pyerr)
 }
 
-fn make_config(a: TrainArgs) -> PyResult<TrainConfig> {
-    let scheme = match a.scheme.as_str() {
-        "bytes" => Scheme::Bytes,
-        "chars" => Scheme::Chars {
-            unk_token: a.unk_token,
-            end_of_word_suffix: a.end_of_word_suffix,
-            character_coverage: a.character_coverage,
-        },
-        other => {
-            return Err(to_pyerr(Error::parameter(format!("scheme must be \"bytes\" or \"chars\", got {other:?}"))));
-        }
-    };
-    let text_mode = match (a.documents, a.separator) {
-        (_, Some(sep)) => TextMode::Records(sep.into_bytes()),
-        (true, None) => TextMode::WholeFile,
-        (false, None) => TextMode::Lines,
-    };
-    let threads = check_threads(a.threads)?;
-    let mut config = TrainConfig::new(a.vocab_size, scheme, PreTokenizerSpec::from_name(&a.pretokenizer));
-    config.special_tokens = a.special_tokens;
-    config.min_frequency = a.min_frequency;
-    config.max_token_length = a.max_token_length;
-    config.threads = threads;
-    config.text_mode = text_mode;
-    config.min_word_count = a.min_word_count.max(1);
-    if let Some(json) = a.resume_from {
-        config.resume_from = Some(Model::from_json(&json).map_err(to_pyerr)?);
-        config.adopt_resumed_settings();
-    }
-    if let Some(path) = a.checkpoint_path {
-        if a.checkpoint_every == 0 {
-            return Err(to_pyerr(Error::parameter("checkpoint_every must be at least 1 when a checkpoint path is given")));
-        }
-        config.checkpoint = Some((path, a.checkpoint_every));
-    }
-    config.progress_csv = a.progress_csv;
-    let source = match (a.langs, a.file_languages) {
-        (Some(_), Some(_)) => {
-            return Err(to_pyerr(Error::parameter("give either langs (files of tags) or file_languages (a tag per file), not both")));
-        }
-        (Some(files), None) => Some(LangSource::Files(files)),
-        (None, Some(tags)) => Some(LangSource::PerFile(tags)),
-        (None, None) => None,
-    };
-    let parity = a.max_premium.map(|max_premium| Parity {
-        max_premium,
-        rounds: a.balance_rounds,
-        reference: a.premium_reference,
-        min_lines: a.balance_min_lines,
-        max_lift: a.balance_max_lift,
-    });
-    if let Some(source) = source {
-        config.balance = Some(LanguageBalance { source, temperature: a.temperature, parity });
-    } else if a.temperature != 1.0 {
-        return Err(to_pyerr(Error::parameter("temperature needs langs= or file_languages= (the language of each line)")));
-    } else if parity.is_some() {
-        return Err(to_pyerr(Error::parameter("max_premium needs langs= or file_languages= (the language of each line)")));
-    }
-    if let Some(t) = a.superbpe_transition {
-        config.superbpe = Some(SuperBpe { transition: t, max_words: a.superbpe_max_words, colon_rule: a.superbpe_colon_rule });
-    }
-    config.validate().map_err(to_pyerr)?;
-    Ok(config)
+/// The training option names the engine takes (`TrainOptions`' fields).
+#[pyfunction]
+fn train_option_names() -> Vec<&'static str> {
+    TrainOptions::names().to_vec()
 }
 
 /// Trains on files (the engine reads and decompresses them itself).
 #[pyfunction]
-fn train_files(py: Python<'_>, paths: Vec<PathBuf>, args: TrainArgs, progress: &str) -> PyResult<NativeTokenizer> {
-    let config = make_config(args)?;
+fn train_files(py: Python<'_>, paths: Vec<PathBuf>, args: &Bound<'_, PyAny>, progress: &str) -> PyResult<NativeTokenizer> {
+    let config = train_config(args)?;
     let mut observer = PyObserver::new(progress)?;
-    let result = py.detach(|| train::train_files(&paths, &config, &mut observer));
+    let result = py.detach(|| bpeforge_core::train_files(&paths, &config, &mut observer));
     finish(result, observer)
 }
 
@@ -223,11 +142,11 @@ fn train_files(py: Python<'_>, paths: Vec<PathBuf>, args: TrainArgs, progress: &
 fn count_files<'py>(
     py: Python<'py>,
     paths: Vec<PathBuf>,
-    args: TrainArgs,
+    args: &Bound<'_, PyAny>,
     progress: &str,
     byte_range: Option<(u64, u64)>,
 ) -> PyResult<Bound<'py, PyBytes>> {
-    let config = make_config(args)?;
+    let config = train_config(args)?;
     let mut observer = PyObserver::new(progress)?;
     let result = py.detach(|| {
         let raw = Arc::new(std::sync::atomic::AtomicU64::new(0));
@@ -252,7 +171,7 @@ fn count_files<'py>(
     });
     match result {
         Ok(bytes) => Ok(PyBytes::new(py, &bytes)),
-        Err(e) => Err(match (e.kind.clone(), observer.signal) {
+        Err(e) => Err(match (e.kind(), observer.signal) {
             (ErrorKind::Interrupted, Some(sig)) => sig,
             _ => to_pyerr(e),
         }),
@@ -266,12 +185,12 @@ fn count_files<'py>(
 fn train_counts(
     py: Python<'_>,
     parts: Vec<Vec<u8>>,
-    args: TrainArgs,
+    args: &Bound<'_, PyAny>,
     progress: &str,
     inputs: Vec<String>,
     weights: Option<Vec<f64>>,
 ) -> PyResult<NativeTokenizer> {
-    let config = make_config(args)?;
+    let config = train_config(args)?;
     let scaled = match &weights {
         None => None,
         Some(w) if w.len() != parts.len() => {
@@ -285,12 +204,12 @@ fn train_counts(
             w.iter()
                 .enumerate()
                 .map(|(i, &x)| {
-                    if x > 0.0 && x <= train::MAX_LANGUAGE_WEIGHT {
-                        Ok((x * train::WEIGHT_SCALE as f64).round().max(1.0) as u64)
+                    if x > 0.0 && x <= balance::MAX_LANGUAGE_WEIGHT {
+                        Ok((x * balance::WEIGHT_SCALE as f64).round().max(1.0) as u64)
                     } else {
                         Err(to_pyerr(Error::parameter(format!(
                             "weights[{i}] must be in (0, {}], got {x}",
-                            train::MAX_LANGUAGE_WEIGHT
+                            balance::MAX_LANGUAGE_WEIGHT
                         ))))
                     }
                 })
@@ -309,7 +228,7 @@ fn train_counts(
             total.merge(part);
         }
         if scaled.is_some() {
-            total.rescale(train::WEIGHT_SCALE);
+            total.rescale(balance::WEIGHT_SCALE);
         }
         let seconds = start.elapsed().as_secs_f64();
         train::train_from_counts(total, &config, &mut observer, serde_json::json!(inputs), seconds)
@@ -322,10 +241,11 @@ const ITER_CHUNK_BYTES: usize = 4 << 20;
 const ITER_CHUNK_ITEMS: usize = 65_536;
 
 /// Trains on a Python iterable of `str`: the calling thread pulls texts under
-/// the GIL while worker threads count earlier chunks without it.
+/// the GIL while worker threads count earlier chunks without it. (Over 80
+/// lines: the pull loop keeps the Python error it met for after counting.)
 #[pyfunction]
-fn train_iterator(py: Python<'_>, texts: &Bound<'_, PyAny>, args: TrainArgs, progress: &str) -> PyResult<NativeTokenizer> {
-    let config = make_config(args)?;
+fn train_iterator(py: Python<'_>, texts: &Bound<'_, PyAny>, args: &Bound<'_, PyAny>, progress: &str) -> PyResult<NativeTokenizer> {
+    let config = train_config(args)?;
     let mut observer = PyObserver::new(progress)?;
     let iter = texts.try_iter().map_err(|_| {
         PyTypeError::new_err(format!(
@@ -441,19 +361,8 @@ fn specials_rule(enc: &Encoder, allowed: Option<Vec<usize>>, disallowed: Option<
     Ok(Specials::Rules { allowed: a, disallowed: d })
 }
 
-/// More threads than this is a mistake, not a machine: refuse it clearly
-/// (spawning thousands of threads fails with a panic in std otherwise).
-const MAX_THREADS: usize = 256;
-
 fn check_threads(threads: Option<usize>) -> PyResult<usize> {
-    match threads {
-        None => Ok(train::default_threads().min(MAX_THREADS)),
-        Some(0) => Err(to_pyerr(Error::parameter("threads must be at least 1 (or None for all cores)"))),
-        Some(t) if t > MAX_THREADS => {
-            Err(to_pyerr(Error::parameter(format!("threads={t} is more than {MAX_THREADS}; use None for all cores"))))
-        }
-        Some(t) => Ok(t),
-    }
+    bpeforge_core::util::check_threads(threads).map_err(to_pyerr)
 }
 
 fn check_dropout(dropout: Option<f64>) -> PyResult<Option<f64>> {
@@ -648,7 +557,7 @@ impl NativeTokenizer {
         let result = py.detach(|| encode_file(&self.enc, &src, &dst, format, &rule, threads, &mut observer));
         match result {
             Ok(s) => Ok((s.lines, s.tokens, s.bytes, s.seconds, s.id_bytes)),
-            Err(e) => Err(match (e.kind.clone(), observer.signal) {
+            Err(e) => Err(match (e.kind(), observer.signal) {
                 (ErrorKind::Interrupted, Some(sig)) => sig,
                 _ => to_pyerr(e),
             }),
@@ -768,7 +677,7 @@ fn pretokenize(text: &str, preset: &str) -> PyResult<Vec<String>> {
 /// Number of threads used when `threads=None`.
 #[pyfunction]
 fn default_threads() -> usize {
-    train::default_threads()
+    bpeforge_core::util::default_threads()
 }
 
 #[pymodule]
@@ -779,6 +688,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(train_counts, m)?)?;
     m.add_function(wrap_pyfunction!(pretokenize, m)?)?;
     m.add_function(wrap_pyfunction!(default_threads, m)?)?;
+    m.add_function(wrap_pyfunction!(train_option_names, m)?)?;
     m.add_function(wrap_pyfunction!(script_of, m)?)?;
     m.add_class::<NativeTokenizer>()?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;

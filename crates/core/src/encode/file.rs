@@ -15,11 +15,11 @@
 //! * `bin`: the same ids as raw little-endian uint16/uint32 (nanoGPT style),
 //!   with the same `.offsets.npy` beside it.
 
+use super::{Encoder, Specials};
 use crate::atomic::{persist, temp_beside};
-use crate::encode::{Encoder, Specials};
 use crate::error::{Error, Result};
 use crate::input::{read_chunks, total_size, TextMode};
-use crate::train::{CountProgress, Observer};
+use crate::observe::{CountProgress, EncodeStats, Observer};
 use std::io::{BufWriter, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -42,17 +42,6 @@ impl IdFormat {
             other => Err(Error::parameter(format!("format must be \"ids\", \"npy\" or \"bin\", got {other:?}"))),
         }
     }
-}
-
-/// What an encode run did.
-#[derive(Debug, Clone, Default)]
-pub struct EncodeStats {
-    pub lines: u64,
-    pub tokens: u64,
-    pub bytes: u64,
-    pub seconds: f64,
-    /// Bytes per id in `npy`/`bin` output (2 or 4).
-    pub id_bytes: usize,
 }
 
 /// The `.offsets.npy` file that goes with a `npy`/`bin` output.
@@ -102,6 +91,11 @@ impl NpyStream {
 }
 
 /// Encodes every line of `src` into `dst`.
+///
+/// Longer than the usual 80 lines on purpose: one read -> encode -> write
+/// loop whose state (the temporary outputs, the running offsets, counters
+/// and progress) lives across every chunk; cut into parts it would be
+/// passed around as a struct of exactly these locals.
 pub fn encode_file(
     enc: &Encoder,
     src: &[PathBuf],
@@ -225,10 +219,10 @@ fn name_the_line(enc: &Encoder, texts: &[&[u8]], specials: &Specials, source: &s
     for (k, t) in texts.iter().enumerate() {
         ids.clear();
         if let Err(e) = enc.encode_into(t, specials, &mut ids, None) {
-            return Error::new(e.kind, format!("{source}, line {}: {}", first_line + k as u64, e.message));
+            return e.with_context(format_args!("{source}, line {}", first_line + k as u64));
         }
     }
-    Error::new(e.kind, format!("{source}, lines {first_line}..: {}", e.message))
+    e.with_context(format_args!("{source}, lines {first_line}.."))
 }
 
 fn write_ids(w: &mut impl Write, ids: &[u32], wide: bool) -> std::io::Result<()> {

@@ -28,16 +28,11 @@
 //! * Tie-breaks compare byte strings only when counts are equal; on real
 //!   corpora that is common only in the long tail of small counts.
 
-use crate::count::{new_map, prefetch, Map};
 use crate::error::{Error, Result};
+use crate::util::{new_map, on_threads, pack, prefetch, Map};
 
 const NONE: u32 = u32::MAX;
 const DEAD: u32 = u32::MAX;
-
-#[inline]
-fn pack(a: u32, b: u32) -> u64 {
-    ((a as u64) << 32) | b as u64
-}
 
 #[derive(Clone, Copy, Debug)]
 struct Entry {
@@ -223,6 +218,15 @@ impl Default for WordTable {
     }
 }
 
+/// Limits on which merged tokens may be created.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct TokenLimits {
+    /// Maximum number of words (runs of non-space bytes) per token; 0: none.
+    pub max_words: usize,
+    /// Refuse tokens that span ": ".
+    pub colon_rule: bool,
+}
+
 /// Merge-loop settings.
 pub struct MergeParams {
     /// How many merges to learn at most.
@@ -232,7 +236,7 @@ pub struct MergeParams {
     /// A symbol that never merges (`<unk>`), if any.
     pub unk: Option<u32>,
     /// SuperBPE's word-count and ": " limits.
-    pub limits: crate::train::TokenLimits,
+    pub limits: TokenLimits,
     /// Threads for building the initial pair index (the loop is sequential).
     pub threads: usize,
 }
@@ -290,7 +294,7 @@ fn edges(t: &[u8]) -> Edges {
 /// at most `max_words` words (a word may continue across the join), and,
 /// with the colon rule, no ": " followed by more bytes.
 #[inline]
-fn within_limits(a: Edges, b: Edges, limits: &crate::train::TokenLimits) -> bool {
+fn within_limits(a: Edges, b: Edges, limits: &TokenLimits) -> bool {
     if limits.max_words > 0 {
         let joined = (a.flags & LAST_WORD != 0) && (b.flags & FIRST_WORD != 0);
         if (a.words + b.words - joined as u32) as usize > limits.max_words {
@@ -444,9 +448,8 @@ pub fn learn_merges(
                         s.spawn(move || fill(m, t))
                     })
                     .collect();
-                handles.into_iter().map(|h| h.join()).collect::<std::result::Result<Vec<()>, _>>()
-            })
-            .map_err(|_| Error::training("a pair-index worker crashed (this is a bug in bpeforge; please report it)"))?;
+                crate::util::join_all(handles)
+            })?;
         }
     }
     let mut kept = kept.into_iter();
@@ -570,14 +573,7 @@ pub fn learn_merges(
 /// Runs `f(shard)` for every shard, on one thread per shard when there are
 /// several; the results in shard order.
 fn on_shards<T: Send>(shards: usize, f: &(dyn Fn(usize) -> T + Sync)) -> Result<Vec<T>> {
-    if shards == 1 {
-        return Ok(vec![f(0)]);
-    }
-    std::thread::scope(|s| {
-        let handles: Vec<_> = (0..shards).map(|t| s.spawn(move || f(t))).collect();
-        handles.into_iter().map(|h| h.join()).collect::<std::result::Result<Vec<T>, _>>()
-    })
-    .map_err(|_| Error::training("a pair-index worker crashed (this is a bug in bpeforge; please report it)"))
+    on_threads(shards, f)
 }
 
 /// The node arena of `table` (one node per symbol, words consecutive), and

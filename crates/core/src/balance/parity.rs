@@ -1,0 +1,388 @@
+//! Parity balancing: per-language weights found by training, measuring how
+//! many tokens each language pays, and reweighting (`Parity`).
+//!
+//! Temperature balancing (`balance::temperature`) fixes the
+//! weights from line counts alone: it cannot know that one language is cheap
+//! to tokenize and another costly, so it moves far more vocabulary than the
+//! costly languages need, mostly away from the large ones. Parity balancing
+//! measures instead. Counting keys every word type by its language (so the
+//! weights can change without reading the corpus again); each round sums the
+//! language tables with the current weights, runs the merge loop, and
+//! measures every language's bytes per token on its own training counts.
+//! A language's *premium* is the reference language's bytes per token
+//! divided by its own (2.0: twice the tokens for the same bytes). Languages
+//! above `max_premium` get more weight (at most `Parity::max_lift` times
+//! their starting weight); no language ever gets less than its starting weight: a
+//! language that is cheap in bytes per token (e.g. one whose script takes two
+//! bytes a letter) is not taken from. The step uses each language's measured
+//! response to its last change (a secant on log weight vs log premium), so
+//! two or three rounds reach the band. The model of the last round is the
+//! result.
+
+use crate::count::WordCounts;
+use crate::encode::{Cache, Encoder};
+use crate::error::{Error, Result};
+use crate::model::Model;
+use super::temperature::{LanguageTable, MAX_LANGUAGE_WEIGHT, WEIGHT_SCALE};
+use crate::observe::{BalanceRound, MergeProgress, Observer};
+use crate::train::{train_from_counts, Parity, TrainConfig};
+
+/// Largest change of a weight in one round.
+const MAX_STEP: f64 = 8.0;
+/// Response (d log premium / d log weight) assumed before one is measured.
+const FIRST_SLOPE: f64 = 1.0 / 6.0;
+/// Bounds on a measured response (noisy when a weight barely moved).
+const SLOPE_RANGE: (f64, f64) = (0.03, 0.5);
+/// Premiums this close to the band count as inside it.
+const TOLERANCE: f64 = 0.005;
+
+/// Bytes and tokens of one language's training counts under a model.
+#[derive(Debug, Clone, Copy, Default)]
+struct Cost {
+    bytes: u64,
+    tokens: u64,
+}
+
+impl Cost {
+    fn bytes_per_token(&self) -> f64 {
+        self.bytes as f64 / self.tokens.max(1) as f64
+    }
+}
+
+/// Every language's cost on its own (unweighted) counts: the tokens of its
+/// word types under `model`, against the UTF-8 bytes of its texts.
+fn measure(tagged: &WordCounts, model: &Model, text_bytes: &[u64]) -> Result<Vec<Cost>> {
+    let encoder = Encoder::new(model.clone())?;
+    let mut cache = Cache::new();
+    let mut costs: Vec<Cost> = text_bytes
+        .iter()
+        .map(|&bytes| Cost { bytes, tokens: 0 })
+        .collect();
+    let mut ids = Vec::new();
+    tagged.for_each(|key, count| {
+        let (lang, piece) = WordCounts::split_tag(key);
+        ids.clear();
+        encoder.encode_pretoken(piece, &mut ids, Some(&mut cache));
+        if let Some(c) = costs.get_mut(lang as usize) {
+            c.tokens += ids.len() as u64 * count;
+        }
+    });
+    Ok(costs)
+}
+
+/// The language tables summed with integer weights (scaled by WEIGHT_SCALE);
+/// no word type falls below a count of 1.
+fn combine(tagged: &WordCounts, weights: &[u64]) -> WordCounts {
+    let mut out = WordCounts::new();
+    tagged.for_each(|key, count| {
+        let (lang, piece) = WordCounts::split_tag(key);
+        let w = weights.get(lang as usize).copied().unwrap_or(WEIGHT_SCALE);
+        out.add(piece, count.saturating_mul(w));
+    });
+    out.rescale(WEIGHT_SCALE);
+    out.stats = tagged.stats.clone();
+    out
+}
+
+/// Forwards to the caller's observer, but reports the word counts only once
+/// (every round starts the merge loop from the same counts).
+struct Rounds<'o> {
+    inner: &'o mut dyn Observer,
+    counted: bool,
+}
+
+impl Observer for Rounds<'_> {
+    fn should_stop(&mut self) -> bool {
+        self.inner.should_stop()
+    }
+    fn counted(&mut self, stats: &crate::count::CountStats, word_types: usize, seconds: f64) {
+        if !std::mem::replace(&mut self.counted, true) {
+            self.inner.counted(stats, word_types, seconds)
+        }
+    }
+    fn merging(&mut self, p: &MergeProgress) {
+        self.inner.merging(p)
+    }
+    fn merged(&mut self, merges: usize, seconds: f64) {
+        self.inner.merged(merges, seconds)
+    }
+    fn balancing(&mut self, round: &BalanceRound) {
+        self.inner.balancing(round)
+    }
+}
+
+/// Runs parity balancing on language-tagged counts; returns the last round's
+/// model with `language_balance` metadata (weights, premiums, rounds).
+/// Each round: weights -> combined counts -> the driver -> measured premiums
+/// -> report; then stop (converged or last round) or step the weights.
+#[allow(clippy::too_many_arguments)]
+pub fn train_parity(
+    tagged: WordCounts,
+    table: &LanguageTable,
+    text_bytes: &[u64],
+    temperature: f64,
+    parity: &Parity,
+    config: &TrainConfig,
+    observer: &mut dyn Observer,
+    inputs: serde_json::Value,
+    count_seconds: f64,
+) -> Result<Model> {
+    parity.validate()?;
+    let mut rounds_observer = Rounds { inner: observer, counted: false };
+    let observer: &mut dyn Observer = &mut rounds_observer;
+    let reference = reference_language(table, text_bytes, parity)?;
+    let mut search = Search::new(table, text_bytes, parity, reference);
+    let mut rounds_meta = Vec::new();
+    let mut round = 0usize;
+    loop {
+        let started = std::time::Instant::now();
+        let weights = search.weights();
+        let counts = combine(&tagged, &weights);
+        let final_round = round == parity.rounds;
+        let mut model = if final_round {
+            train_from_counts(counts, config, observer, inputs.clone(), count_seconds)?
+        } else {
+            // Intermediate rounds neither checkpoint nor write the CSV.
+            let mut quiet = config.clone();
+            quiet.checkpoint = None;
+            quiet.progress_csv = None;
+            train_from_counts(counts, &quiet, observer, inputs.clone(), count_seconds)?
+        };
+        let costs = measure(&tagged, &model, text_bytes)?;
+        let ref_bpt = costs[reference].bytes_per_token();
+        let premium = premiums(&costs, ref_bpt);
+        let (worst, above) = search.assess(&premium);
+        let report = BalanceRound {
+            round,
+            rounds: parity.rounds,
+            reference: table.names[reference].clone(),
+            reference_bytes_per_token: ref_bpt,
+            worst_premium: worst.0,
+            worst_language: table.names[worst.1].clone(),
+            above,
+            seconds: started.elapsed().as_secs_f64(),
+        };
+        observer.balancing(&report);
+        rounds_meta.push(serde_json::json!({
+            "round": round, "reference_bytes_per_token": round4(ref_bpt), "worst_premium": round4(worst.0),
+            "worst_language": report.worst_language, "above_band": above, "seconds": round4(report.seconds),
+        }));
+        let converged = above == 0;
+        if final_round || converged {
+            let langs = languages_metadata(table, &weights, &costs, &premium, &search.balanced);
+            if let Some(obj) = model.metadata.as_object_mut() {
+                obj.insert(
+                    "language_balance".into(),
+                    serde_json::json!({
+                        "method": "parity", "temperature": temperature, "max_premium": parity.max_premium,
+                        "reference": table.names[reference], "min_lines": parity.min_lines, "max_lift": parity.max_lift,
+                        "rounds": rounds_meta, "converged": converged,
+                        "premiums_measured_on": "training counts", "languages": langs,
+                    }),
+                );
+            }
+            return Ok(model);
+        }
+        search.step(&premium);
+        round += 1;
+    }
+}
+
+/// The reference language: the one named, or the one with the most bytes.
+fn reference_language(table: &LanguageTable, bytes: &[u64], parity: &Parity) -> Result<usize> {
+    let n = table.names.len();
+    let reference = match &parity.reference {
+        Some(tag) => *table.ids.get(tag.as_str()).ok_or_else(|| {
+            Error::parameter(format!(
+                "premium_reference: language {tag:?} does not occur in the language tags"
+            ))
+        })? as usize,
+        None => (0..n)
+            .max_by_key(|&l| (bytes[l], std::cmp::Reverse(l)))
+            .unwrap_or(0),
+    };
+    if bytes[reference] == 0 {
+        return Err(Error::parameter(format!(
+            "premium_reference: language {:?} has no text to measure",
+            table.names[reference]
+        )));
+    }
+    Ok(reference)
+}
+
+/// Every language's premium: the reference's bytes per token over its own
+/// (1 for a language without tokens).
+fn premiums(costs: &[Cost], ref_bpt: f64) -> Vec<f64> {
+    costs
+        .iter()
+        .map(|c| {
+            if c.tokens == 0 {
+                1.0
+            } else {
+                ref_bpt / c.bytes_per_token()
+            }
+        })
+        .collect()
+}
+
+/// The weight search: per language, the log of the factor on its starting
+/// weight and its last (log factor, log premium).
+struct Search {
+    balanced: Vec<bool>,
+    start_weight: Vec<f64>,
+    factor: Vec<f64>,
+    last: Vec<Option<(f64, f64)>>,
+    /// log of the largest factor, and of the band's edge.
+    hi_f: f64,
+    band: f64,
+    reference: usize,
+}
+
+impl Search {
+    fn new(table: &LanguageTable, bytes: &[u64], parity: &Parity, reference: usize) -> Self {
+        let n = table.names.len();
+        Search {
+            balanced: (0..n)
+                .map(|l| l != reference && table.lines[l] >= parity.min_lines && bytes[l] > 0)
+                .collect(),
+            start_weight: table
+                .weights
+                .iter()
+                .map(|&w| w as f64 / WEIGHT_SCALE as f64)
+                .collect(),
+            factor: vec![0.0f64; n],
+            last: vec![None; n],
+            hi_f: parity.max_lift.ln(),
+            band: parity.max_premium.ln(),
+            reference,
+        }
+    }
+
+    /// This round's integer weights (scaled by WEIGHT_SCALE).
+    fn weights(&self) -> Vec<u64> {
+        (0..self.factor.len())
+            .map(|l| {
+                let w = self.start_weight[l] * self.factor[l].exp();
+                ((w * WEIGHT_SCALE as f64).round().max(1.0))
+                    .min(MAX_LANGUAGE_WEIGHT * WEIGHT_SCALE as f64)
+                    as u64
+            })
+            .collect()
+    }
+
+    /// The worst balanced premium (and whose), and how many balanced
+    /// languages are above the band with room to grow.
+    fn assess(&self, premium: &[f64]) -> ((f64, usize), usize) {
+        let mut worst = (0.0f64, self.reference);
+        let mut above = 0usize;
+        for l in (0..premium.len()).filter(|&l| self.balanced[l]) {
+            if premium[l] > worst.0 {
+                worst = (premium[l], l);
+            }
+            // Above the band, and its weight can still grow.
+            if premium[l].ln() > self.band + TOLERANCE && self.factor[l] < self.hi_f {
+                above += 1;
+            }
+        }
+        (worst, above)
+    }
+
+    /// Lift every balanced language above the band to its edge; one
+    /// lifted earlier and now below the edge eases back toward it (the
+    /// smallest weight that keeps it inside), never below its start.
+    fn step(&mut self, premium: &[f64]) {
+        let (band, hi_f) = (self.band, self.hi_f);
+        for l in (0..premium.len()).filter(|&l| self.balanced[l]) {
+            let factor = &mut self.factor[l];
+            let lp = premium[l].ln();
+            if lp <= band && *factor == 0.0 {
+                continue;
+            }
+            let slope = match self.last[l] {
+                Some((f0, p0)) if (*factor - f0).abs() > 1e-3 => {
+                    ((p0 - lp) / (*factor - f0)).clamp(SLOPE_RANGE.0, SLOPE_RANGE.1)
+                }
+                _ => FIRST_SLOPE,
+            };
+            self.last[l] = Some((*factor, lp));
+            let next = (*factor + (lp - band) / slope)
+                .clamp(*factor - MAX_STEP.ln(), *factor + MAX_STEP.ln());
+            *factor = next.clamp(0.0, hi_f);
+        }
+    }
+}
+
+/// Per language: lines, shares before and after, weight, cost, premium.
+fn languages_metadata(
+    table: &LanguageTable,
+    weights: &[u64],
+    costs: &[Cost],
+    premium: &[f64],
+    balanced: &[bool],
+) -> serde_json::Map<String, serde_json::Value> {
+    let n = table.names.len();
+    let mut langs = serde_json::Map::new();
+    let total: u64 = table.lines.iter().sum();
+    let weighted_total: f64 = (0..n)
+        .map(|l| table.lines[l] as f64 * weights[l] as f64)
+        .sum();
+    for l in 0..n {
+        langs.insert(
+            table.names[l].clone(),
+            serde_json::json!({
+                "lines": table.lines[l],
+                "share": round6(table.lines[l] as f64 / total.max(1) as f64),
+                "balanced_share": round6(table.lines[l] as f64 * weights[l] as f64 / weighted_total.max(1.0)),
+                "weight": round4(weights[l] as f64 / WEIGHT_SCALE as f64),
+                "bytes_per_token": round4(costs[l].bytes_per_token()),
+                "premium": round4(premium[l]),
+                "balanced": balanced[l],
+            }),
+        );
+    }
+    langs
+}
+
+fn round4(x: f64) -> f64 {
+    (x * 1e4).round() / 1e4
+}
+
+fn round6(x: f64) -> f64 {
+    (x * 1e6).round() / 1e6
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn combine_weights_each_language_and_keeps_every_word_type() {
+        let mut tagged = WordCounts::new();
+        tagged.add_tagged(0, b"x", 4);
+        tagged.add_tagged(1, b"x", 2);
+        tagged.add_tagged(1, b"rare", 1);
+        // Language 1 counts 3x, language 0 a tenth (rounded, at least 1).
+        let combined = combine(&tagged, &[WEIGHT_SCALE / 10, 3 * WEIGHT_SCALE]);
+        let mut got = std::collections::HashMap::new();
+        combined.for_each(|piece, count| {
+            got.insert(piece.to_vec(), count);
+        });
+        assert_eq!(got[&b"x".to_vec()], 6);
+        assert_eq!(got[&b"rare".to_vec()], 3);
+        let low = combine(&tagged, &[1, 1]);
+        low.for_each(|_, count| assert!(count >= 1));
+    }
+
+    #[test]
+    fn parity_settings_are_checked() {
+        assert!(Parity::default().validate().is_ok());
+        for bad in [
+            Parity { max_premium: 1.0, ..Parity::default() },
+            Parity { max_lift: 0.5, ..Parity::default() },
+            Parity { rounds: 21, ..Parity::default() },
+            Parity { reference: Some(" ".into()), ..Parity::default() },
+        ] {
+            assert_eq!(bad.validate().unwrap_err().kind(), crate::error::ErrorKind::Parameter);
+        }
+    }
+}

@@ -1,0 +1,330 @@
+//! Temperature balancing: each language's share of lines p_l becomes
+//! q_l = p_l^(1/T) / sum_k p_k^(1/T) by weighting its word counts, as
+//! temperature sampling does in multilingual MT and LM data mixing, without
+//! dropping any line. Also the per-line language tags (`Tagger`) that both
+//! balancing methods count with.
+
+use crate::count::WordCounts;
+use crate::error::{Error, Result};
+use crate::input::Chunk;
+use crate::model::Model;
+use crate::observe::Observer;
+use crate::train::{train_from_counts, LangSource, LanguageBalance, TrainConfig};
+use std::io::Read;
+use std::path::PathBuf;
+use std::sync::atomic::AtomicU64;
+use std::sync::Arc;
+
+/// Weights are scaled integers: counts stay exact u64 sums; the final
+/// division rounds to nearest and never goes below 1 (no word type lost).
+pub const WEIGHT_SCALE: u64 = 1 << 16;
+/// Largest per-language weight (keeps scaled u64 counts far from overflow).
+pub const MAX_LANGUAGE_WEIGHT: f64 = 1e4;
+
+/// Languages, their line counts and counting weights.
+#[derive(Debug, Clone, Default)]
+pub struct LanguageTable {
+    pub names: Vec<String>,
+    pub ids: std::collections::HashMap<String, u16>,
+    pub lines: Vec<u64>,
+    pub weights: Vec<u64>,
+}
+
+impl LanguageTable {
+    fn id(&mut self, tag: &str, where_: impl Fn() -> String) -> Result<u16> {
+        if let Some(&id) = self.ids.get(tag) {
+            return Ok(id);
+        }
+        if tag.is_empty() {
+            return Err(Error::input(format!("{}: empty language tag", where_())));
+        }
+        if self.names.len() >= u16::MAX as usize {
+            return Err(Error::input(format!("{}: more than 65535 distinct language tags", where_())));
+        }
+        let id = self.names.len() as u16;
+        self.names.push(tag.to_string());
+        self.ids.insert(tag.to_string(), id);
+        self.lines.push(0);
+        Ok(id)
+    }
+
+    /// Counts lines per language and derives the weights.
+    pub fn build(paths: &[PathBuf], balance: &LanguageBalance) -> Result<Self> {
+        use std::io::BufRead;
+        let mut table = LanguageTable::default();
+        match &balance.source {
+            LangSource::Files(langs) => {
+                if langs.len() != paths.len() {
+                    return Err(Error::parameter(format!(
+                        "langs: {} language file(s) for {} input file(s); give one per input file",
+                        langs.len(),
+                        paths.len()
+                    )));
+                }
+                for path in langs {
+                    let reader = std::io::BufReader::new(crate::input::open(path, Arc::new(AtomicU64::new(0)))?);
+                    for (n, line) in reader.lines().enumerate() {
+                        let line = line.map_err(|e| Error::io_read(path, &e))?;
+                        let tag = line.trim();
+                        let id = table.id(tag, || format!("{}, line {}", path.display(), n + 1))?;
+                        table.lines[id as usize] += 1;
+                    }
+                }
+            }
+            LangSource::PerFile(tags) => {
+                if tags.len() != paths.len() {
+                    return Err(Error::parameter(format!(
+                        "file_languages: {} tag(s) for {} input file(s); give one per input file",
+                        tags.len(),
+                        paths.len()
+                    )));
+                }
+                for (path, tag) in paths.iter().zip(tags) {
+                    let id = table.id(tag, || "file_languages".to_string())?;
+                    let mut reader = crate::input::open(path, Arc::new(AtomicU64::new(0)))?;
+                    let mut buf = vec![0u8; 1 << 20];
+                    let mut last = b'\n';
+                    let mut n = 0u64;
+                    loop {
+                        let k = reader.read(&mut buf).map_err(|e| Error::io_read(path, &e))?;
+                        if k == 0 {
+                            break;
+                        }
+                        n += memchr::memchr_iter(b'\n', &buf[..k]).count() as u64;
+                        last = buf[k - 1];
+                    }
+                    if last != b'\n' {
+                        n += 1;
+                    }
+                    table.lines[id as usize] += n;
+                }
+            }
+        }
+        let total: u64 = table.lines.iter().sum();
+        if total == 0 {
+            return Err(Error::training("language balancing: the language files are empty"));
+        }
+        let t = balance.temperature;
+        let p: Vec<f64> = table.lines.iter().map(|&l| l as f64 / total as f64).collect();
+        let z: f64 = p.iter().map(|&x| x.powf(1.0 / t)).sum();
+        table.weights = p
+            .iter()
+            .map(|&x| {
+                let q = x.powf(1.0 / t) / z;
+                ((q / x) * WEIGHT_SCALE as f64).round().max(1.0) as u64
+            })
+            .collect();
+        Ok(table)
+    }
+
+    fn metadata(&self, temperature: f64) -> serde_json::Value {
+        let total: u64 = self.lines.iter().sum();
+        let mut langs = serde_json::Map::new();
+        for (i, name) in self.names.iter().enumerate() {
+            let p = self.lines[i] as f64 / total as f64;
+            let w = self.weights[i] as f64 / WEIGHT_SCALE as f64;
+            langs.insert(
+                name.clone(),
+                serde_json::json!({"lines": self.lines[i], "share": (p * 1e6).round() / 1e6,
+                                   "balanced_share": (p * w * 1e6).round() / 1e6, "weight": (w * 1e4).round() / 1e4}),
+            );
+        }
+        serde_json::json!({"method": "temperature", "temperature": temperature, "languages": langs})
+    }
+}
+
+/// Attaches each line's language id to chunks of input file `i`.
+pub(crate) struct Tagger<'a> {
+    fixed: Option<u16>,
+    reader: Option<(std::io::BufReader<Box<dyn std::io::Read + Send>>, &'a PathBuf)>,
+    table: &'a LanguageTable,
+    line: u64,
+    /// UTF-8 bytes of the texts seen, per language id.
+    bytes: Vec<u64>,
+}
+
+impl<'a> Tagger<'a> {
+    pub(crate) fn new(source: &'a LangSource, i: usize, table: &'a LanguageTable) -> Result<Self> {
+        Ok(match source {
+            LangSource::PerFile(tags) => Tagger {
+                fixed: table.ids.get(&tags[i]).copied(),
+                reader: None,
+                table,
+                line: 0,
+                bytes: vec![0; table.names.len()],
+            },
+            LangSource::Files(files) => {
+                let r = crate::input::open(&files[i], Arc::new(AtomicU64::new(0)))?;
+                Tagger {
+                    fixed: None,
+                    reader: Some((std::io::BufReader::new(r), &files[i])),
+                    table,
+                    line: 0,
+                    bytes: vec![0; table.names.len()],
+                }
+            }
+        })
+    }
+
+    pub(crate) fn tag(&mut self, chunk: &mut Chunk) -> Result<()> {
+        use std::io::BufRead;
+        let mut lengths = Vec::new();
+        chunk.for_each_text::<()>(&mut |text, _| {
+            lengths.push(text.len() as u64);
+            Ok(())
+        })
+        .ok();
+        let n = lengths.len();
+        if let Some(id) = self.fixed {
+            chunk.langs = vec![id; n];
+            self.bytes[id as usize] += lengths.iter().sum::<u64>();
+            return Ok(());
+        }
+        let Some((reader, path)) = self.reader.as_mut() else { return Ok(()) };
+        let mut tags = Vec::with_capacity(n);
+        let mut buf = String::new();
+        for _ in 0..n {
+            buf.clear();
+            self.line += 1;
+            let k = reader.read_line(&mut buf).map_err(|e| Error::io_read(path, &e))?;
+            if k == 0 {
+                return Err(Error::input(format!(
+                    "{} has only {} line(s) but {} has more lines: the language file must have one tag per input line",
+                    path.display(),
+                    self.line - 1,
+                    chunk.source
+                )));
+            }
+            let tag = buf.trim();
+            let id = self.table.ids.get(tag).copied().ok_or_else(|| {
+                Error::input(format!("{}, line {}: language tag {tag:?} changed while reading", path.display(), self.line))
+            })?;
+            tags.push(id);
+            self.bytes[id as usize] += lengths[tags.len() - 1];
+        }
+        chunk.langs = tags;
+        Ok(())
+    }
+
+    /// Checks the language file has no extra lines; returns the bytes per language.
+    pub(crate) fn finish(self) -> Result<Vec<u64>> {
+        use std::io::BufRead;
+        if let Some((mut reader, path)) = self.reader {
+            let mut buf = String::new();
+            while reader.read_line(&mut buf).map_err(|e| Error::io_read(path, &e))? > 0 {
+                if !buf.trim().is_empty() {
+                    return Err(Error::input(format!(
+                        "{} has more lines ({}+) than its input file: the language file must have one tag per input line",
+                        path.display(),
+                        self.line + 1
+                    )));
+                }
+                buf.clear();
+            }
+        }
+        Ok(self.bytes)
+    }
+}
+
+
+/// Temperature-balanced training: the weighted counts (scaled by
+/// `WEIGHT_SCALE`) rescaled to integers, the driver, and the languages'
+/// shares and weights in the model's metadata.
+pub(crate) fn train_weighted(
+    mut counts: WordCounts,
+    table: &LanguageTable,
+    temperature: f64,
+    config: &TrainConfig,
+    observer: &mut dyn Observer,
+    inputs: serde_json::Value,
+    count_seconds: f64,
+) -> Result<Model> {
+    counts.rescale(WEIGHT_SCALE);
+    let mut model = train_from_counts(counts, config, observer, inputs, count_seconds)?;
+    if let Some(obj) = model.metadata.as_object_mut() {
+        obj.insert("language_balance".into(), table.metadata(temperature));
+    }
+    Ok(model)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::input::Layout;
+
+    fn write(dir: &std::path::Path, name: &str, text: &str) -> PathBuf {
+        let p = dir.join(name);
+        std::fs::write(&p, text).unwrap();
+        p
+    }
+
+    fn balance(source: LangSource, temperature: f64) -> LanguageBalance {
+        LanguageBalance { source, temperature, parity: None }
+    }
+
+    #[test]
+    fn lines_are_counted_per_language_and_temperature_flattens_the_shares() {
+        let dir = tempfile::tempdir().unwrap();
+        let big = write(dir.path(), "big.txt", &"a\n".repeat(90));
+        let small = write(dir.path(), "small.txt", &"b\n".repeat(10));
+        let paths = vec![big, small];
+        let tags = LangSource::PerFile(vec!["en".into(), "xx".into()]);
+        let t1 = LanguageTable::build(&paths, &balance(tags.clone(), 1.0)).unwrap();
+        assert_eq!(t1.lines, vec![90, 10]);
+        assert_eq!(t1.weights, vec![WEIGHT_SCALE, WEIGHT_SCALE]);
+        let t3 = LanguageTable::build(&paths, &balance(tags, 3.0)).unwrap();
+        assert!(t3.weights[1] > WEIGHT_SCALE && t3.weights[0] < WEIGHT_SCALE, "{:?}", t3.weights);
+        // Balanced shares: p^(1/3) normalised.
+        let q_small = 0.1f64.powf(1.0 / 3.0) / (0.9f64.powf(1.0 / 3.0) + 0.1f64.powf(1.0 / 3.0));
+        let got = 10.0 * t3.weights[1] as f64 / (90.0 * t3.weights[0] as f64 + 10.0 * t3.weights[1] as f64);
+        assert!((got - q_small).abs() < 1e-3, "{got} vs {q_small}");
+    }
+
+    #[test]
+    fn a_tag_per_input_file_must_match_the_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = write(dir.path(), "a.txt", "x\n");
+        let err = LanguageTable::build(&[a], &balance(LangSource::PerFile(vec![]), 1.0)).unwrap_err();
+        assert!(err.message().contains("file_languages"), "{}", err.message());
+    }
+
+    #[test]
+    fn language_files_need_non_empty_tags_and_one_per_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let text = write(dir.path(), "t.txt", "one\ntwo\nthree\n");
+        let empty_tag = write(dir.path(), "l1.txt", "en\n\nde\n");
+        let err = LanguageTable::build(&[text.clone()], &balance(LangSource::Files(vec![empty_tag]), 1.0)).unwrap_err();
+        assert!(err.message().contains("line 2: empty language tag"), "{}", err.message());
+
+        let short = write(dir.path(), "l2.txt", "en\nde\n");
+        let source = LangSource::Files(vec![short]);
+        let table = LanguageTable::build(&[text.clone()], &balance(source.clone(), 1.0)).unwrap();
+        let mut tagger = Tagger::new(&source, 0, &table).unwrap();
+        let mut chunk = Chunk {
+            data: b"one\ntwo\nthree\n".to_vec(),
+            layout: Layout::Lines,
+            source: Arc::from("t.txt"),
+            first_line: 1,
+            langs: Vec::new(),
+        };
+        let err = tagger.tag(&mut chunk).unwrap_err();
+        assert!(err.message().contains("has only 2 line(s)"), "{}", err.message());
+    }
+
+    #[test]
+    fn tags_follow_the_lines_and_bytes_are_summed_per_language() {
+        let dir = tempfile::tempdir().unwrap();
+        let text = write(dir.path(), "t.txt", "aa\nbbb\nc\n");
+        let langs = write(dir.path(), "l.txt", "en\nde\nen\n");
+        let source = LangSource::Files(vec![langs]);
+        let table = LanguageTable::build(&[text], &balance(source.clone(), 1.0)).unwrap();
+        let mut tagger = Tagger::new(&source, 0, &table).unwrap();
+        let mut chunk =
+            Chunk { data: b"aa\nbbb\nc\n".to_vec(), layout: Layout::Lines, source: Arc::from("t.txt"), first_line: 1, langs: Vec::new() };
+        tagger.tag(&mut chunk).unwrap();
+        let (en, de) = (table.ids["en"], table.ids["de"]);
+        assert_eq!(chunk.langs, vec![en, de, en]);
+        let bytes = tagger.finish().unwrap();
+        assert_eq!((bytes[en as usize], bytes[de as usize]), (3, 3));
+    }
+}

@@ -1,0 +1,125 @@
+//! Encoding and decoding with a trained model.
+//!
+//! * `encoder`: exact BPE encoding of one text.
+//! * `batch`: many texts on threads.
+//! * `dropout`: BPE-dropout (sampled segmentations).
+//! * `decode`: ids back to bytes.
+//! * `file`: streaming files of any size into ids.
+//!
+//! The shared types (`Encoder`, its token arena, `Cache`, `Specials`) are
+//! declared here, so each part can reach the encoder's tables.
+//!
+//! Encoding is exact merge-list BPE: in each pre-token, the applicable merge
+//! of lowest rank is applied (leftmost first among equal ranks) until none
+//! applies, which equals applying the merge list in order.
+//!
+//! Performance notes:
+//! * Pieces of up to `SHORT` symbols use a flat vector with the rank of every
+//!   adjacent pair (two rank look-ups per merge, a linear min scan); longer
+//!   pieces use a heap over a linked list, O(n log n), so a 1 MB run of one
+//!   character does not go quadratic.
+//! * A piece whose bytes are a token that encodes to itself (checked once per
+//!   model, see `reachable`) needs no merging at all; in running text that is
+//!   most pieces.
+//! * A bounded cache maps frequent pieces to their ids; each batch worker has
+//!   its own, so threads never contend.
+//! * Decoding reads one contiguous byte buffer plus an offsets array.
+
+mod batch;
+mod decode;
+pub mod dropout;
+mod encoder;
+pub mod file;
+
+pub use dropout::Dropout;
+
+use crate::model::Model;
+use crate::pretok::{PreTokenizer, SpecialSplitter};
+use crate::util::{new_map, Map};
+
+const SHORT: usize = 96;
+const NO_RANK: u32 = u32::MAX;
+/// Pieces longer than this are not cached (they are rare and would evict many).
+const CACHE_MAX_PIECE: usize = 64;
+const CACHE_CAPACITY: usize = 1 << 16;
+
+/// A per-thread cache of piece -> ids.
+#[derive(Default)]
+pub struct Cache {
+    map: Map<Box<[u8]>, Box<[u32]>>,
+}
+
+impl Cache {
+    pub fn new() -> Self {
+        Cache { map: new_map() }
+    }
+}
+
+/// How pieces are merged: exact BPE (optionally cached) or with dropout.
+enum Merging<'a> {
+    Exact(Option<&'a mut Cache>),
+    Dropout(&'a mut Dropout),
+}
+
+/// Which special tokens may appear in a text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Specials {
+    /// Special-token text is encoded as ordinary text.
+    Ordinary,
+    /// Allowed specials map to their ids; disallowed ones are an error;
+    /// the rest are ordinary text. Indexed by special-token index.
+    Rules { allowed: Vec<bool>, disallowed: Vec<bool> },
+}
+
+pub struct Encoder {
+    model: Model,
+    pretok: PreTokenizer,
+    all_specials: SpecialSplitter,
+    ranks: Map<u64, (u32, u32)>,
+    /// Token bytes by id, as stored (`▁`, `</w>` kept).
+    raw: Arena,
+    /// Token bytes by id as decoded text (`▁` -> space, `</w>` -> space).
+    shown: Arena,
+    token_ids: Map<Vec<u8>, u32>,
+    /// Pieces that are one token: bytes -> id (bytes scheme only).
+    whole: Map<Vec<u8>, u32>,
+    /// Chars scheme: base symbol string -> id.
+    symbol_ids: Map<String, u32>,
+    base_start: u32,
+    unk: Option<u32>,
+    /// Internal -> external ids, and back (`u32::MAX` for unused external ids).
+    to_ext: Option<Vec<u32>>,
+    to_int: Option<Vec<u32>>,
+    whitespace: bool,
+    suffix: Option<String>,
+}
+
+/// All token strings in one buffer plus offsets.
+struct Arena {
+    data: Vec<u8>,
+    offsets: Vec<usize>,
+}
+
+/// Bytes of slack after the arena's data, so that any token of up to this
+/// length can be copied with one fixed-size move (see `decode_bytes`).
+const COPY_SLACK: usize = 16;
+
+impl Arena {
+    fn new(items: impl Iterator<Item = Vec<u8>>) -> Self {
+        let mut data = Vec::new();
+        let mut offsets = vec![0];
+        for t in items {
+            data.extend_from_slice(&t);
+            offsets.push(data.len());
+        }
+        data.extend_from_slice(&[0u8; COPY_SLACK]);
+        Arena { data, offsets }
+    }
+    #[inline]
+    fn get(&self, id: usize) -> &[u8] {
+        &self.data[self.offsets[id]..self.offsets[id + 1]]
+    }
+    fn len(&self) -> usize {
+        self.offsets.len() - 1
+    }
+}

@@ -1,0 +1,71 @@
+//! What a caller sees while the engine works: progress reports, and a way
+//! to stop a run (Ctrl-C). Plain data and one trait; this module depends on
+//! nothing but the counting statistics, so training, encoding, balancing and
+//! the progress printer can all name it without depending on each other.
+
+use crate::count::CountStats;
+
+/// Progress while counting.
+#[derive(Debug, Clone)]
+pub struct CountProgress {
+    pub raw_bytes_done: u64,
+    pub raw_bytes_total: Option<u64>,
+    pub elapsed: f64,
+}
+
+/// Progress while merging.
+#[derive(Debug, Clone)]
+pub struct MergeProgress {
+    pub done: usize,
+    pub target: usize,
+    pub pair_count: u64,
+    pub elapsed: f64,
+}
+
+/// What the caller sees during training.
+pub trait Observer {
+    /// Polled every few milliseconds on the training thread; `true` stops the
+    /// run with an `Interrupted` error.
+    fn should_stop(&mut self) -> bool {
+        false
+    }
+    fn counting(&mut self, _p: &CountProgress) {}
+    fn counted(&mut self, _stats: &CountStats, _word_types: usize, _seconds: f64) {}
+    fn merging(&mut self, _p: &MergeProgress) {}
+    fn merged(&mut self, _merges: usize, _seconds: f64) {}
+    /// Progress of `encode_file`.
+    fn encoding(&mut self, _p: &CountProgress) {}
+    fn encoded(&mut self, _stats: &EncodeStats) {}
+    /// A round of parity balancing ended (`balance::parity`).
+    fn balancing(&mut self, _round: &BalanceRound) {}
+}
+
+/// An observer that sees nothing and never stops.
+pub struct Silent;
+impl Observer for Silent {}
+
+/// A round's measurements, reported to the observer and kept in metadata.
+#[derive(Debug, Clone)]
+pub struct BalanceRound {
+    pub round: usize,
+    pub rounds: usize,
+    pub reference: String,
+    pub reference_bytes_per_token: f64,
+    /// The worst premium among the balanced languages, and whose it is.
+    pub worst_premium: f64,
+    pub worst_language: String,
+    /// Balanced languages above the band whose weight can still grow.
+    pub above: usize,
+    pub seconds: f64,
+}
+
+/// What an encode run did.
+#[derive(Debug, Clone, Default)]
+pub struct EncodeStats {
+    pub lines: u64,
+    pub tokens: u64,
+    pub bytes: u64,
+    pub seconds: f64,
+    /// Bytes per id in `npy`/`bin` output (2 or 4).
+    pub id_bytes: usize,
+}

@@ -1,0 +1,76 @@
+//! Counting for training: the pre-tokenizer, special tokens and SuperBPE's
+//! stage-2 units of a `TrainConfig`, fed with chunks from files or Python.
+
+use super::TrainConfig;
+use crate::count::{count_parallel, Counter, WordCounts};
+use crate::error::Result;
+use crate::input::Chunk;
+use crate::model::Scheme;
+use crate::observe::Observer;
+use crate::pretok::{PreTokenizer, PreTokenizerSpec, SpecialSplitter};
+use crate::util::threads_or_default;
+
+/// How often the observer is polled.
+pub(crate) const POLL_SECONDS: f64 = 0.05;
+
+/// Counts word types from chunks produced by `feed` (files or Python).
+pub fn count_words<'c>(
+    config: &'c TrainConfig,
+    observer: &mut dyn Observer,
+    feed: impl FnOnce(&mut dyn FnMut(Chunk) -> Result<()>, &mut dyn Observer) -> Result<()>,
+) -> Result<WordCounts> {
+    count_words_weighted(config, observer, None, feed)
+}
+
+/// `count_words` with per-language integer weights (chunks carry languages).
+pub fn count_words_weighted<'c>(
+    config: &'c TrainConfig,
+    observer: &mut dyn Observer,
+    lang_weights: Option<&[u64]>,
+    feed: impl FnOnce(&mut dyn FnMut(Chunk) -> Result<()>, &mut dyn Observer) -> Result<()>,
+) -> Result<WordCounts> {
+    let mode = match lang_weights {
+        Some(w) => CountMode::Weighted(w),
+        None => CountMode::Plain,
+    };
+    count_words_mode(config, observer, mode, feed)
+}
+
+/// How counting treats the language of each text.
+#[derive(Clone, Copy)]
+pub(crate) enum CountMode<'w> {
+    Plain,
+    /// Each occurrence counts its language's integer weight.
+    Weighted(&'w [u64]),
+    /// Keys carry the language (`WordCounts::add_tagged`), counts are raw.
+    Tagged,
+}
+
+pub(crate) fn count_words_mode<'c>(
+    config: &'c TrainConfig,
+    observer: &mut dyn Observer,
+    mode: CountMode<'_>,
+    feed: impl FnOnce(&mut dyn FnMut(Chunk) -> Result<()>, &mut dyn Observer) -> Result<()>,
+) -> Result<WordCounts> {
+    let (lang_weights, tag_languages) = match mode {
+        CountMode::Plain => (None, false),
+        CountMode::Weighted(w) => (Some(w), false),
+        CountMode::Tagged => (None, true),
+    };
+    let pre = PreTokenizer::new(config.pretokenizer.clone())?;
+    let specials = SpecialSplitter::new(&config.all_special_tokens())?;
+    let stage2 = match &config.superbpe {
+        Some(_) => Some(PreTokenizer::new(PreTokenizerSpec::Superword)?),
+        None => None,
+    };
+    let counter = Counter {
+        pretokenizer: &pre,
+        specials: &specials,
+        allow_invalid_utf8: matches!(config.scheme, Scheme::Bytes),
+        superword: stage2.as_ref(),
+        lang_weights,
+        tag_languages,
+    };
+    let threads = threads_or_default(config.threads);
+    count_parallel(&counter, threads, |sink| feed(sink, observer))
+}

@@ -1,0 +1,52 @@
+//! Training: settings -> counting -> word table -> merge loop -> model.
+//!
+//! * `config`: `TrainConfig` (typed settings, validated in one place) and
+//!   `TrainOptions` (the flat option list shared with Python).
+//! * `counting`: word types from chunks, per the config.
+//! * `driver`: `train_from_counts`, the named steps from counts to a model.
+//! * `words`: the base vocabulary and word table per scheme.
+//! * `merge`: the O(M log N) merge loop. (Over 600 lines, and
+//!   `learn_merges` over 80: the lazy-heap loop and its proof are one
+//!   argument; another branch is rewriting it, so it moved unchanged.)
+//! * `extend`: resuming a model (replayed merges, external ids).
+//! * `superbpe`: the two-stage SuperBPE run.
+//! * `stats`: the typed record that becomes the model's metadata.
+//!
+//! Training from files (with language balancing) starts one level up, in
+//! `crate::pipeline`.
+
+pub mod config;
+mod counting;
+mod driver;
+mod extend;
+pub mod merge;
+pub mod stats;
+mod superbpe;
+mod words;
+
+pub use config::{LangSource, LanguageBalance, Parity, SuperBpe, TrainConfig, TrainOptions};
+pub(crate) use counting::{count_words_mode, CountMode, POLL_SECONDS};
+pub use counting::{count_words, count_words_weighted};
+pub use driver::train_from_counts;
+pub use merge::TokenLimits;
+pub use stats::TrainStats;
+
+/// Hands memory that was freed back to the operating system (glibc keeps
+/// freed blocks, and a block in the middle of a heap or in a worker thread's
+/// arena is not returned on its own). Called between the phases of training
+/// whose tables are freed before the next phase allocates its own (mostly
+/// large, freshly mapped arrays that cannot reuse those blocks), so peak RSS
+/// is what the next phase holds, not that plus the last phase's leftovers.
+pub fn release_free_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        extern "C" {
+            fn malloc_trim(pad: usize) -> i32;
+        }
+        // SAFETY: malloc_trim only releases free memory; it takes no pointers.
+        unsafe {
+            malloc_trim(0);
+        }
+    }
+}
+

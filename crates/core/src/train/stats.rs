@@ -1,0 +1,156 @@
+//! What a training run records about itself, typed: the driver fills a
+//! `TrainStats`, SuperBPE combines two of them, and `to_metadata` turns one
+//! into the model's `metadata` JSON (the only place its layout is written).
+
+use super::TrainConfig;
+use crate::count::CountStats;
+use crate::input::TextMode;
+use serde::Serialize;
+
+/// A training run's record; serialized as the model's metadata.
+#[derive(Debug, Clone, Serialize)]
+pub struct TrainStats {
+    pub library: String,
+    pub inputs: serde_json::Value,
+    pub settings: Settings,
+    pub corpus: Corpus,
+    pub timings: Timings,
+    /// Word types counted (before `min_word_count` pruning).
+    pub word_types: usize,
+    pub word_count_table: WordCountTable,
+    pub word_types_pruned: usize,
+    pub word_table: WordTableStats,
+    pub resumed_merges: usize,
+    /// Fewer merges than the vocabulary asked for (no pair left to merge).
+    pub stopped_early: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub superbpe: Option<SuperBpeStats>,
+    /// An extended import keeps what its importer recorded.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub import: Option<serde_json::Value>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Settings {
+    pub vocab_size: usize,
+    pub scheme: String,
+    pub pretokenizer: String,
+    pub min_frequency: u64,
+    pub max_token_length: Option<usize>,
+    pub min_word_count: u64,
+    pub threads: usize,
+    pub text_mode: String,
+}
+
+impl Settings {
+    pub fn of(config: &TrainConfig) -> Self {
+        Settings {
+            vocab_size: config.vocab_size,
+            scheme: config.scheme.name().to_string(),
+            pretokenizer: config.pretokenizer.name().to_string(),
+            min_frequency: config.min_frequency,
+            max_token_length: config.max_token_length,
+            min_word_count: config.min_word_count,
+            threads: crate::util::threads_or_default(config.threads),
+            text_mode: match &config.text_mode {
+                TextMode::Lines => "lines".to_string(),
+                TextMode::WholeFile => "documents".to_string(),
+                TextMode::Records(s) => format!("records separated by {:?}", String::from_utf8_lossy(s)),
+            },
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Corpus {
+    pub bytes: u64,
+    pub texts: u64,
+    pub pretokens: u64,
+    pub special_token_occurrences: u64,
+}
+
+impl Corpus {
+    pub fn of(stats: &CountStats) -> Self {
+        Corpus {
+            bytes: stats.bytes,
+            texts: stats.texts,
+            pretokens: stats.pieces,
+            special_token_occurrences: stats.specials,
+        }
+    }
+}
+
+/// Seconds, rounded to milliseconds when serialized.
+#[derive(Debug, Clone, Serialize)]
+pub struct Timings {
+    #[serde(serialize_with = "millis")]
+    pub count_seconds: f64,
+    /// From the end of counting to the last merge (word table included).
+    #[serde(serialize_with = "millis")]
+    pub merge_seconds: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub merge_breakdown: Option<MergeBreakdown>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct MergeBreakdown {
+    #[serde(serialize_with = "millis")]
+    pub word_table_seconds: f64,
+    #[serde(serialize_with = "millis")]
+    pub pair_index_seconds: f64,
+    #[serde(serialize_with = "millis")]
+    pub loop_seconds: f64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct WordCountTable {
+    pub bytes: usize,
+    /// One decimal.
+    pub bytes_per_type: f64,
+}
+
+impl WordCountTable {
+    pub fn new(bytes: usize, word_types: usize) -> Self {
+        let per = if word_types > 0 { (bytes as f64 / word_types as f64 * 10.0).round() / 10.0 } else { 0.0 };
+        WordCountTable { bytes, bytes_per_type: per }
+    }
+}
+
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct WordTableStats {
+    pub types_with_pairs: usize,
+    pub symbols: usize,
+}
+
+/// SuperBPE's two stages (the rest of the record is stage 1's).
+#[derive(Debug, Clone, Serialize)]
+pub struct SuperBpeStats {
+    pub transition: usize,
+    pub stage1_pretokenizer: String,
+    pub max_words: usize,
+    pub colon_rule: bool,
+    pub stage1_word_table: WordTableStats,
+    pub stage2_units: usize,
+    pub stage2_word_table: WordTableStats,
+    #[serde(serialize_with = "millis")]
+    pub stage1_merge_seconds: f64,
+    #[serde(serialize_with = "millis")]
+    pub stage2_merge_seconds: f64,
+    pub stage2_merge_breakdown: Option<MergeBreakdown>,
+}
+
+impl TrainStats {
+    /// The model's `metadata` object.
+    pub fn to_metadata(&self) -> serde_json::Value {
+        // Plain data (strings, numbers, JSON values): serializing cannot fail.
+        serde_json::to_value(self).unwrap_or(serde_json::Value::Null)
+    }
+}
+
+pub(crate) fn round3(x: f64) -> f64 {
+    (x * 1000.0).round() / 1000.0
+}
+
+fn millis<S: serde::Serializer>(x: &f64, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_f64(round3(*x))
+}

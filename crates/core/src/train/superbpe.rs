@@ -1,0 +1,68 @@
+//! SuperBPE (Liu et al., 2025): stage 1 learns subwords up to the
+//! transition size on the word-level pieces; stage 2 continues from exactly
+//! that state on the wider stage-2 units (its merges may join words), with
+//! the paper's limits. The model encodes with the stage-2 pre-tokenizer, as
+//! SuperBPE tokenizers do.
+
+use super::driver::train_with_stats;
+use super::merge::TokenLimits;
+use super::stats::{SuperBpeStats, Timings, TrainStats};
+use super::{release_free_memory, SuperBpe, TrainConfig};
+use crate::count::WordCounts;
+use crate::error::Result;
+use crate::model::Model;
+use crate::observe::Observer;
+use crate::pretok::PreTokenizerSpec;
+
+/// Trains both stages; the record is stage 1's, with the vocabulary size,
+/// pre-tokenizer, merge time and `stopped_early` of the whole run and each
+/// stage's numbers under `superbpe`.
+pub(crate) fn train(
+    words: WordCounts,
+    mut units: WordCounts,
+    config: &TrainConfig,
+    sb: &SuperBpe,
+    observer: &mut dyn Observer,
+    inputs: serde_json::Value,
+    count_seconds: f64,
+) -> Result<(Model, TrainStats)> {
+    let mut stage1 = config.clone();
+    stage1.superbpe = None;
+    stage1.vocab_size = sb.transition;
+    stage1.checkpoint = None;
+    let stats = words.stats.clone();
+    let (mut model, s1) = train_with_stats(words, &stage1, observer, inputs.clone(), count_seconds)?;
+    model.metadata = s1.to_metadata();
+    release_free_memory();
+    let stage1_pretokenizer = model.pretokenizer.clone();
+    model.pretokenizer = PreTokenizerSpec::Superword;
+    let mut stage2 = config.clone();
+    stage2.superbpe = None;
+    stage2.pretokenizer = PreTokenizerSpec::Superword;
+    stage2.resume_from = Some(model);
+    stage2.token_limits = TokenLimits { max_words: sb.max_words, colon_rule: sb.colon_rule };
+    units.stats = stats;
+    let (model, s2) = train_with_stats(units, &stage2, observer, inputs, 0.0)?;
+    let mut combined = s1.clone();
+    combined.superbpe = Some(SuperBpeStats {
+        transition: sb.transition,
+        stage1_pretokenizer: stage1_pretokenizer.name().to_string(),
+        max_words: sb.max_words,
+        colon_rule: sb.colon_rule,
+        stage1_word_table: s1.word_table,
+        stage2_units: s2.word_types,
+        stage2_word_table: s2.word_table,
+        stage1_merge_seconds: s1.timings.merge_seconds,
+        stage2_merge_seconds: s2.timings.merge_seconds,
+        stage2_merge_breakdown: s2.timings.merge_breakdown.clone(),
+    });
+    combined.timings = Timings {
+        count_seconds,
+        merge_seconds: s1.timings.merge_seconds + s2.timings.merge_seconds,
+        merge_breakdown: None,
+    };
+    combined.stopped_early = s2.stopped_early;
+    combined.settings.vocab_size = config.vocab_size;
+    combined.settings.pretokenizer = "superword".to_string();
+    Ok((model, combined))
+}
