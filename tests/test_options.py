@@ -106,6 +106,9 @@ def samples(tmp_path) -> dict[str, tuple[list[str], object]]:
         "unk_token": (["--unk-token", "<UNK>"], "<UNK>"),
         "documents": (["--documents"], True),
         "separator": (["--separator", "|||"], "|||"),
+        "text_field": (["--text-field", "text"], "text"),
+        "columns": (["--columns", "1"], [1]),
+        "on_bad_record": (["--columns", "1", "--on-bad-record", "skip"], "skip"),
         "min_word_count": (["--min-word-count", "3"], 3),
         "resume_from": (["--resume", str(model)], bpeforge.load(model).to_json().encode("utf-8")),
         "checkpoint_path": (["--checkpoint-every", "7", "--output", out], out),
@@ -139,7 +142,22 @@ def test_every_train_flag_is_an_option_or_a_known_cli_flag() -> None:
     assert set(NAMES) - dests == {"checkpoint_path"}
 
 
-def _run_cli(argv: list[str], monkeypatch, entry: str) -> dict:
+@pytest.fixture
+def json_sample(tmp_path) -> str:
+    """The sample corpus as JSON lines (``{"text": ...}``), for --text-field."""
+    import json
+
+    path = tmp_path / "sample.jsonl"
+    lines = bpeforge.sample_corpus().read_text(encoding="utf-8").splitlines()
+    path.write_text("".join(json.dumps({"text": t}) + "\n" for t in lines), encoding="utf-8")
+    return str(path)
+
+
+def _input_for(name: str, json_sample: str) -> str:
+    return json_sample if name == "text_field" else str(bpeforge.sample_corpus())
+
+
+def _run_cli(argv: list[str], monkeypatch, entry: str, corpus: str | None = None) -> dict:
     seen: dict = {}
 
     def stand_in(*args, **kwargs):
@@ -148,7 +166,7 @@ def _run_cli(argv: list[str], monkeypatch, entry: str) -> dict:
 
     monkeypatch.setattr(_native, entry, stand_in)
     with pytest.raises(_Reached):
-        cli.main(["train", str(bpeforge.sample_corpus()), "--quiet", *argv])
+        cli.main(["train", corpus or str(bpeforge.sample_corpus()), "--quiet", *argv])
     return seen
 
 
@@ -173,7 +191,8 @@ def ray_instance():
 
 
 @pytest.mark.parametrize("name", NAMES)
-def test_cli_option_reaches_the_engine_with_ray(name, samples, monkeypatch, capsys, ray_instance) -> None:
+def test_cli_option_reaches_the_engine_with_ray(name, samples, json_sample, monkeypatch, capsys,
+                                                ray_instance) -> None:
     flags, expected = samples[name]
     argv = [*flags, "--ray", "--shard-mb", "0.1"]
     if name in NOT_ON_RAY:
@@ -181,7 +200,7 @@ def test_cli_option_reaches_the_engine_with_ray(name, samples, monkeypatch, caps
         assert cli.main(["train", str(bpeforge.sample_corpus()), "--quiet", *argv]) == 1
         assert name in capsys.readouterr().err
         return
-    engine = _run_cli(argv, monkeypatch, "train_counts")
+    engine = _run_cli(argv, monkeypatch, "train_counts", _input_for(name, json_sample))
     assert engine[name] == expected
 
 

@@ -54,6 +54,9 @@ def train(
     unk_token: str = "<unk>",
     documents: bool = False,
     separator: str | None = None,
+    text_field: str | None = None,
+    columns: Sequence[int] | None = None,
+    on_bad_record: Literal["error", "skip"] = "error",
     min_word_count: int = 1,
     resume_from: PathLike | Tokenizer | None = None,
     checkpoint_path: PathLike | None = None,
@@ -76,6 +79,8 @@ def train(
     Files may be plain or compressed (``.gz``, ``.xz``, ``.bz2``, ``.zst``). By
     default each line is one text; ``documents=True`` makes each file one text,
     and ``separator="..."`` cuts texts at that string instead of at newlines.
+    Structured lines: ``text_field="text"`` reads JSON lines (the text is that
+    field of each record), ``columns=[1, 2]`` reads tab-separated columns.
 
     Args:
         files: a path or a list of paths.

@@ -140,6 +140,39 @@ def _strings(name: str, what: str) -> Callable[[Any], Any]:
     return check
 
 
+def _text_field(v: Any) -> Any:
+    """A JSON field name or dotted path; a column number is ``columns``'s job."""
+    if isinstance(v, int) and not isinstance(v, bool):
+        raise ParameterError(f"text_field={v!r}: for a column of tab-separated lines give columns=[{v}]")
+    return _str("text_field", none_ok=True, nonblank=True)(v)
+
+
+def _columns(v: Any) -> Any:
+    """Column numbers counted from 1, as a list; ``"1,2"`` (the CLI's form) too."""
+    if v is None:
+        return None
+    if isinstance(v, str):
+        try:
+            v = [int(c) for c in v.split(",")]
+        except ValueError:
+            raise ParameterError(f"columns must be column numbers like 1,2, got {v!r}") from None
+    try:
+        out = list(v)
+    except TypeError:
+        raise ParameterError(f"columns must be a list of column numbers (from 1), got {v!r}") from None
+    if not out or any(isinstance(c, bool) or not isinstance(c, int) or c < 1 for c in out):
+        raise ParameterError(f"columns must be column numbers counted from 1 (e.g. [1, 2]), got {v!r}")
+    return out
+
+
+def _choice(name: str, choices: Sequence[str]) -> Callable[[Any], Any]:
+    def check(v: Any) -> Any:
+        if v not in choices:
+            raise ParameterError(f"{name} must be one of {', '.join(map(repr, choices))}, got {v!r}")
+        return v
+    return check
+
+
 def _path(name: str) -> Callable[[Any], Any]:
     def check(v: Any) -> Any:
         if v is None:
@@ -272,6 +305,21 @@ class TrainOptions:
     separator: str | None = opt(None, 'texts are cut at this string instead of at newlines.',
                                 _str("separator", none_ok=True), files_only=True,
                                 cli={"help": "texts are separated by this string instead of newlines"})
+    text_field: str | None = opt(None, 'JSON lines (plain or compressed): each line is a JSON object and its text '
+                                 'is this field; a dotted path reaches nested fields (``"meta.body"``). Parsed '
+                                 "in the engine on every counting thread.", _text_field, files_only=True,
+                                 cli={"metavar": "FIELD", "help": "JSON lines: the text is this field "
+                                                                  "(dotted path for nested fields)"})
+    columns: Sequence[int] | None = opt(None, "tab-separated lines: these columns (counted from 1) are texts, "
+                                        "e.g. ``[1, 2]`` for both sides of a parallel corpus.", _columns,
+                                        files_only=True,
+                                        cli={"metavar": "N,M", "help": "tab-separated lines: train on these "
+                                                                       "columns (from 1), e.g. 1,2 for bitext"})
+    on_bad_record: str = opt("error", 'with ``text_field`` or ``columns``: a line without its text (malformed '
+                             'JSON, a missing or non-string field, a missing column) is an error naming file '
+                             'and line (``"error"``), or skipped and counted in the metadata as '
+                             '``corpus.bad_records`` (``"skip"``).', _choice("on_bad_record", ("error", "skip")),
+                             files_only=True, cli={"choices": ["error", "skip"]})
     min_word_count: int = opt(1, "drop word types seen fewer times than this after counting (1 keeps all): "
                               "less memory and merge time on huge corpora, at the cost of merges that only "
                               "rare words would get.", _int("min_word_count", 1),

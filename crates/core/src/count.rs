@@ -23,7 +23,9 @@
 //! * With `threads == 1` the caller's thread counts inline; no channel.
 
 use crate::error::{Error, Result};
-use crate::input::Chunk;
+use crate::fields::OnBadRecord;
+use crate::input::{Chunk, Layout};
+use std::borrow::Cow;
 use crate::pretok::{utf8_runs, PreTokCache, PreTokenizer, Segment, SpecialSplitter};
 use std::sync::atomic::{AtomicBool, Ordering};
 use crate::util::{new_map, prefetch, Map};
@@ -40,6 +42,9 @@ pub struct CountStats {
     pub pieces: u64,
     /// Occurrences of special tokens (not trained on).
     pub specials: u64,
+    /// Lines skipped for having no text where the fields mode says
+    /// (`OnBadRecord::Skip`).
+    pub bad_records: u64,
 }
 
 impl CountStats {
@@ -48,6 +53,7 @@ impl CountStats {
         self.texts += o.texts;
         self.pieces += o.pieces;
         self.specials += o.specials;
+        self.bad_records += o.bad_records;
     }
 }
 
@@ -431,15 +437,19 @@ impl WordCounts {
     }
 }
 
-const COUNTS_MAGIC: &[u8; 8] = b"BPFCNT01";
+/// Version 2 adds `bad_records` to the stats; version 1 is still read.
+const COUNTS_MAGIC: &[u8; 8] = b"BPFCNT02";
+const COUNTS_MAGIC_V1: &[u8; 8] = b"BPFCNT01";
 
 impl WordCounts {
     /// A compact binary form (for sending counts between processes, e.g. Ray
-    /// tasks): magic, 4 stats, then `len u32, bytes, count u64` per type.
+    /// tasks): magic, 5 stats, the number of types, then `len u32, bytes,
+    /// count u64` per type.
     pub fn to_bytes(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(40 + self.len() * 20);
+        let mut out = Vec::with_capacity(56 + self.len() * 20);
         out.extend_from_slice(COUNTS_MAGIC);
-        for v in [self.stats.bytes, self.stats.texts, self.stats.pieces, self.stats.specials, self.len() as u64] {
+        let s = &self.stats;
+        for v in [s.bytes, s.texts, s.pieces, s.specials, s.bad_records, self.len() as u64] {
             out.extend_from_slice(&v.to_le_bytes());
         }
         self.for_each(|k, v| {
@@ -453,16 +463,19 @@ impl WordCounts {
     /// Reads `to_bytes` output, checking every length.
     pub fn from_bytes(data: &[u8]) -> Result<WordCounts> {
         let bad = || Error::input("word counts: the data is truncated or not from WordCounts::to_bytes");
-        if data.len() < 48 || &data[..8] != COUNTS_MAGIC {
+        let v2 = data.get(..8) == Some(&COUNTS_MAGIC[..]);
+        if data.len() < 48 || !(v2 || &data[..8] == COUNTS_MAGIC_V1) {
             return Err(bad());
         }
         let u64_at = |p: usize| -> Result<u64> {
             data.get(p..p + 8).map(|b| u64::from_le_bytes(b.try_into().unwrap_or([0; 8]))).ok_or_else(bad)
         };
         let mut counts = WordCounts::new();
-        counts.stats = CountStats { bytes: u64_at(8)?, texts: u64_at(16)?, pieces: u64_at(24)?, specials: u64_at(32)? };
-        let n = u64_at(40)?;
-        let mut p = 48;
+        let bad_records = if v2 { u64_at(40)? } else { 0 };
+        counts.stats = CountStats { bytes: u64_at(8)?, texts: u64_at(16)?, pieces: u64_at(24)?, specials: u64_at(32)?, bad_records };
+        let header = if v2 { 48 } else { 40 };
+        let n = u64_at(header)?;
+        let mut p = header + 8;
         for _ in 0..n {
             let len = data.get(p..p + 4).map(|b| u32::from_le_bytes(b.try_into().unwrap_or([0; 4]))).ok_or_else(bad)? as usize;
             p += 4;
@@ -634,6 +647,11 @@ impl Counter<'_> {
     ) -> Result<()> {
         let mut index = 0usize;
         let mut out = out.adder();
+        let fields = match &chunk.layout {
+            Layout::Fields(f) => Some(&**f),
+            _ => None,
+        };
+        let mut texts: Vec<Cow<[u8]>> = Vec::new();
         chunk.for_each_text(&mut |text, offset| {
             if index % 1024 == 1023 && cancel.is_some_and(|c| c.load(Ordering::Relaxed)) {
                 return Err(Error::interrupted());
@@ -648,20 +666,50 @@ impl Counter<'_> {
                 (weight, None)
             };
             index += 1;
-            self.count_into(text, weight, language, &mut out, scratch).map_err(|(at, err)| {
-                let line = chunk.line_of(offset + at);
-                match err {
-                    Some(e) => e.with_context(format_args!("{}, line {}", chunk.source, line)),
-                    None => Error::input(format!(
-                        "{}, line {}: invalid UTF-8 (byte 0x{:02x} at byte {} of the line); the chars scheme needs valid UTF-8 — fix or drop the line, or use scheme=\"bytes\", which keeps invalid bytes as their own pieces",
+            let Some(fields) = fields else {
+                return self
+                    .count_into(text, weight, language, &mut out, scratch)
+                    .map_err(|(at, err)| count_error(chunk, text, at, offset + at, err));
+            };
+            texts.clear();
+            if let Err(why) = fields.texts(text, &mut texts) {
+                return match fields.on_bad_record {
+                    OnBadRecord::Skip => {
+                        out.stats.bad_records += 1;
+                        Ok(())
+                    }
+                    OnBadRecord::Error => Err(Error::input(format!(
+                        "{}, line {}: {why} (on_bad_record=\"skip\" skips such lines and counts them)",
                         chunk.source,
-                        line,
-                        text[at],
-                        at + 1
-                    )),
-                }
-            })
+                        chunk.line_of(offset)
+                    ))),
+                };
+            }
+            for field in &texts {
+                self.count_into(field, weight, language, &mut out, scratch)
+                    .map_err(|(at, err)| count_error(chunk, field, at, offset, err))?;
+            }
+            Ok(())
         })
+    }
+}
+
+/// The error for a text that could not be counted: `at` is the offset in
+/// `text`, `located` an offset in the chunk on the same line, `err` the
+/// pre-tokenizer's error, or None for invalid UTF-8.
+fn count_error(chunk: &Chunk, text: &[u8], at: usize, located: usize, err: Option<Error>) -> Error {
+    let line = chunk.line_of(located);
+    let whole_line = !matches!(chunk.layout, Layout::Fields(_));
+    match err {
+        Some(e) => e.with_context(format_args!("{}, line {}", chunk.source, line)),
+        None => Error::input(format!(
+            "{}, line {}: invalid UTF-8 (byte 0x{:02x} at byte {} of the {}); the chars scheme needs valid UTF-8 — fix or drop the line, or use scheme=\"bytes\", which keeps invalid bytes as their own pieces",
+            chunk.source,
+            line,
+            text[at],
+            at + 1,
+            if whole_line { "line" } else { "field" }
+        )),
     }
 }
 

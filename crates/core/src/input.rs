@@ -7,6 +7,7 @@
 //! whole (a 50 MB line becomes a 50 MB chunk).
 
 use crate::error::{Error, Result};
+use crate::fields::Fields;
 use std::fs::File;
 use std::io::{BufReader, Read};
 use std::path::{Path, PathBuf};
@@ -27,6 +28,20 @@ pub enum TextMode {
     WholeFile,
     /// Texts are the records between occurrences of a separator.
     Records(Vec<u8>),
+    /// Each line holds texts in fields: JSON lines or tab-separated columns.
+    Fields(Fields),
+}
+
+impl TextMode {
+    /// How chunks of this mode lay out their texts.
+    fn layout(&self) -> Layout {
+        match self {
+            TextMode::Lines => Layout::Lines,
+            TextMode::WholeFile => Layout::Whole,
+            TextMode::Records(s) => Layout::Records(Arc::from(&s[..])),
+            TextMode::Fields(f) => Layout::Fields(Arc::new(f.clone())),
+        }
+    }
 }
 
 /// How the texts inside a chunk are laid out.
@@ -37,6 +52,9 @@ pub enum Layout {
     Records(Arc<[u8]>),
     /// Explicit end offsets of each text (texts handed over from Python).
     Ends(Vec<usize>),
+    /// Lines whose texts are fields (`for_each_text` yields the whole lines;
+    /// the counter extracts the texts).
+    Fields(Arc<Fields>),
 }
 
 /// A run of whole texts from one source.
@@ -57,7 +75,7 @@ impl Chunk {
     pub fn for_each_text<'s, E>(&'s self, f: &mut impl FnMut(&'s [u8], usize) -> std::result::Result<(), E>) -> std::result::Result<(), E> {
         let data = &self.data[..];
         match &self.layout {
-            Layout::Lines => {
+            Layout::Lines | Layout::Fields(_) => {
                 let mut start = 0;
                 for nl in memchr::memchr_iter(b'\n', data) {
                     let mut end = nl;
@@ -165,6 +183,7 @@ pub fn total_size(paths: &[PathBuf]) -> Result<u64> {
 /// see every line exactly once.
 pub fn read_range_chunks(
     path: &Path,
+    mode: &TextMode,
     start: u64,
     end: u64,
     raw_counter: Arc<AtomicU64>,
@@ -178,6 +197,13 @@ pub fn read_range_chunks(
             path.display()
         )));
     }
+    if !matches!(mode, TextMode::Lines | TextMode::Fields(_)) {
+        return Err(Error::parameter(format!(
+            "{}: only line-based text modes can be split by byte range; give it as a whole shard",
+            path.display()
+        )));
+    }
+    let layout = mode.layout();
     let err = |e: std::io::Error| Error::io_read(path, &e);
     let mut file = BufReader::with_capacity(1 << 20, File::open(path).map_err(err)?);
     let mut pos = start;
@@ -207,7 +233,7 @@ pub fn read_range_chunks(
             break;
         }
         let lines = memchr::memchr_iter(b'\n', &data).count() as u64;
-        sink(Chunk { data, layout: Layout::Lines, source: source.clone(), first_line, langs: Vec::new() })?;
+        sink(Chunk { data, layout: layout.clone(), source: source.clone(), first_line, langs: Vec::new() })?;
         first_line += lines;
     }
     Ok(())
@@ -230,10 +256,11 @@ pub fn read_chunks(
                 reader.read_to_end(&mut data).map_err(read_err)?;
                 sink(Chunk { data, layout: Layout::Whole, source: source.clone(), first_line: 1, langs: Vec::new() })?;
             }
-            TextMode::Lines | TextMode::Records(_) => {
-                let (sep, layout): (&[u8], Layout) = match mode {
-                    TextMode::Records(s) => (&s[..], Layout::Records(Arc::from(&s[..]))),
-                    _ => (b"\n", Layout::Lines),
+            TextMode::Lines | TextMode::Records(_) | TextMode::Fields(_) => {
+                let layout = mode.layout();
+                let sep: &[u8] = match mode {
+                    TextMode::Records(s) => &s[..],
+                    _ => b"\n",
                 };
                 let mut line: u64 = 1;
                 let mut buf: Vec<u8> = Vec::with_capacity(CHUNK_SIZE + (CHUNK_SIZE >> 2));
@@ -322,7 +349,7 @@ mod tests {
             let mut all = Vec::new();
             for k in 0..shards {
                 let (s, e) = (size * k / shards, size * (k + 1) / shards);
-                read_range_chunks(&p, s, e, Arc::new(AtomicU64::new(0)), &mut |c| {
+                read_range_chunks(&p, &TextMode::Lines, s, e, Arc::new(AtomicU64::new(0)), &mut |c| {
                     all.extend(texts(&c));
                     Ok(())
                 })

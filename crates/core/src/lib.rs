@@ -29,6 +29,7 @@ pub mod balance;
 pub mod count;
 pub mod encode;
 pub mod error;
+pub mod fields;
 pub mod input;
 mod mem;
 pub mod model;

@@ -159,7 +159,7 @@ fn count_files<'py>(
                     if paths.len() != 1 {
                         return Err(Error::parameter("byte_range needs exactly one input file"));
                     }
-                    bpeforge_core::input::read_range_chunks(&paths[0], start, end, raw.clone(), sink)
+                    bpeforge_core::input::read_range_chunks(&paths[0], &config.text_mode, start, end, raw.clone(), sink)
                 }
                 None => {
                     bpeforge_core::input::total_size(&paths)?;

@@ -5,6 +5,7 @@
 
 use super::merge::TokenLimits;
 use crate::error::{Error, Result};
+use crate::fields::{FieldSpec, Fields, OnBadRecord};
 use crate::input::TextMode;
 use crate::model::{Model, Scheme};
 use crate::pretok::{PreTokenizer, PreTokenizerSpec};
@@ -360,6 +361,12 @@ pub struct TrainOptions {
     pub unk_token: String,
     pub documents: bool,
     pub separator: Option<String>,
+    /// JSON lines: the text is this field of each record (dotted path).
+    pub text_field: Option<String>,
+    /// Tab-separated lines: these columns (1-based) are texts.
+    pub columns: Option<Vec<usize>>,
+    /// "error" or "skip": a line without text where the fields say.
+    pub on_bad_record: String,
     pub min_word_count: u64,
     /// The JSON of a model to continue (bytes from Python).
     #[serde(deserialize_with = "model_json")]
@@ -397,6 +404,9 @@ impl Default for TrainOptions {
             unk_token: "<unk>".into(),
             documents: false,
             separator: None,
+            text_field: None,
+            columns: None,
+            on_bad_record: "error".into(),
             min_word_count: 1,
             resume_from: None,
             checkpoint_path: None,
@@ -436,11 +446,7 @@ impl TrainOptions {
             },
             other => return Err(Error::parameter(format!("scheme must be \"bytes\" or \"chars\", got {other:?}"))),
         };
-        let text_mode = match (self.documents, self.separator) {
-            (_, Some(sep)) => TextMode::Records(sep.into_bytes()),
-            (true, None) => TextMode::WholeFile,
-            (false, None) => TextMode::Lines,
-        };
+        let text_mode = text_mode(self.documents, self.separator, self.text_field, self.columns, &self.on_bad_record)?;
         let threads = crate::util::check_threads(self.threads)?;
         let mut config = TrainConfig::new(self.vocab_size, scheme, PreTokenizerSpec::from_name(&self.pretokenizer))
             .special_tokens(self.special_tokens)
@@ -491,6 +497,57 @@ impl TrainOptions {
         config.validate()?;
         Ok(config)
     }
+}
+
+/// The text mode the input options choose (at most one of documents,
+/// separator, text_field, columns).
+fn text_mode(
+    documents: bool,
+    separator: Option<String>,
+    text_field: Option<String>,
+    columns: Option<Vec<usize>>,
+    on_bad_record: &str,
+) -> Result<TextMode> {
+    let on_bad_record = match on_bad_record {
+        "error" => OnBadRecord::Error,
+        "skip" => OnBadRecord::Skip,
+        other => return Err(Error::parameter(format!("on_bad_record must be \"error\" or \"skip\", got {other:?}"))),
+    };
+    let given: Vec<&str> = [
+        ("documents", documents),
+        ("separator", separator.is_some()),
+        ("text_field", text_field.is_some()),
+        ("columns", columns.is_some()),
+    ]
+    .iter()
+    .filter(|(_, set)| *set)
+    .map(|(name, _)| *name)
+    .collect();
+    if given.len() > 1 {
+        return Err(Error::parameter(format!("{} each choose how texts are read: give one of them", given.join(" and "))));
+    }
+    let spec = match (text_field, columns) {
+        (Some(field), _) => FieldSpec::Json(Fields::json_path(&field).map_err(Error::parameter)?),
+        (None, Some(cols)) => {
+            if cols.is_empty() || cols.contains(&0) {
+                return Err(Error::parameter(format!(
+                    "columns must be column numbers counted from 1 (e.g. [1, 2] for both sides of a bitext), got {cols:?}"
+                )));
+            }
+            FieldSpec::Columns(cols.iter().map(|c| c - 1).collect())
+        }
+        (None, None) => {
+            if on_bad_record == OnBadRecord::Skip {
+                return Err(Error::parameter("on_bad_record=\"skip\" needs text_field (JSON lines) or columns (TSV)"));
+            }
+            return Ok(match (documents, separator) {
+                (_, Some(sep)) => TextMode::Records(sep.into_bytes()),
+                (true, None) => TextMode::WholeFile,
+                (false, None) => TextMode::Lines,
+            });
+        }
+    };
+    Ok(TextMode::Fields(Fields { spec, on_bad_record }))
 }
 
 /// `resume_from`: model JSON as bytes (Python), a string, or a list of byte

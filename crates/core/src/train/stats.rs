@@ -56,6 +56,7 @@ impl Settings {
                 TextMode::Lines => "lines".to_string(),
                 TextMode::WholeFile => "documents".to_string(),
                 TextMode::Records(s) => format!("records separated by {:?}", String::from_utf8_lossy(s)),
+                TextMode::Fields(f) => f.describe(),
             },
         }
     }
@@ -67,6 +68,9 @@ pub struct Corpus {
     pub texts: u64,
     pub pretokens: u64,
     pub special_token_occurrences: u64,
+    /// Lines skipped by `on_bad_record="skip"` (absent when none were).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bad_records: Option<u64>,
 }
 
 impl Corpus {
@@ -76,6 +80,7 @@ impl Corpus {
             texts: stats.texts,
             pretokens: stats.pieces,
             special_token_occurrences: stats.specials,
+            bad_records: (stats.bad_records > 0).then_some(stats.bad_records),
         }
     }
 }

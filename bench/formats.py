@@ -1,0 +1,85 @@
+"""Training time by input format: the same texts as plain lines, as zstd JSON
+lines (``{"text": ..., "lang": ...}``, read with ``text_field="text"``), and
+through ``train_from_iterator``; medians of 3, at 1 and 2 threads.
+
+    python bench/formats.py [--corpus /work/shared/corpora/multi-1m.txt.xz] [--lines N]
+
+Parquet and ``train_from_dataset`` are not implemented yet (issue #16, part 4).
+The converted files are written once to a temporary directory.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import lzma
+import os
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+import bpeforge
+
+HERE = Path(__file__).resolve().parent
+DEFAULT_CORPUS = HERE.parents[1] / "shared" / "corpora" / "multi-1m.txt.xz"
+
+
+def read_lines(corpus: Path, limit: int | None) -> tuple[list[str], list[str]]:
+    """The corpus's texts (split at b"\\n", as files are read) and their language tags."""
+    with lzma.open(corpus, "rb") as f:
+        texts = f.read().split(b"\n")
+    if texts and texts[-1] == b"":
+        texts.pop()
+    langs_path = Path(str(corpus).replace(".txt.xz", ".langs.txt.xz"))
+    langs = lzma.open(langs_path, "rt").read().split("\n") if langs_path.exists() else []
+    texts = texts[:limit] if limit else texts
+    decoded = [t.decode("utf-8", "surrogateescape") for t in texts]
+    return decoded, (langs + ["und"] * len(decoded))[: len(decoded)]
+
+
+def median_seconds(run, repeats: int = 3) -> float:
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        run()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
+    ap.add_argument("--lines", type=int, default=None, help="use only the first N lines")
+    ap.add_argument("--vocab-size", type=int, default=32000)
+    ap.add_argument("--no-iterator", action="store_true", help="skip the (slow) train_from_iterator row")
+    a = ap.parse_args()
+    import zstandard
+
+    texts, langs = read_lines(a.corpus, a.lines)
+    print(f"corpus {a.corpus.name}: {len(texts)} lines; load average {os.getloadavg()[0]:.2f}")
+    with tempfile.TemporaryDirectory() as tmp:
+        plain = Path(tmp) / "texts.txt"
+        plain.write_bytes("".join(t + "\n" for t in texts).encode("utf-8", "surrogateescape"))
+        jsonl = Path(tmp) / "texts.jsonl.zst"
+        records = "".join(json.dumps({"text": t, "lang": l}, ensure_ascii=False) + "\n" for t, l in zip(texts, langs))
+        jsonl.write_bytes(zstandard.ZstdCompressor(level=3).compress(records.encode("utf-8", "surrogateescape")))
+        del records
+        opts = {"vocab_size": a.vocab_size, "progress": False}
+        rows = {
+            "plain lines": lambda th: bpeforge.train(plain, threads=th, **opts),
+            "JSONL.zst": lambda th: bpeforge.train(jsonl, text_field="text", threads=th, **opts),
+        }
+        if not a.no_iterator:
+            rows["train_from_iterator"] = lambda th: bpeforge.train_from_iterator(iter(texts), threads=th, **opts)
+        results = {name: {th: median_seconds(lambda: run(th)) for th in (1, 2)} for name, run in rows.items()}
+    base = results["plain lines"]
+    print(f"{'input':<22} {'1 thread':>14} {'2 threads':>14}")
+    for name, r in results.items():
+        cells = [f"{r[th]:7.2f}s {r[th] / base[th]:4.2f}x" for th in (1, 2)]
+        print(f"{name:<22} {cells[0]:>14} {cells[1]:>14}")
+    print(f"load average after: {os.getloadavg()[0]:.2f}")
+
+
+if __name__ == "__main__":
+    main()
