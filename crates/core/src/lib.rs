@@ -21,6 +21,7 @@ mod mem;
 pub mod model;
 pub mod pretok;
 pub mod progress;
+mod scan;
 pub mod train;
 
 pub use error::{Error, ErrorKind, Result};

@@ -23,6 +23,7 @@
 //!   the start of each match.
 
 use crate::error::{Error, Result};
+use crate::scan::{Preset, Scanner};
 use aho_corasick::{AhoCorasick, MatchKind};
 use regex_automata::{meta, Anchored, Input};
 use serde::{Deserialize, Serialize};
@@ -128,6 +129,8 @@ enum Engine {
     Dfa { re: meta::Regex, lookahead: Lookahead, covers: bool },
     Backtrack(Box<fancy_regex::Regex>),
     Superword(meta::Regex),
+    /// A preset's hand-written scanner (`crate::scan`).
+    Scan(Scanner),
     Whitespace,
     Whole,
 }
@@ -155,6 +158,21 @@ pub fn is_split_space(c: char) -> bool {
 
 impl PreTokenizer {
     pub fn new(spec: PreTokenizerSpec) -> Result<Self> {
+        let preset = match spec {
+            PreTokenizerSpec::Gpt2 => Preset::Gpt2,
+            PreTokenizerSpec::Cl100k => Preset::Cl100k,
+            PreTokenizerSpec::O200k => Preset::O200k,
+            PreTokenizerSpec::Superword => Preset::Superword,
+            _ => return Self::regex_reference(spec),
+        };
+        Ok(PreTokenizer { spec, engine: Engine::Scan(Scanner::new(preset)) })
+    }
+
+    /// The regex engine for any spec, the presets included (which `new`
+    /// gives to the hand-written scanners): the reference that tests and
+    /// benchmarks compare the scanners with. Not for general use.
+    #[doc(hidden)]
+    pub fn regex_reference(spec: PreTokenizerSpec) -> Result<Self> {
         let engine = match &spec {
             PreTokenizerSpec::Gpt2 => Engine::Dfa {
                 re: compile_meta(GPT2_FAST).map_err(Error::parameter)?,
@@ -269,6 +287,10 @@ impl PreTokenizer {
             }
             Engine::Superword(re) => {
                 split_superword(re, &mut cache, text, f);
+                Ok(())
+            }
+            Engine::Scan(scanner) => {
+                scanner.split(text, f);
                 Ok(())
             }
             Engine::Whitespace => {
