@@ -2,8 +2,10 @@
 //! never cross, plus the special-token splitter that runs before it.
 //!
 //! Guarantees:
-//! * The presets `gpt2`, `cl100k` and `o200k` give exactly the matches of the
-//!   published regexes (tested against a backtracking engine in `tests`).
+//! * The presets `gpt2`, `cl100k`, `o200k` and `superword` give exactly the
+//!   matches of the published regexes. They run on hand-written scanners
+//!   (`crate::scan`); the regex path below stays as their reference
+//!   (`PreTokenizer::regex_reference`) and runs custom patterns.
 //! * Every preset covers its input completely, so byte-level BPE is lossless.
 //! * Matching is linear in the text length for presets and for custom
 //!   patterns that the `regex` crate accepts. Custom patterns that need
@@ -12,7 +14,8 @@
 //!   for a whole text: a pathological pattern fails with a clear error
 //!   instead of hanging.
 //!
-//! Performance notes (measured on multi-200k, 1 thread; see bench/):
+//! Performance notes for the regex path (measured on multi-200k, 1 thread;
+//! see bench/):
 //! * The published GPT-style patterns contain `\s+(?!\S)`, a look-ahead that
 //!   forces a backtracking engine (fancy-regex) onto the whole pattern. We drop
 //!   that alternative, match with the `regex` crate's DFA, and emulate it: a
