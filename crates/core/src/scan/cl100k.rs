@@ -5,7 +5,7 @@
 //! never be given back to a later part of the same branch anyway.
 
 use super::tables::{LETTER, NEWLINE, NUMBER, SPACE, WORDLIKE};
-use super::{contraction_end, Text};
+use super::{contraction_end, Text, ASCII_LETTERS};
 
 pub(super) fn piece_end(t: &Text, pos: usize) -> usize {
     if t.byte(pos) == b'\'' {
@@ -14,7 +14,7 @@ pub(super) fn piece_end(t: &Text, pos: usize) -> usize {
         }
     }
     let (class, len) = t.at(pos);
-    let letters = |start| t.run(start, |c| c & LETTER != 0);
+    let letters = |start| t.run_word(start, LETTER, ASCII_LETTERS);
     if class & LETTER != 0 {
         return letters(pos);
     }

@@ -5,7 +5,7 @@
 //! which `Text::whitespace_end` handles.
 
 use super::tables::{LETTER, NUMBER, SPACE, WORDLIKE};
-use super::{contraction_end, Text};
+use super::{contraction_end, Text, ASCII_LETTERS};
 
 pub(super) fn piece_end(t: &Text, pos: usize) -> usize {
     let b = t.byte(pos);
@@ -26,7 +26,7 @@ pub(super) fn piece_end(t: &Text, pos: usize) -> usize {
         }
     }
     if class & LETTER != 0 {
-        t.run(start, |c| c & LETTER != 0)
+        t.run_word(start, LETTER, ASCII_LETTERS)
     } else if class & NUMBER != 0 {
         t.run(start, |c| c & NUMBER != 0)
     } else if class & SPACE == 0 {

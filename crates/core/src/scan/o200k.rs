@@ -18,7 +18,7 @@
 //! * branch 2 `U+W*` is greedy with nothing to give back.
 
 use super::tables::{LETTER, LOWERISH, NEWLINE, NUMBER, SPACE, UPPERISH, WORDLIKE};
-use super::{contraction_end, Text};
+use super::{contraction_end, Text, ASCII_LOWER, ASCII_UPPER};
 
 pub(super) fn piece_end(t: &Text, pos: usize) -> usize {
     let (class, len) = t.at(pos);
@@ -79,7 +79,7 @@ fn upper_then_lower(t: &Text, start: usize) -> Option<usize> {
         }
     }
     let end = match t.class_at(i) {
-        Some(c) if c & LOWERISH != 0 => t.run(i, |c| c & LOWERISH != 0),
+        Some(c) if c & LOWERISH != 0 => t.run_word(i, LOWERISH, ASCII_LOWER),
         _ => last_lowerish_end?,
     };
     Some(contraction_end(t.s, end, true).unwrap_or(end))
@@ -88,10 +88,10 @@ fn upper_then_lower(t: &Text, start: usize) -> Option<usize> {
 /// Branch 2 from `start`: `U+W*` then an optional contraction.
 #[inline]
 fn upper_run(t: &Text, start: usize) -> Option<usize> {
-    let upper_end = t.run(start, |c| c & UPPERISH != 0);
+    let upper_end = t.run_word(start, UPPERISH, ASCII_UPPER);
     if upper_end == start {
         return None;
     }
-    let end = t.run(upper_end, |c| c & LOWERISH != 0);
+    let end = t.run_word(upper_end, LOWERISH, ASCII_LOWER);
     Some(contraction_end(t.s, end, true).unwrap_or(end))
 }

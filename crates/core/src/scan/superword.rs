@@ -5,7 +5,7 @@
 //! moves on by one character, and the gap grows.
 
 use super::tables::{LETTER, NUMBER, SPACE, WORDLIKE};
-use super::{piece, Text};
+use super::{piece, Text, ASCII_LETTERS};
 
 pub(super) fn split<'t>(text: &'t str, t: &Text, f: &mut impl FnMut(&'t str)) {
     let mut gap = 0;
@@ -22,7 +22,7 @@ pub(super) fn split<'t>(text: &'t str, t: &Text, f: &mut impl FnMut(&'t str)) {
                 pos = end;
             }
             // Letters never start a match: skip a whole run of them.
-            None if class & LETTER != 0 => pos = t.run(pos, |c| c & LETTER != 0),
+            None if class & LETTER != 0 => pos = t.run_word(pos, LETTER, ASCII_LETTERS),
             None => pos += len,
         }
     }

@@ -254,3 +254,26 @@ fn invalid_utf8_runs() {
         }
     }
 }
+
+/// The SWAR ranges are exactly the ASCII members of the classes they stand
+/// in for, at every offset of an eight-byte word.
+#[test]
+fn ascii_ranges_match_the_classes() {
+    use super::tables::{classes, LETTER, LOWERISH, UPPERISH};
+    use super::{ASCII_LETTERS, ASCII_LOWER, ASCII_UPPER};
+    let c = classes();
+    for (range, mask) in [(ASCII_LETTERS, LETTER), (ASCII_UPPER, UPPERISH), (ASCII_LOWER, LOWERISH)] {
+        for b in 0..=255u8 {
+            let member = b < 0x80 && c.ascii(b) & mask != 0;
+            for at in 0..8 {
+                // `b` at offset `at` after letters of the class, then a stop.
+                let mut word = [if mask == UPPERISH { b'Q' } else { b'q' }; 8];
+                word[at] = b;
+                let expected = if member { 8 } else { at };
+                let got = range.leading_members(u64::from_le_bytes(word));
+                assert!(got == expected || (member && got >= at), "{b:#x} at {at}: {got}");
+                assert_eq!(got == 8, member, "{b:#x} at {at}");
+            }
+        }
+    }
+}
