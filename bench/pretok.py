@@ -17,7 +17,10 @@ MB/s (10^6 bytes of UTF-8 per second) on one core, for each preset:
 Texts: the corpus lines joined with "\\n" into chunks of about 1 MB (the
 pieces then cross newlines as in a whole file). Bytes counted: the chunks'
 UTF-8 bytes, newlines included. Each cell is the median of ``--repeats``
-passes over all chunks; the first pass of each preset is an untimed warm-up.
+passes over all chunks; one call per job first is an untimed warm-up.
+Clock: the calling thread's CPU time by default (``--clock cpu``; all the
+work runs on that thread), since on a shared machine wall time mostly
+measures the other jobs; ``--clock wall`` for wall time.
 
     python bench/pretok.py --corpus ../shared/corpora/multi-200k.txt.xz --markdown
 """
@@ -52,11 +55,11 @@ def read_chunks(path: Path, chunk_bytes: int = 1 << 20) -> list[str]:
     return chunks
 
 
-def timed(fn, chunks: list[str]) -> float:
-    t = time.perf_counter()
+def timed(fn, chunks: list[str], clock) -> float:
+    t = clock()
     for c in chunks:
         fn(c)
-    return time.perf_counter() - t
+    return clock() - t
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -64,12 +67,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS, help="corpus (.xz or plain), one text per line")
     p.add_argument("--presets", nargs="+", default=list(PRESETS), choices=PRESETS)
     p.add_argument("--repeats", type=int, default=5)
+    p.add_argument("--clock", choices=("cpu", "wall"), default="cpu", help="thread CPU time (default) or wall time")
     p.add_argument("--markdown", action="store_true", help="print a Markdown table")
     args = p.parse_args(argv)
 
     import bpeforge
     from bpeforge import _native
 
+    clock = time.thread_time if args.clock == "cpu" else time.perf_counter
     chunks = read_chunks(args.corpus)
     mb = sum(len(c.encode("utf-8")) for c in chunks) / 1e6
     rows = []
@@ -84,14 +89,14 @@ def main(argv: list[str] | None = None) -> int:
         speed = {}
         for name, fn in jobs.items():
             fn(chunks[0])  # warm-up: compiles and caches the pre-tokenizer
-            speed[name] = mb / statistics.median(timed(fn, chunks) for _ in range(args.repeats))
+            speed[name] = mb / statistics.median(timed(fn, chunks, clock) for _ in range(args.repeats))
         rows.append([
             preset, f"{speed['scanner']:.1f}", f"{speed['regex path']:.1f}",
             f"{speed['scanner'] / speed['regex path']:.2f}x", f"{speed['pretokenize()']:.1f}", f"{pieces:,}",
         ])
     headers = ["preset", "scanner MB/s", "regex path MB/s", "speed-up", "pretokenize() MB/s", "pieces"]
     m = H.machine_info()
-    print(f"corpus {args.corpus.name}: {mb:.1f} MB in {len(chunks)} chunks; 1 thread; median of {args.repeats}; "
+    print(f"corpus {args.corpus.name}: {mb:.1f} MB in {len(chunks)} chunks; 1 thread; {args.clock} time, median of {args.repeats}; "
           f"bpeforge {bpeforge.__version__}; {m['cpu_model']}, load {m['loadavg'][0]:.1f}")
     print(H.format_table(headers, rows, markdown=args.markdown, right=[False] + [True] * 5))
     return 0
