@@ -29,6 +29,7 @@ TARGETS = {
     # name: libFuzzer -max_len
     "model_json": 40_000,
     "pretokenize": 4096,
+    "scanners": 4096,
     "encode": 4096,
     "interop": 80_000,
 }

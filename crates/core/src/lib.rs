@@ -37,6 +37,7 @@ pub mod observe;
 pub mod pipeline;
 pub mod pretok;
 pub mod progress;
+mod scan;
 pub mod train;
 pub mod util;
 

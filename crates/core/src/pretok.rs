@@ -2,8 +2,10 @@
 //! never cross, plus the special-token splitter that runs before it.
 //!
 //! Guarantees:
-//! * The presets `gpt2`, `cl100k` and `o200k` give exactly the matches of the
-//!   published regexes (tested against a backtracking engine in `tests`).
+//! * The presets `gpt2`, `cl100k`, `o200k` and `superword` give exactly the
+//!   matches of the published regexes. They run on hand-written scanners
+//!   (`crate::scan`); the regex path below stays as their reference
+//!   (`PreTokenizer::regex_reference`) and runs custom patterns.
 //! * Every preset covers its input completely, so byte-level BPE is lossless.
 //! * Matching is linear in the text length for presets and for custom
 //!   patterns that the `regex` crate accepts. Custom patterns that need
@@ -12,7 +14,8 @@
 //!   for a whole text: a pathological pattern fails with a clear error
 //!   instead of hanging.
 //!
-//! Performance notes (measured on multi-200k, 1 thread; see bench/):
+//! Performance notes for the regex path (measured on multi-200k, 1 thread;
+//! see bench/):
 //! * The published GPT-style patterns contain `\s+(?!\S)`, a look-ahead that
 //!   forces a backtracking engine (fancy-regex) onto the whole pattern. We drop
 //!   that alternative, match with the `regex` crate's DFA, and emulate it: a
@@ -23,6 +26,7 @@
 //!   the start of each match.
 
 use crate::error::{Error, Result};
+use crate::scan::{Preset, Scanner};
 use aho_corasick::{AhoCorasick, MatchKind};
 use regex_automata::{meta, Anchored, Input};
 use serde::{Deserialize, Serialize};
@@ -140,6 +144,8 @@ enum Engine {
     /// A custom regex that needs backtracking (look-around); `isolated` as above.
     Backtrack(Box<fancy_regex::Regex>, bool),
     Superword(meta::Regex),
+    /// A preset's hand-written scanner (`crate::scan`).
+    Scan(Scanner),
     Whitespace,
     Whole,
 }
@@ -167,6 +173,21 @@ pub fn is_split_space(c: char) -> bool {
 
 impl PreTokenizer {
     pub fn new(spec: PreTokenizerSpec) -> Result<Self> {
+        let preset = match spec {
+            PreTokenizerSpec::Gpt2 => Preset::Gpt2,
+            PreTokenizerSpec::Cl100k => Preset::Cl100k,
+            PreTokenizerSpec::O200k => Preset::O200k,
+            PreTokenizerSpec::Superword => Preset::Superword,
+            _ => return Self::regex_reference(spec),
+        };
+        Ok(PreTokenizer { spec, engine: Engine::Scan(Scanner::new(preset)) })
+    }
+
+    /// The regex engine for any spec, the presets included (which `new`
+    /// gives to the hand-written scanners): the reference that tests and
+    /// benchmarks compare the scanners with. Not for general use.
+    #[doc(hidden)]
+    pub fn regex_reference(spec: PreTokenizerSpec) -> Result<Self> {
         let engine = match &spec {
             PreTokenizerSpec::Gpt2 => Engine::Dfa {
                 re: compile_meta(GPT2_FAST).map_err(Error::parameter)?,
@@ -278,6 +299,10 @@ impl PreTokenizer {
             }
             Engine::Superword(re) => {
                 split_superword(re, &mut cache, text, f);
+                Ok(())
+            }
+            Engine::Scan(scanner) => {
+                scanner.split(text, f);
                 Ok(())
             }
             Engine::Whitespace => {

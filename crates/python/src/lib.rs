@@ -666,12 +666,54 @@ impl NativeTokenizer {
     }
 }
 
+/// The pre-tokenizer named `preset` (a preset or a custom regex), compiled
+/// once per process: building one per call made `pretokenize` run at
+/// 0.14 MB/s (#14). `reference` picks the regex path for the presets.
+fn cached_pretokenizer(preset: &str, reference: bool) -> PyResult<Arc<PreTokenizer>> {
+    type Compiled = std::collections::HashMap<(String, bool), Arc<PreTokenizer>>;
+    static CACHE: std::sync::OnceLock<Mutex<Compiled>> = std::sync::OnceLock::new();
+    let cache = CACHE.get_or_init(Default::default);
+    let key = (preset.to_string(), reference);
+    if let Some(p) = cache.lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
+        return Ok(Arc::clone(p));
+    }
+    let spec = PreTokenizerSpec::from_name(preset);
+    let p = Arc::new(if reference { PreTokenizer::regex_reference(spec) } else { PreTokenizer::new(spec) }.map_err(to_pyerr)?);
+    let mut map = cache.lock().unwrap_or_else(|e| e.into_inner());
+    // Custom patterns are unbounded in number: keep the cache small.
+    if map.len() >= 64 {
+        map.clear();
+    }
+    map.insert(key, Arc::clone(&p));
+    Ok(p)
+}
+
 /// The pieces a pre-tokenizer cuts `text` into.
 #[pyfunction]
 #[pyo3(signature = (text, preset="gpt2"))]
-fn pretokenize(text: &str, preset: &str) -> PyResult<Vec<String>> {
-    let p = PreTokenizer::new(PreTokenizerSpec::from_name(preset)).map_err(to_pyerr)?;
-    Ok(p.pieces(text).map_err(to_pyerr)?.into_iter().map(String::from).collect())
+fn pretokenize<'t>(text: &'t str, preset: &str) -> PyResult<Vec<&'t str>> {
+    cached_pretokenizer(preset, false)?.pieces(text).map_err(to_pyerr)
+}
+
+/// `pretokenize` on the regex path even for the presets: the reference the
+/// hand-written scanners are tested against (tests, fuzz, bench only).
+#[pyfunction]
+#[pyo3(signature = (text, preset="gpt2"))]
+fn _pretokenize_reference<'t>(text: &'t str, preset: &str) -> PyResult<Vec<&'t str>> {
+    cached_pretokenizer(preset, true)?.pieces(text).map_err(to_pyerr)
+}
+
+/// The number of pieces, without building them as Python strings, with the
+/// GIL released: times the pre-tokenizer alone (bench/pretok.py).
+#[pyfunction]
+#[pyo3(signature = (text, preset="gpt2", reference=false))]
+fn _pretokenize_count(py: Python<'_>, text: &str, preset: &str, reference: bool) -> PyResult<usize> {
+    let p = cached_pretokenizer(preset, reference)?;
+    py.detach(|| {
+        let mut n = 0usize;
+        p.split(text, &mut |_| n += 1).map(|()| n)
+    })
+    .map_err(to_pyerr)
 }
 
 /// Number of threads used when `threads=None`.
@@ -687,6 +729,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(count_files, m)?)?;
     m.add_function(wrap_pyfunction!(train_counts, m)?)?;
     m.add_function(wrap_pyfunction!(pretokenize, m)?)?;
+    m.add_function(wrap_pyfunction!(_pretokenize_reference, m)?)?;
+    m.add_function(wrap_pyfunction!(_pretokenize_count, m)?)?;
     m.add_function(wrap_pyfunction!(default_threads, m)?)?;
     m.add_function(wrap_pyfunction!(train_option_names, m)?)?;
     m.add_function(wrap_pyfunction!(script_of, m)?)?;
