@@ -32,7 +32,6 @@ use crate::count::{new_map, prefetch, Map};
 use crate::error::{Error, Result};
 
 const NONE: u32 = u32::MAX;
-const DEAD: u32 = u32::MAX;
 
 #[inline]
 fn pack(a: u32, b: u32) -> u64 {
@@ -117,109 +116,257 @@ impl PairHeap {
         }
     }
 
-    fn len(&self) -> usize {
-        self.v.len()
+}
+
+/// A symbol as stored in the word table: `u16` while every id (including
+/// the tokens the loop will create) fits below `u16::MAX`, else `u32`. The
+/// largest value (`END`) is never an id: it fills the tail a word loses
+/// when it is merged in place.
+trait Sym: Copy + Eq + Send + Sync + 'static {
+    const END: Self;
+    fn id(self) -> u32;
+    fn of(id: u32) -> Self;
+}
+
+impl Sym for u16 {
+    const END: u16 = u16::MAX;
+    #[inline(always)]
+    fn id(self) -> u32 {
+        self as u32
+    }
+    #[inline(always)]
+    fn of(id: u32) -> u16 {
+        debug_assert!(id < u16::MAX as u32);
+        id as u16
     }
 }
 
-struct PairInfo {
-    count: u64,
-    pos: Vec<u32>,
+impl Sym for u32 {
+    const END: u32 = u32::MAX;
+    #[inline(always)]
+    fn id(self) -> u32 {
+        self
+    }
+    #[inline(always)]
+    fn of(id: u32) -> u32 {
+        id
+    }
 }
 
-/// One symbol occurrence. All four fields are read together for every
-/// occurrence of a merged pair, so they share a 16-byte slot: one cache-line
-/// fetch instead of one per array (struct-of-arrays measured 1.6x slower on
-/// multi-200k). The word's count travels in the node (`weight`), because a
-/// look-up in a per-word array was another cache miss per occurrence.
-#[derive(Clone, Copy)]
-#[repr(C, align(16))]
-struct Node {
-    sym: u32,
-    prev: u32,
-    next: u32,
-    /// The word type's count when below 2^31; otherwise `BIG | k` where
-    /// `big_weights[k]` holds the full 64-bit count.
+/// Ids below this fit the narrow (`u16`) symbols.
+const NARROW_IDS: u32 = u16::MAX as u32;
+
+enum Symbols {
+    Narrow(Vec<u16>),
+    Wide(Vec<u32>),
+}
+
+impl Symbols {
+    fn len(&self) -> usize {
+        match self {
+            Symbols::Narrow(v) => v.len(),
+            Symbols::Wide(v) => v.len(),
+        }
+    }
+
+    /// Switches to `u32` symbols (a symbol id of `NARROW_IDS` or more).
+    fn widen(&mut self) {
+        if let Symbols::Narrow(v) = self {
+            let mut wide: Vec<u32> = crate::mem::vec_with_capacity(v.capacity().max(v.len()));
+            wide.extend(v.iter().map(|&s| s as u32));
+            *self = Symbols::Wide(wide);
+        }
+    }
+}
+
+/// One word type's record: the low 32 bits of its first symbol's offset
+/// and its count. Offset and count are read together for every word a merge
+/// visits, so they share 8 bytes (one cache line for both).
+#[derive(Clone, Copy, Default)]
+struct WordRec {
+    start: u32,
+    /// The count when below 2^31; otherwise `BIG | k` where `big[k]`
+    /// holds the full 64-bit count.
     weight: u32,
 }
 
 const BIG: u32 = 1 << 31;
 
-#[inline(always)]
-fn weight_of(node: &Node, big_weights: &[u64]) -> u64 {
-    if node.weight & BIG == 0 {
-        node.weight as u64
-    } else {
-        big_weights[(node.weight & !BIG) as usize]
+/// Where words start: the low 32 bits in `WordRec::start` and, past 2^32
+/// symbols, the high part from `high` (the record indices at which it grows
+/// by one), so offsets never wrap while a record stays 8 bytes.
+#[derive(Default)]
+struct Starts {
+    /// Record `i` starts at `recs[i].start + 2^32 * #{h in high : h <= i}`.
+    high: Vec<u32>,
+}
+
+impl Starts {
+    #[inline(always)]
+    fn offset(&self, recs: &[WordRec], i: usize) -> usize {
+        let low = recs[i].start as usize;
+        if self.high.is_empty() {
+            low
+        } else {
+            low + ((self.high.partition_point(|&h| h as usize <= i) as u64) << 32) as usize
+        }
+    }
+
+    /// Records that the next record (index `i`) starts at offset `at`.
+    fn push(&mut self, recs: &mut Vec<WordRec>, at: usize) {
+        let i = recs.len() as u32;
+        while ((self.high.len() as u64) << 32) + (1u64 << 32) <= at as u64 {
+            self.high.push(i);
+        }
+        recs.push(WordRec { start: at as u32, weight: 0 });
     }
 }
 
-/// How many positions ahead to prefetch nodes while merging.
-const PREFETCH_AHEAD: usize = 8;
+/// The most word types a table holds: the pair index keeps word numbers
+/// as `u32` (and `u32::MAX` marks "none").
+const MAX_WORDS: usize = u32::MAX as usize - 1;
 
 /// Input to the merge loop: word types as symbol-id sequences with counts.
+///
+/// Stored as the loop uses it, so no copy is made: the symbols of all words
+/// back to back (`u16` while ids fit), one 8-byte record per word, and the
+/// rare counts of 2^31 or more aside. About 2 bytes per symbol plus 8 per
+/// word type (the previous layout took 4 + 8 + 4, then 16 per symbol as
+/// linked nodes in the loop).
 pub struct WordTable {
-    pub sym: Vec<u32>,
-    /// Start offset of each word in `sym`, plus a final end offset.
-    pub starts: Vec<u32>,
-    pub counts: Vec<u64>,
+    syms: Symbols,
+    /// One record per word, plus a final one whose start is the end.
+    recs: Vec<WordRec>,
+    starts: Starts,
+    big: Vec<u64>,
 }
 
 impl WordTable {
     pub fn new() -> Self {
-        WordTable { sym: Vec::new(), starts: vec![0], counts: Vec::new() }
+        Self::with_capacity(0)
     }
 
     /// A table with room for `symbols` symbols in all (no regrowth).
     pub fn with_capacity(symbols: usize) -> Self {
-        WordTable { sym: Vec::with_capacity(symbols), starts: vec![0], counts: Vec::new() }
+        // Huge pages: the loop reads the symbols at random (see `mem`).
+        let syms = Symbols::Narrow(crate::mem::vec_with_capacity(symbols));
+        let mut table = WordTable { syms, recs: Vec::new(), starts: Starts::default(), big: Vec::new() };
+        table.starts.push(&mut table.recs, 0);
+        table
     }
 
     /// Number of symbols of all word types.
     pub fn symbols(&self) -> usize {
-        self.sym.len()
+        self.syms.len()
     }
+
     /// Adds a word; words of fewer than two symbols cannot merge and are skipped.
     pub fn push(&mut self, symbols: impl IntoIterator<Item = u32>, count: u64) -> Result<()> {
-        let before = self.sym.len();
-        self.sym.extend(symbols);
-        if self.sym.len() - before < 2 {
-            self.sym.truncate(before);
+        let before = self.syms.len();
+        let mut rest = symbols.into_iter();
+        if let Symbols::Narrow(v) = &mut self.syms {
+            let mut wide = None;
+            for s in rest.by_ref() {
+                if s < NARROW_IDS {
+                    v.push(s as u16);
+                } else {
+                    wide = Some(s);
+                    break;
+                }
+            }
+            if let Some(s) = wide {
+                self.syms.widen();
+                if let Symbols::Wide(v) = &mut self.syms {
+                    v.push(s);
+                }
+            }
+        }
+        if let Symbols::Wide(v) = &mut self.syms {
+            v.extend(rest.inspect(|&s| debug_assert!(s != u32::MAX)));
+        }
+        let end = self.syms.len();
+        if end - before < 2 {
+            self.truncate_symbols(before);
             return Ok(());
         }
-        if self.sym.len() >= u32::MAX as usize - 1 {
-            return Err(Error::training(
-                "the word-type table exceeds 4 billion symbols; prune rare word types (min count) or shard the corpus",
-            ));
+        self.end_word(end, count)
+    }
+
+    fn truncate_symbols(&mut self, len: usize) {
+        match &mut self.syms {
+            Symbols::Narrow(v) => v.truncate(len),
+            Symbols::Wide(v) => v.truncate(len),
         }
-        self.starts.push(self.sym.len() as u32);
-        self.counts.push(count);
+    }
+
+    /// Closes the word that ends at symbol offset `end`.
+    fn end_word(&mut self, end: usize, count: u64) -> Result<()> {
+        if self.len() >= MAX_WORDS {
+            return Err(Error::training(format!(
+                "the word-type table exceeds {MAX_WORDS} word types (the merge index numbers them with 32 bits); prune rare word types (min_word_count) or shard the corpus"
+            )));
+        }
+        let weight = if count < BIG as u64 {
+            count as u32
+        } else {
+            if self.big.len() >= BIG as usize {
+                return Err(Error::training("more than 2^31 word types with counts of 2^31 or more"));
+            }
+            self.big.push(count);
+            BIG | (self.big.len() - 1) as u32
+        };
+        if let Some(last) = self.recs.last_mut() {
+            last.weight = weight;
+        }
+        self.starts.push(&mut self.recs, end);
         Ok(())
     }
+
     /// Appends the words of `other` (after this table's words).
     pub fn append(&mut self, other: WordTable) -> Result<()> {
-        let shift = self.sym.len();
-        if shift + other.sym.len() >= u32::MAX as usize - 1 {
-            return Err(Error::training(
-                "the word-type table exceeds 4 billion symbols; prune rare word types (min count) or shard the corpus",
-            ));
+        if matches!(other.syms, Symbols::Wide(_)) {
+            self.syms.widen();
         }
-        self.sym.extend_from_slice(&other.sym);
-        self.starts.extend(other.starts[1..].iter().map(|&s| s + shift as u32));
-        self.counts.extend_from_slice(&other.counts);
+        let shift = self.syms.len();
+        match (&mut self.syms, &other.syms) {
+            (Symbols::Narrow(v), Symbols::Narrow(o)) => v.extend_from_slice(o),
+            (Symbols::Wide(v), Symbols::Narrow(o)) => v.extend(o.iter().map(|&s| s as u32)),
+            (Symbols::Wide(v), Symbols::Wide(o)) => v.extend_from_slice(o),
+            (Symbols::Narrow(_), Symbols::Wide(_)) => unreachable!("widened above"),
+        }
+        for w in 0..other.len() {
+            let end = shift + other.starts.offset(&other.recs, w + 1);
+            self.end_word(end, other.count(w))?;
+        }
         Ok(())
     }
+
     pub fn len(&self) -> usize {
-        self.counts.len()
+        self.recs.len() - 1
     }
+
     pub fn is_empty(&self) -> bool {
-        self.counts.is_empty()
+        self.len() == 0
+    }
+
+    /// The count of word `w`.
+    fn count(&self, w: usize) -> u64 {
+        weight_of(self.recs[w].weight, &self.big)
     }
 }
 
 impl Default for WordTable {
     fn default() -> Self {
         Self::new()
+    }
+}
+
+#[inline(always)]
+fn weight_of(weight: u32, big: &[u64]) -> u64 {
+    if weight & BIG == 0 {
+        weight as u64
+    } else {
+        big[(weight & !BIG) as usize]
     }
 }
 
@@ -333,9 +480,98 @@ pub fn learn_merges(
     params: &MergeParams,
     tick: &mut MergeTick,
 ) -> Result<Learned> {
-    let setup_start = std::time::Instant::now();
-    let n = table.sym.len();
+    learn(table, tokens, token_ids, params, tick, false)
+}
 
+/// `learn_merges`, optionally on `u32` symbols even when `u16` would do
+/// (so that tests run both layouts on the same words).
+fn learn(
+    table: WordTable,
+    tokens: &mut Vec<Vec<u8>>,
+    token_ids: &mut Map<Vec<u8>, u32>,
+    params: &MergeParams,
+    tick: &mut MergeTick,
+    force_wide: bool,
+) -> Result<Learned> {
+    let setup_start = std::time::Instant::now();
+    let WordTable { mut syms, recs, starts, big } = table;
+    // Every merge removes at least one symbol and leaves every word one, so
+    // the loop creates at most `symbols - words` tokens.
+    let words = Words { recs, starts, big };
+    let most_new = (syms.len() - words.len()).min(params.max_merges);
+    if force_wide || tokens.len() as u64 + most_new as u64 > NARROW_IDS as u64 {
+        syms.widen();
+    }
+    match syms {
+        Symbols::Narrow(v) => run(v, &words, tokens, token_ids, params, tick, setup_start),
+        Symbols::Wide(v) => run(v, &words, tokens, token_ids, params, tick, setup_start),
+    }
+}
+
+/// The word records of a table (without its symbols, which the loop owns
+/// and rewrites).
+struct Words {
+    recs: Vec<WordRec>,
+    starts: Starts,
+    big: Vec<u64>,
+}
+
+impl Words {
+    fn len(&self) -> usize {
+        self.recs.len() - 1
+    }
+    #[inline(always)]
+    fn offset(&self, w: usize) -> usize {
+        self.starts.offset(&self.recs, w)
+    }
+    #[inline(always)]
+    fn weight(&self, w: usize) -> u64 {
+        weight_of(self.recs[w].weight, &self.big)
+    }
+}
+
+/// A pair's weighted count and the words it occurs in (each once, as
+/// `u32` word numbers; entries go stale when a word loses the pair, and
+/// are then found empty when the pair is merged).
+struct PairInfo {
+    count: u64,
+    words: Vec<u32>,
+}
+
+/// A pair's count and words while they are being collected: `last` is the
+/// word added last, so a word with several occurrences is listed once.
+struct Collecting {
+    count: u64,
+    last: u32,
+    words: Vec<u32>,
+}
+
+impl Collecting {
+    fn new() -> Self {
+        Collecting { count: 0, last: u32::MAX, words: Vec::new() }
+    }
+    #[inline(always)]
+    fn add(&mut self, weight: u64, w: u32) {
+        self.count += weight;
+        if self.last != w {
+            self.last = w;
+            self.words.push(w);
+        }
+    }
+}
+
+/// How many words ahead to prefetch while merging.
+const PREFETCH_AHEAD: usize = 8;
+
+fn run<S: Sym>(
+    mut syms: Vec<S>,
+    words: &Words,
+    tokens: &mut Vec<Vec<u8>>,
+    token_ids: &mut Map<Vec<u8>, u32>,
+    params: &MergeParams,
+    tick: &mut MergeTick,
+    setup_start: std::time::Instant,
+) -> Result<Learned> {
     let max_len = params.max_token_length.unwrap_or(usize::MAX).min(crate::model::MAX_TOKEN_BYTES);
     let unk = params.unk.unwrap_or(NONE);
     let mut token_len: Vec<usize> = tokens.iter().map(Vec::len).collect();
@@ -352,114 +588,11 @@ pub fn learn_merges(
             None => true,
         }
     };
-
-    // Initial pair counts and positions, in two passes: over the word table,
-    // then over the node arena.
-    //
-    // Pass 1 counts every candidate pair. A pair's count never grows after
-    // the step that created it (see the top of this file), so a pair below
-    // `min_frequency` now can never be merged; only the others are kept, and
-    // only they get a position list (pass 2) and a heap entry. On real
-    // corpora most distinct pairs occur once (SuperBPE's stage 2 above all).
-    //
-    // With several threads the pairs are split by a hash of the pair into
-    // disjoint shards; each thread scans all nodes for its own shard, so no
-    // two threads hold the same pair and no table is held twice. Each
-    // position list comes out ascending (the loop relies on that for
-    // overlapping pairs).
     let min_keep = params.min_frequency.max(1);
-    let threads = params.threads.max(1);
-    let shards = if threads == 1 || n < 1 << 20 { 1 } else { threads };
-    let shard_of = move |key: u64| -> usize {
-        if shards == 1 {
-            0
-        } else {
-            ((key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32) as usize) % shards
-        }
+    let mut pairs = {
+        let (token_len, extra) = (&token_len[..], limited.then_some(&token_edges[..]));
+        build_index(&syms, words, params.threads, min_keep, &|a, b| candidate(a, b, token_len, extra))?
     };
-    let mut kept: Vec<Map<u64, PairInfo>> = {
-        let table = &table;
-        let count_shard = |shard: usize| -> Map<u64, PairInfo> {
-            // (weighted count, occurrences): the occurrences size each
-            // position list exactly in pass 2.
-            let mut counts: Map<u64, (u64, u32)> = new_map();
-            for w in 0..table.counts.len() {
-                let (s, e) = (table.starts[w] as usize, table.starts[w + 1] as usize);
-                for i in s..e - 1 {
-                    let (a, b) = (table.sym[i], table.sym[i + 1]);
-                    let key = pack(a, b);
-                    if shard_of(key) != shard {
-                        continue;
-                    }
-                    let extra = limited.then_some(&token_edges[..]);
-                    if !candidate(a, b, &token_len, extra) {
-                        continue;
-                    }
-                    let e = counts.entry(key).or_insert((0, 0));
-                    e.0 += table.counts[w];
-                    e.1 += 1;
-                }
-            }
-            let mut pairs: Map<u64, PairInfo> = new_map();
-            pairs.reserve(counts.values().filter(|c| c.0 >= min_keep).count());
-            for (&key, &(count, occurrences)) in counts.iter() {
-                if count >= min_keep {
-                    pairs.insert(key, PairInfo { count, pos: Vec::with_capacity(occurrences as usize) });
-                }
-            }
-            pairs
-        };
-        on_shards(shards, &count_shard)?
-    };
-    // The arena is built only now: pass 1 read the compact table (4 bytes a
-    // symbol), so the two never hold the pair counts at the same time.
-    let (nodes, big_weights) = build_nodes(table);
-    let mut nodes = nodes;
-    {
-        let nodes = &nodes[..];
-        let fill = |pairs: &mut Map<u64, PairInfo>, shard: usize| {
-            for i in 0..nodes.len() {
-                let j = nodes[i].next;
-                if j == NONE {
-                    continue;
-                }
-                let key = pack(nodes[i].sym, nodes[j as usize].sym);
-                if shard_of(key) != shard {
-                    continue;
-                }
-                if let Some(e) = pairs.get_mut(&key) {
-                    e.pos.push(i as u32);
-                }
-            }
-        };
-        if shards == 1 {
-            fill(&mut kept[0], 0);
-        } else {
-            std::thread::scope(|s| {
-                let handles: Vec<_> = kept
-                    .iter_mut()
-                    .enumerate()
-                    .map(|(t, m)| {
-                        let fill = &fill;
-                        s.spawn(move || fill(m, t))
-                    })
-                    .collect();
-                handles.into_iter().map(|h| h.join()).collect::<std::result::Result<Vec<()>, _>>()
-            })
-            .map_err(|_| Error::training("a pair-index worker crashed (this is a bug in bpeforge; please report it)"))?;
-        }
-    }
-    let mut kept = kept.into_iter();
-    let mut pairs = kept.next().unwrap_or_default();
-    let rest: Vec<_> = kept.collect();
-    // Room for as many pairs again as the merges will create: the table
-    // grows during the loop, and growing a large table briefly holds the old
-    // and the new one (SuperBPE's stage 2 peaked there).
-    let total: usize = pairs.len() + rest.iter().map(|p| p.len()).sum::<usize>();
-    pairs.reserve(2 * total - pairs.len());
-    for part in rest {
-        pairs.extend(part);
-    }
     let mut heap = PairHeap::default();
     heap.v.reserve(pairs.len());
     heap.v.extend(pairs.iter().map(|(&key, info)| Entry { count: info.count, a: (key >> 32) as u32, b: key as u32 }));
@@ -468,8 +601,7 @@ pub fn learn_merges(
     let setup_seconds = setup_start.elapsed().as_secs_f64();
     let mut merges: Vec<(u32, u32, u64)> = Vec::with_capacity(params.max_merges.min(1 << 20));
     // Per-step deltas (see `apply_step`): small, so they stay in cache.
-    let mut step_dec: Map<u64, u64> = new_map();
-    let mut step_new: Map<u64, PairInfo> = new_map();
+    let mut step = Step { dec: new_map(), new: new_map() };
     while merges.len() < params.max_merges {
         let Some(top) = heap.pop(tokens) else { break };
         let key = pack(top.a, top.b);
@@ -481,7 +613,7 @@ pub fn learn_merges(
             heap.push(Entry { count: current, ..top }, tokens);
             continue;
         }
-        if top.count < params.min_frequency.max(1) {
+        if top.count < min_keep {
             break;
         }
         let (a, b) = (top.a, top.b);
@@ -505,66 +637,199 @@ pub fn learn_merges(
         token_ids.insert(merged.clone(), r);
         tokens.push(merged);
 
-        let mut positions = info.pos;
-        if a == b {
-            // Overlapping occurrences must be merged left to right.
-            positions.sort_unstable();
+        let (token_len, extra) = (&token_len[..], limited.then_some(&token_edges[..]));
+        let merge = Merge { a, b, r, candidate: &|x, y| candidate(x, y, token_len, extra) };
+        let list = info.words;
+        for (k, &w) in list.iter().enumerate() {
+            // Two-stage prefetch: the word's record 2D words ahead; D ahead
+            // (by then usually in cache) its first and last symbol.
+            if let Some(&far) = list.get(k + 2 * PREFETCH_AHEAD) {
+                prefetch(&words.recs, far as usize);
+                prefetch(&words.recs, far as usize + 1);
+            }
+            if let Some(&near) = list.get(k + PREFETCH_AHEAD) {
+                let near = near as usize;
+                prefetch(&syms, words.offset(near));
+                prefetch(&syms, words.offset(near + 1) - 1);
+            }
+            let w = w as usize;
+            let word = &mut syms[words.offset(w)..words.offset(w + 1)];
+            merge.word(word, w as u32, words.weight(w), &mut step);
         }
-        for (k, &i) in positions.iter().enumerate() {
-            // Two-stage prefetch: the node itself 2D positions ahead; D ahead
-            // (by then usually in cache) the neighbours it links to, which
-            // lie in another line when the word crosses one or has dead
-            // nodes from earlier merges.
-            if let Some(&far) = positions.get(k + 2 * PREFETCH_AHEAD) {
-                prefetch(&nodes, far as usize);
-            }
-            if let Some(&near) = positions.get(k + PREFETCH_AHEAD) {
-                let n = nodes[near as usize];
-                if n.prev != NONE {
-                    prefetch(&nodes, n.prev as usize);
-                }
-                if n.next != NONE {
-                    prefetch(&nodes, n.next as usize);
-                    prefetch(&nodes, n.next as usize + 1);
-                }
-            }
-            let iu = i as usize;
-            let node = nodes[iu];
-            if node.sym != a || node.next == NONE {
-                continue;
-            }
-            let j = node.next;
-            let right = nodes[j as usize];
-            if right.sym != b {
-                continue;
-            }
-            let w = weight_of(&node, &big_weights);
-            let p = node.prev;
-            let nx = right.next;
-            if p != NONE {
-                let ps = nodes[p as usize].sym;
-                *step_dec.entry(pack(ps, a)).or_insert(0) += w;
-                if candidate(ps, r, &token_len, limited.then_some(&token_edges[..])) {
-                    add_new(&mut step_new, pack(ps, r), w, p);
-                }
-            }
-            if nx != NONE {
-                let ns = nodes[nx as usize].sym;
-                *step_dec.entry(pack(b, ns)).or_insert(0) += w;
-                if candidate(r, ns, &token_len, limited.then_some(&token_edges[..])) {
-                    add_new(&mut step_new, pack(r, ns), w, i);
-                }
-                nodes[nx as usize].prev = i;
-            }
-            nodes[iu].sym = r;
-            nodes[iu].next = nx;
-            nodes[j as usize].sym = DEAD;
-        }
-        apply_step(&mut pairs, &mut step_dec, &mut step_new, &mut heap, tokens, min_keep);
+        drop(list);
+        step.apply(&mut pairs, &mut heap, tokens, min_keep);
         merges.push((a, b, top.count));
     }
-    let _ = heap.len();
     Ok(Learned { merges, interrupted: false, setup_seconds })
+}
+
+/// The initial pair index: every candidate pair's weighted count and the
+/// words it occurs in, for the pairs that can still be merged.
+///
+/// A pair's count never grows after the step that created it (see the top
+/// of this file), so a pair below `min_keep` (the minimum frequency) now can
+/// never be merged and is dropped here.
+///
+/// With several threads each builds the index of a contiguous range of
+/// words; the parts are joined in range order, so every word list comes out
+/// ascending (which keeps the loop's visits to the word table in address
+/// order).
+fn build_index<S: Sym>(
+    syms: &[S],
+    words: &Words,
+    threads: usize,
+    min_keep: u64,
+    candidate: &(dyn Fn(u32, u32) -> bool + Sync),
+) -> Result<Map<u64, PairInfo>> {
+    let n = words.len();
+    let parts = if threads <= 1 || syms.len() < 1 << 20 { 1 } else { threads };
+    let build_part = |p: usize| -> Map<u64, Collecting> {
+        let mut map: Map<u64, Collecting> = new_map();
+        for w in n * p / parts..n * (p + 1) / parts {
+            let word = &syms[words.offset(w)..words.offset(w + 1)];
+            let weight = words.weight(w);
+            for pair in word.windows(2) {
+                let (a, b) = (pair[0].id(), pair[1].id());
+                if candidate(a, b) {
+                    map.entry(pack(a, b)).or_insert_with(Collecting::new).add(weight, w as u32);
+                }
+            }
+        }
+        map
+    };
+    let mut parts = on_shards(parts, &build_part)?.into_iter();
+    let mut all = parts.next().unwrap_or_default();
+    for part in parts {
+        for (key, c) in part {
+            match all.entry(key) {
+                hashbrown::hash_map::Entry::Occupied(mut o) => {
+                    let mine = o.get_mut();
+                    mine.count += c.count;
+                    mine.words.extend_from_slice(&c.words);
+                }
+                hashbrown::hash_map::Entry::Vacant(v) => {
+                    v.insert(c);
+                }
+            }
+        }
+    }
+    let kept = all.values().filter(|c| c.count >= min_keep).count();
+    let mut pairs: Map<u64, PairInfo> = new_map();
+    // Room for as many pairs again as the merges will create: the table
+    // grows during the loop, and growing a large table briefly holds the old
+    // and the new one (SuperBPE's stage 2 peaked there).
+    pairs.reserve(2 * kept);
+    for (key, c) in all.drain() {
+        if c.count >= min_keep {
+            let mut words = c.words;
+            words.shrink_to_fit();
+            pairs.insert(key, PairInfo { count: c.count, words });
+        }
+    }
+    Ok(pairs)
+}
+
+/// One merge `(a, b) -> r`, applied word by word.
+struct Merge<'c> {
+    a: u32,
+    b: u32,
+    r: u32,
+    candidate: &'c dyn Fn(u32, u32) -> bool,
+}
+
+impl Merge<'_> {
+    /// Merges every occurrence of `(a, b)` in `word` (word number `w`, of
+    /// count `weight`) left to right, in place: the word shifts left and
+    /// its freed tail is `END`. Records the count changes of the pairs
+    /// around each occurrence in `step`: the pair before the occurrence
+    /// is the symbol already written (possibly `r` from an occurrence just
+    /// merged, as in "abab"), the pair after it the next unmerged symbol.
+    #[inline(always)]
+    fn word<S: Sym>(&self, word: &mut [S], w: u32, weight: u64, step: &mut Step) {
+        let (a, b, r) = (S::of(self.a), S::of(self.b), S::of(self.r));
+        let n = word.len();
+        let Some(mut i) = word.windows(2).position(|p| p[0] == a && p[1] == b) else { return };
+        let mut j = i;
+        while i < n {
+            let x = word[i];
+            if x == S::END {
+                break;
+            }
+            if x == a && i + 1 < n && word[i + 1] == b {
+                if j > 0 {
+                    let before = word[j - 1].id();
+                    step.dec(pack(before, self.a), weight);
+                    if (self.candidate)(before, self.r) {
+                        step.add_new(pack(before, self.r), weight, w);
+                    }
+                }
+                if i + 2 < n && word[i + 2] != S::END {
+                    let after = word[i + 2].id();
+                    step.dec(pack(self.b, after), weight);
+                    if (self.candidate)(self.r, after) {
+                        step.add_new(pack(self.r, after), weight, w);
+                    }
+                }
+                word[j] = r;
+                i += 2;
+            } else {
+                word[j] = x;
+                i += 1;
+            }
+            j += 1;
+        }
+        word[j..i].fill(S::END);
+    }
+}
+
+/// One merge step's count changes, applied to the pair index at its end.
+///
+/// While a step runs, count changes are summed in two small maps instead of
+/// probing the large global table for every occurrence: a frequent merge
+/// touches few distinct neighbour pairs many times, so this turns hundreds
+/// of thousands of cache-missing probes into a few thousand.
+struct Step {
+    dec: Map<u64, u64>,
+    /// Pairs that contain the new symbol, with the words they occur in.
+    new: Map<u64, Collecting>,
+}
+
+impl Step {
+    #[inline(always)]
+    fn dec(&mut self, key: u64, weight: u64) {
+        *self.dec.entry(key).or_insert(0) += weight;
+    }
+
+    #[inline(always)]
+    fn add_new(&mut self, key: u64, weight: u64, w: u32) {
+        self.new.entry(key).or_insert_with(Collecting::new).add(weight, w);
+    }
+
+    /// Pairs with the new symbol may lose occurrences within the same step
+    /// (in "ab ab", (ab, a) appears and then becomes (ab, ab)), so decrements
+    /// of those are taken out of the new counts first. Pairs whose count is
+    /// below `min_keep` (the minimum frequency) can never be merged again and
+    /// are dropped; their heap entries are skipped when popped.
+    fn apply(&mut self, pairs: &mut Map<u64, PairInfo>, heap: &mut PairHeap, tokens: &[Vec<u8>], min_keep: u64) {
+        for (key, d) in self.dec.drain() {
+            if let Some(e) = self.new.get_mut(&key) {
+                debug_assert!(e.count >= d);
+                e.count = e.count.saturating_sub(d);
+            } else if let Some(e) = pairs.get_mut(&key) {
+                debug_assert!(e.count >= d);
+                e.count = e.count.saturating_sub(d);
+                if e.count < min_keep {
+                    pairs.remove(&key);
+                }
+            }
+        }
+        for (key, c) in self.new.drain() {
+            if c.count >= min_keep {
+                heap.push(Entry { count: c.count, a: (key >> 32) as u32, b: key as u32 }, tokens);
+                pairs.insert(key, PairInfo { count: c.count, words: c.words });
+            }
+        }
+    }
 }
 
 /// Runs `f(shard)` for every shard, on one thread per shard when there are
@@ -578,80 +843,6 @@ fn on_shards<T: Send>(shards: usize, f: &(dyn Fn(usize) -> T + Sync)) -> Result<
         handles.into_iter().map(|h| h.join()).collect::<std::result::Result<Vec<T>, _>>()
     })
     .map_err(|_| Error::training("a pair-index worker crashed (this is a bug in bpeforge; please report it)"))
-}
-
-/// The node arena of `table` (one node per symbol, words consecutive), and
-/// the 64-bit counts that do not fit a node's weight. The table is freed.
-fn build_nodes(table: WordTable) -> (Vec<Node>, Vec<u64>) {
-    // Huge pages: the loop reads the arena at random (see `mem`).
-    let mut nodes: Vec<Node> = crate::mem::vec_with_capacity(table.sym.len());
-    let mut big_weights: Vec<u64> = Vec::new();
-    for w in 0..table.counts.len() {
-        let (s, e) = (table.starts[w] as usize, table.starts[w + 1] as usize);
-        let count = table.counts[w];
-        let weight = if count < BIG as u64 {
-            count as u32
-        } else {
-            big_weights.push(count);
-            BIG | (big_weights.len() - 1) as u32
-        };
-        for i in s..e {
-            nodes.push(Node {
-                sym: table.sym[i],
-                prev: if i > s { (i - 1) as u32 } else { NONE },
-                next: if i + 1 < e { (i + 1) as u32 } else { NONE },
-                weight,
-            });
-        }
-    }
-    (nodes, big_weights)
-}
-
-/// Records an occurrence of a pair that contains the new symbol.
-#[inline]
-fn add_new(step_new: &mut Map<u64, PairInfo>, key: u64, w: u64, at: u32) {
-    let e = step_new.entry(key).or_insert_with(|| PairInfo { count: 0, pos: Vec::new() });
-    e.count += w;
-    e.pos.push(at);
-}
-
-/// Applies one merge step's deltas to the global pair table.
-///
-/// While a step runs, count changes are summed in two small maps instead of
-/// probing the large global table four times per occurrence: a frequent
-/// merge touches few distinct neighbour pairs many times, so this turns
-/// hundreds of thousands of cache-missing probes into a few thousand.
-/// Pairs with the new symbol may lose occurrences within the same step (in
-/// "ab ab", (ab, a) appears and then becomes (ab, ab)), so decrements of
-/// those are taken out of the new counts first. Pairs whose count is below
-/// `min_keep` (the minimum frequency) can never be merged again and are
-/// dropped; their heap entries are skipped when popped.
-fn apply_step(
-    pairs: &mut Map<u64, PairInfo>,
-    step_dec: &mut Map<u64, u64>,
-    step_new: &mut Map<u64, PairInfo>,
-    heap: &mut PairHeap,
-    tokens: &[Vec<u8>],
-    min_keep: u64,
-) {
-    for (key, d) in step_dec.drain() {
-        if let Some(e) = step_new.get_mut(&key) {
-            debug_assert!(e.count >= d);
-            e.count = e.count.saturating_sub(d);
-        } else if let Some(e) = pairs.get_mut(&key) {
-            debug_assert!(e.count >= d);
-            e.count = e.count.saturating_sub(d);
-            if e.count < min_keep {
-                pairs.remove(&key);
-            }
-        }
-    }
-    for (key, info) in step_new.drain() {
-        if info.count >= min_keep {
-            heap.push(Entry { count: info.count, a: (key >> 32) as u32, b: key as u32 }, tokens);
-            pairs.insert(key, info);
-        }
-    }
 }
 
 #[cfg(test)]
