@@ -530,33 +530,105 @@ impl Words {
     }
 }
 
-/// A pair's weighted count and the words it occurs in (each once, as
-/// `u32` word numbers; entries go stale when a word loses the pair, and
-/// are then found empty when the pair is merged).
+/// A pair's weighted count and the words it occurs in, each once (see
+/// `WordList`). Entries go stale when a word loses the pair; the loop then
+/// finds nothing to merge in that word.
 struct PairInfo {
     count: u64,
-    words: Vec<u32>,
+    words: WordList,
 }
 
-/// A pair's count and words while they are being collected: `last` is the
-/// word added last, so a word with several occurrences is listed once.
+/// Word numbers, ascending, as LEB128 varints of the difference to the
+/// previous one (the first relative to `u32::MAX`, wrapping). Lists are
+/// written once, in ascending order: the initial index word by word, and a
+/// new pair's list while the merge that creates it visits the words of the
+/// merged pair in their (ascending) order. Frequent pairs occur in nearby
+/// words, so most entries take one byte where a `u32` takes four; the lists
+/// are most of the merge phase's memory.
+#[derive(Default)]
+struct WordList {
+    bytes: Vec<u8>,
+    /// The last word number added (`u32::MAX`: none).
+    last: u32,
+}
+
+impl WordList {
+    fn new() -> Self {
+        WordList { bytes: Vec::new(), last: u32::MAX }
+    }
+
+    /// Adds `w` unless it is the last word added (several occurrences in a word).
+    #[inline(always)]
+    fn add(&mut self, w: u32) {
+        if self.last != w {
+            put_varint(&mut self.bytes, w.wrapping_sub(self.last));
+            self.last = w;
+        }
+    }
+
+    /// Appends `other`, whose words all come after this list's.
+    fn append(&mut self, other: WordList) {
+        let Some((first, used)) = get_varint(&other.bytes) else { return };
+        let w = u32::MAX.wrapping_add(first);
+        self.bytes.reserve_exact(other.bytes.len() + 5);
+        put_varint(&mut self.bytes, w.wrapping_sub(self.last));
+        self.bytes.extend_from_slice(&other.bytes[used..]);
+        self.last = other.last;
+    }
+
+    /// The word numbers, into `out` (cleared first).
+    fn decode_into(&self, out: &mut Vec<u32>) {
+        out.clear();
+        let mut w = u32::MAX;
+        let (mut d, mut shift) = (0u32, 0u32);
+        for &byte in &self.bytes {
+            d |= ((byte & 0x7f) as u32) << shift;
+            if byte & 0x80 != 0 {
+                shift += 7;
+            } else {
+                w = w.wrapping_add(d);
+                out.push(w);
+                (d, shift) = (0, 0);
+            }
+        }
+    }
+}
+
+#[inline(always)]
+fn put_varint(out: &mut Vec<u8>, mut v: u32) {
+    while v >= 0x80 {
+        out.push(v as u8 | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+/// The first varint of `bytes` and how many bytes it took.
+fn get_varint(bytes: &[u8]) -> Option<(u32, usize)> {
+    let mut v = 0u32;
+    for (i, &byte) in bytes.iter().enumerate().take(5) {
+        v |= ((byte & 0x7f) as u32) << (7 * i);
+        if byte & 0x80 == 0 {
+            return Some((v, i + 1));
+        }
+    }
+    None
+}
+
+/// A pair's count and words while they are being collected.
 struct Collecting {
     count: u64,
-    last: u32,
-    words: Vec<u32>,
+    words: WordList,
 }
 
 impl Collecting {
     fn new() -> Self {
-        Collecting { count: 0, last: u32::MAX, words: Vec::new() }
+        Collecting { count: 0, words: WordList::new() }
     }
     #[inline(always)]
     fn add(&mut self, weight: u64, w: u32) {
         self.count += weight;
-        if self.last != w {
-            self.last = w;
-            self.words.push(w);
-        }
+        self.words.add(w);
     }
 }
 
@@ -602,6 +674,8 @@ fn run<S: Sym>(
     let mut merges: Vec<(u32, u32, u64)> = Vec::with_capacity(params.max_merges.min(1 << 20));
     // Per-step deltas (see `apply_step`): small, so they stay in cache.
     let mut step = Step { dec: new_map(), new: new_map() };
+    // The merged pair's words, decoded (reused: no allocation per merge).
+    let mut list: Vec<u32> = Vec::new();
     while merges.len() < params.max_merges {
         let Some(top) = heap.pop(tokens) else { break };
         let key = pack(top.a, top.b);
@@ -639,7 +713,8 @@ fn run<S: Sym>(
 
         let (token_len, extra) = (&token_len[..], limited.then_some(&token_edges[..]));
         let merge = Merge { a, b, r, candidate: &|x, y| candidate(x, y, token_len, extra) };
-        let list = info.words;
+        info.words.decode_into(&mut list);
+        drop(info);
         for (k, &w) in list.iter().enumerate() {
             // Two-stage prefetch: the word's record 2D words ahead; D ahead
             // (by then usually in cache) its first and last symbol.
@@ -656,7 +731,6 @@ fn run<S: Sym>(
             let word = &mut syms[words.offset(w)..words.offset(w + 1)];
             merge.word(word, w as u32, words.weight(w), &mut step);
         }
-        drop(list);
         step.apply(&mut pairs, &mut heap, tokens, min_keep);
         merges.push((a, b, top.count));
     }
@@ -705,7 +779,7 @@ fn build_index<S: Sym>(
                 hashbrown::hash_map::Entry::Occupied(mut o) => {
                     let mine = o.get_mut();
                     mine.count += c.count;
-                    mine.words.extend_from_slice(&c.words);
+                    mine.words.append(c.words);
                 }
                 hashbrown::hash_map::Entry::Vacant(v) => {
                     v.insert(c);
@@ -722,7 +796,7 @@ fn build_index<S: Sym>(
     for (key, c) in all.drain() {
         if c.count >= min_keep {
             let mut words = c.words;
-            words.shrink_to_fit();
+            words.bytes.shrink_to_fit();
             pairs.insert(key, PairInfo { count: c.count, words });
         }
     }
@@ -826,7 +900,9 @@ impl Step {
         for (key, c) in self.new.drain() {
             if c.count >= min_keep {
                 heap.push(Entry { count: c.count, a: (key >> 32) as u32, b: key as u32 }, tokens);
-                pairs.insert(key, PairInfo { count: c.count, words: c.words });
+                let mut words = c.words;
+                words.bytes.shrink_to_fit();
+                pairs.insert(key, PairInfo { count: c.count, words });
             }
         }
     }
@@ -966,4 +1042,152 @@ mod tests {
         uniq.dedup();
         assert_eq!(uniq.len(), made.len(), "{made:?}");
     }
+
+    /// The naive trainer: recount every pair before each merge, take the
+    /// largest count (ties: smaller left bytes, then right bytes), merge it
+    /// left to right in every word; a pair whose bytes already are a token
+    /// is never taken.
+    fn reference(words: &[(Vec<u32>, u64)], tokens: &mut Vec<Vec<u8>>, max_merges: usize, min_frequency: u64) -> Vec<(u32, u32, u64)> {
+        let mut words: Vec<(Vec<u32>, u64)> = words.to_vec();
+        let mut banned = std::collections::HashSet::new();
+        let mut merges = Vec::new();
+        while merges.len() < max_merges {
+            let mut counts: std::collections::HashMap<(u32, u32), u64> = Default::default();
+            for (w, c) in &words {
+                for p in w.windows(2) {
+                    *counts.entry((p[0], p[1])).or_insert(0) += c;
+                }
+            }
+            let best = counts
+                .into_iter()
+                .filter(|(p, _)| !banned.contains(p))
+                .max_by(|x, y| {
+                    x.1.cmp(&y.1)
+                        .then_with(|| tokens[y.0 .0 as usize].cmp(&tokens[x.0 .0 as usize]))
+                        .then_with(|| tokens[y.0 .1 as usize].cmp(&tokens[x.0 .1 as usize]))
+                });
+            let Some(((a, b), count)) = best else { break };
+            if count < min_frequency.max(1) {
+                break;
+            }
+            let bytes = [tokens[a as usize].clone(), tokens[b as usize].clone()].concat();
+            if tokens.contains(&bytes) {
+                banned.insert((a, b));
+                continue;
+            }
+            let r = tokens.len() as u32;
+            tokens.push(bytes);
+            for (w, _) in words.iter_mut() {
+                let mut out = Vec::with_capacity(w.len());
+                let mut i = 0;
+                while i < w.len() {
+                    if i + 1 < w.len() && w[i] == a && w[i + 1] == b {
+                        out.push(r);
+                        i += 2;
+                    } else {
+                        out.push(w[i]);
+                        i += 1;
+                    }
+                }
+                *w = out;
+            }
+            merges.push((a, b, count));
+        }
+        merges
+    }
+
+    #[test]
+    fn the_loop_equals_the_naive_trainer_on_random_tables() {
+        let mut state = 2024u64;
+        let mut next = |m: u64| {
+            state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            (state >> 33) % m
+        };
+        for round in 0..40 {
+            // Few letters and short words: many ties, repeats ("aaaa") and
+            // pairs that come back as existing tokens ("ab"+"c" vs "a"+"bc").
+            let letters = 2 + next(4);
+            let n = 1 + next(60) as usize;
+            let words: Vec<(Vec<u32>, u64)> = (0..n)
+                .map(|_| {
+                    let len = 1 + next(9) as usize;
+                    ((0..len).map(|_| b'a' as u32 + next(letters) as u32).collect(), 1 + next(5) * next(2))
+                })
+                .collect();
+            let min_frequency = 1 + next(3);
+            let base: Vec<Vec<u8>> = (0..=255u8).map(|b| vec![b]).collect();
+            let expect = reference(&words, &mut base.clone(), usize::MAX, min_frequency);
+            for (wide, threads) in [(false, 1), (true, 1), (false, 2)] {
+                let mut table = WordTable::new();
+                for (w, c) in &words {
+                    table.push(w.iter().copied(), *c).unwrap();
+                }
+                let mut tokens = base.clone();
+                let mut ids: Map<Vec<u8>, u32> = new_map();
+                for (i, t) in tokens.iter().enumerate() {
+                    ids.insert(t.clone(), i as u32);
+                }
+                let params = MergeParams { max_merges: usize::MAX, min_frequency, max_token_length: None, unk: None, limits: Default::default(), threads };
+                let got = learn(table, &mut tokens, &mut ids, &params, &mut |_, _| Ok(Flow::Continue), wide).unwrap().merges;
+                assert_eq!(got, expect, "round {round}, wide {wide}, words {words:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn offsets_hold_past_two_to_the_32_symbols() {
+        // A synthetic table: only the word records, with words of 3 billion
+        // symbols, so the offsets cross 2^32 twice (the symbols themselves
+        // would need 18 GB).
+        let mut recs = Vec::new();
+        let mut starts = Starts::default();
+        starts.push(&mut recs, 0);
+        let len = 3_000_000_000usize;
+        for w in 1..=5 {
+            starts.push(&mut recs, w * len);
+        }
+        starts.push(&mut recs, 5 * len + 2);
+        for w in 0..=5 {
+            assert_eq!(starts.offset(&recs, w), w * len, "word {w}");
+        }
+        assert_eq!(starts.offset(&recs, 6), 5 * len + 2);
+        assert_eq!(starts.high.len(), ((5 * len + 2) >> 32) as usize);
+    }
+
+    #[test]
+    fn ids_past_u16_widen_the_table() {
+        let mut narrow = WordTable::new();
+        narrow.push([1, 2, 3], 7).unwrap();
+        let mut wide = WordTable::new();
+        wide.push([70_000, 2], 1 << 40).unwrap();
+        assert!(matches!(wide.syms, Symbols::Wide(_)));
+        narrow.append(wide).unwrap();
+        assert!(matches!(narrow.syms, Symbols::Wide(_)));
+        narrow.push([5], 1).unwrap(); // one symbol: skipped
+        narrow.push([4, 65_535, 4], 3).unwrap();
+        assert_eq!((narrow.len(), narrow.symbols()), (3, 8));
+        assert_eq!([narrow.count(0), narrow.count(1), narrow.count(2)], [7, 1 << 40, 3]);
+        let Symbols::Wide(v) = &narrow.syms else { unreachable!() };
+        assert_eq!(v, &[1, 2, 3, 70_000, 2, 4, 65_535, 4]);
+    }
+
+    #[test]
+    fn word_lists_round_trip() {
+        let all: Vec<u32> = vec![0, 1, 2, 130, 20_000, 3_000_000, u32::MAX - 1];
+        for cut in 0..=all.len() {
+            let (mut a, mut b) = (WordList::new(), WordList::new());
+            for &w in &all[..cut] {
+                a.add(w);
+                a.add(w); // a word with two occurrences is listed once
+            }
+            for &w in &all[cut..] {
+                b.add(w);
+            }
+            a.append(b);
+            let mut out = Vec::new();
+            a.decode_into(&mut out);
+            assert_eq!(out, all, "cut {cut}");
+        }
+    }
+
 }
