@@ -480,11 +480,12 @@ pub fn learn_merges(
     params: &MergeParams,
     tick: &mut MergeTick,
 ) -> Result<Learned> {
-    learn(table, tokens, token_ids, params, tick, false)
+    learn(table, tokens, token_ids, params, tick, false, None)
 }
 
-/// `learn_merges`, optionally on `u32` symbols even when `u16` would do
-/// (so that tests run both layouts on the same words).
+/// `learn_merges`, optionally on `u32` symbols even when `u16` would do and
+/// with a given first cold threshold (so that tests run every path on the
+/// same words).
 fn learn(
     table: WordTable,
     tokens: &mut Vec<Vec<u8>>,
@@ -492,6 +493,7 @@ fn learn(
     params: &MergeParams,
     tick: &mut MergeTick,
     force_wide: bool,
+    first_threshold: Option<u64>,
 ) -> Result<Learned> {
     let setup_start = std::time::Instant::now();
     let WordTable { mut syms, recs, starts, big } = table;
@@ -503,8 +505,8 @@ fn learn(
         syms.widen();
     }
     match syms {
-        Symbols::Narrow(v) => run(v, &words, tokens, token_ids, params, tick, setup_start),
-        Symbols::Wide(v) => run(v, &words, tokens, token_ids, params, tick, setup_start),
+        Symbols::Narrow(v) => run(v, &words, tokens, token_ids, params, tick, setup_start, first_threshold),
+        Symbols::Wide(v) => run(v, &words, tokens, token_ids, params, tick, setup_start, first_threshold),
     }
 }
 
@@ -578,10 +580,17 @@ impl WordList {
 
     /// The word numbers, into `out` (cleared first).
     fn decode_into(&self, out: &mut Vec<u32>) {
+        decode_words(&self.bytes, out)
+    }
+}
+
+/// The word numbers of a `WordList`'s bytes, into `out` (cleared first).
+fn decode_words(bytes: &[u8], out: &mut Vec<u32>) {
+    {
         out.clear();
         let mut w = u32::MAX;
         let (mut d, mut shift) = (0u32, 0u32);
-        for &byte in &self.bytes {
+        for &byte in bytes {
             d |= ((byte & 0x7f) as u32) << shift;
             if byte & 0x80 != 0 {
                 shift += 7;
@@ -615,6 +624,105 @@ fn get_varint(bytes: &[u8]) -> Option<(u32, usize)> {
     None
 }
 
+/// Pairs that can still be merged but are too rare to take a place in the
+/// pair map and the heap yet ("cold"). On large corpora most pairs the
+/// loop creates stay far below the count at which it stops; in the map and
+/// the heap each cost ~100 bytes, here a record of ~15 (key, count, word
+/// list, back to back).
+///
+/// Invariant: every pair whose count is at least `threshold` is in the map
+/// with its exact count ("hot"). A cold pair's stored count is an upper
+/// bound (its decrements are not tracked) and its list holds every word it
+/// still occurs in. So while the heap's best count is at least `threshold`
+/// it is the true best; when it falls below, `thaw` recounts the cold pairs
+/// that may reach a lower threshold from their words, exactly, and moves
+/// those that do into the map and the heap.
+struct Cold {
+    arena: Vec<u8>,
+    threshold: u64,
+}
+
+impl Cold {
+    fn park(&mut self, key: u64, count: u64, list: &[u8]) {
+        self.arena.extend_from_slice(&key.to_le_bytes());
+        put_varint64(&mut self.arena, count);
+        put_varint64(&mut self.arena, list.len() as u64);
+        self.arena.extend_from_slice(list);
+    }
+
+    /// Lowers the threshold to `threshold`: cold pairs whose exact count
+    /// reaches it become hot, the others stay cold with their exact count
+    /// and the words they still occur in (or go, below `min_keep`).
+    #[allow(clippy::too_many_arguments)]
+    fn thaw<S: Sym>(
+        &mut self,
+        threshold: u64,
+        syms: &[S],
+        words: &Words,
+        pairs: &mut Map<u64, PairInfo>,
+        heap: &mut PairHeap,
+        tokens: &[Vec<u8>],
+        min_keep: u64,
+    ) {
+        self.threshold = threshold;
+        let old = std::mem::take(&mut self.arena);
+        let mut list = Vec::new();
+        let mut p = 0;
+        while p < old.len() {
+            let key = u64::from_le_bytes(old[p..p + 8].try_into().unwrap_or_default());
+            p += 8;
+            let (count, n) = get_varint64(&old[p..]);
+            p += n;
+            let (len, n) = get_varint64(&old[p..]);
+            p += n;
+            let bytes = &old[p..p + len as usize];
+            p += len as usize;
+            if count < threshold {
+                self.park(key, count, bytes);
+                continue;
+            }
+            let (x, y) = (S::of((key >> 32) as u32), S::of(key as u32));
+            decode_words(bytes, &mut list);
+            let (mut exact, mut still) = (0u64, WordList::new());
+            for &w in &list {
+                let w = w as usize;
+                let word = &syms[words.offset(w)..words.offset(w + 1)];
+                let n = word.windows(2).filter(|p| p[0] == x && p[1] == y).count() as u64;
+                if n > 0 {
+                    exact += n * words.weight(w);
+                    still.add(w as u32);
+                }
+            }
+            if exact >= threshold {
+                still.bytes.shrink_to_fit();
+                heap.push(Entry { count: exact, a: (key >> 32) as u32, b: key as u32 }, tokens);
+                pairs.insert(key, PairInfo { count: exact, words: still });
+            } else if exact >= min_keep {
+                self.park(key, exact, &still.bytes);
+            }
+        }
+    }
+}
+
+fn put_varint64(out: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        out.push(v as u8 | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+fn get_varint64(bytes: &[u8]) -> (u64, usize) {
+    let mut v = 0u64;
+    for (i, &byte) in bytes.iter().enumerate().take(10) {
+        v |= ((byte & 0x7f) as u64) << (7 * i);
+        if byte & 0x80 == 0 {
+            return (v, i + 1);
+        }
+    }
+    (v, bytes.len())
+}
+
 /// A pair's count and words while they are being collected.
 struct Collecting {
     count: u64,
@@ -632,6 +740,9 @@ impl Collecting {
     }
 }
 
+/// Pairs below 1/COLD_RATIO of the largest initial count start cold.
+const COLD_RATIO: u64 = 1024;
+
 /// How many words ahead to prefetch while merging.
 const PREFETCH_AHEAD: usize = 8;
 
@@ -643,6 +754,7 @@ fn run<S: Sym>(
     params: &MergeParams,
     tick: &mut MergeTick,
     setup_start: std::time::Instant,
+    first_threshold: Option<u64>,
 ) -> Result<Learned> {
     let max_len = params.max_token_length.unwrap_or(usize::MAX).min(crate::model::MAX_TOKEN_BYTES);
     let unk = params.unk.unwrap_or(NONE);
@@ -661,9 +773,9 @@ fn run<S: Sym>(
         }
     };
     let min_keep = params.min_frequency.max(1);
-    let mut pairs = {
+    let (mut pairs, mut cold) = {
         let (token_len, extra) = (&token_len[..], limited.then_some(&token_edges[..]));
-        build_index(&syms, words, params.threads, min_keep, &|a, b| candidate(a, b, token_len, extra))?
+        build_index(&syms, words, params.threads, min_keep, first_threshold, &|a, b| candidate(a, b, token_len, extra))?
     };
     let mut heap = PairHeap::default();
     heap.v.reserve(pairs.len());
@@ -677,7 +789,13 @@ fn run<S: Sym>(
     // The merged pair's words, decoded (reused: no allocation per merge).
     let mut list: Vec<u32> = Vec::new();
     while merges.len() < params.max_merges {
-        let Some(top) = heap.pop(tokens) else { break };
+        let Some(top) = heap.pop(tokens) else {
+            if cold.threshold > min_keep {
+                cold.thaw(min_keep, &syms, words, &mut pairs, &mut heap, tokens, min_keep);
+                continue;
+            }
+            break;
+        };
         let key = pack(top.a, top.b);
         let current = match pairs.get(&key) {
             None => continue,
@@ -685,6 +803,13 @@ fn run<S: Sym>(
         };
         if current != top.count {
             heap.push(Entry { count: current, ..top }, tokens);
+            continue;
+        }
+        if top.count < cold.threshold {
+            // A cold pair may count more: bring in those above 1/8 of this one.
+            heap.push(top, tokens);
+            let lower = (top.count / 8).max(min_keep);
+            cold.thaw(lower, &syms, words, &mut pairs, &mut heap, tokens, min_keep);
             continue;
         }
         if top.count < min_keep {
@@ -731,7 +856,7 @@ fn run<S: Sym>(
             let word = &mut syms[words.offset(w)..words.offset(w + 1)];
             merge.word(word, w as u32, words.weight(w), &mut step);
         }
-        step.apply(&mut pairs, &mut heap, tokens, min_keep);
+        step.apply(&mut pairs, &mut cold, &mut heap, tokens, min_keep);
         merges.push((a, b, top.count));
     }
     Ok(Learned { merges, interrupted: false, setup_seconds })
@@ -753,8 +878,9 @@ fn build_index<S: Sym>(
     words: &Words,
     threads: usize,
     min_keep: u64,
+    first_threshold: Option<u64>,
     candidate: &(dyn Fn(u32, u32) -> bool + Sync),
-) -> Result<Map<u64, PairInfo>> {
+) -> Result<(Map<u64, PairInfo>, Cold)> {
     let n = words.len();
     let parts = if threads <= 1 || syms.len() < 1 << 20 { 1 } else { threads };
     let build_part = |p: usize| -> Map<u64, Collecting> {
@@ -787,20 +913,27 @@ fn build_index<S: Sym>(
             }
         }
     }
-    let kept = all.values().filter(|c| c.count >= min_keep).count();
+    // Hot from 1/1024 of the largest count down: the loop rarely gets that
+    // far, and when it does, one `thaw` brings the next pairs in.
+    let top = all.values().map(|c| c.count).max().unwrap_or(0);
+    let threshold = first_threshold.unwrap_or(top / COLD_RATIO).max(min_keep);
+    let mut cold = Cold { arena: Vec::new(), threshold };
+    let kept = all.values().filter(|c| c.count >= threshold).count();
     let mut pairs: Map<u64, PairInfo> = new_map();
     // Room for as many pairs again as the merges will create: the table
     // grows during the loop, and growing a large table briefly holds the old
     // and the new one (SuperBPE's stage 2 peaked there).
     pairs.reserve(2 * kept);
     for (key, c) in all.drain() {
-        if c.count >= min_keep {
+        if c.count >= threshold {
             let mut words = c.words;
             words.bytes.shrink_to_fit();
             pairs.insert(key, PairInfo { count: c.count, words });
+        } else if c.count >= min_keep {
+            cold.park(key, c.count, &c.words.bytes);
         }
     }
-    Ok(pairs)
+    Ok((pairs, cold))
 }
 
 /// One merge `(a, b) -> r`, applied word by word.
@@ -884,7 +1017,7 @@ impl Step {
     /// of those are taken out of the new counts first. Pairs whose count is
     /// below `min_keep` (the minimum frequency) can never be merged again and
     /// are dropped; their heap entries are skipped when popped.
-    fn apply(&mut self, pairs: &mut Map<u64, PairInfo>, heap: &mut PairHeap, tokens: &[Vec<u8>], min_keep: u64) {
+    fn apply(&mut self, pairs: &mut Map<u64, PairInfo>, cold: &mut Cold, heap: &mut PairHeap, tokens: &[Vec<u8>], min_keep: u64) {
         for (key, d) in self.dec.drain() {
             if let Some(e) = self.new.get_mut(&key) {
                 debug_assert!(e.count >= d);
@@ -898,7 +1031,11 @@ impl Step {
             }
         }
         for (key, c) in self.new.drain() {
-            if c.count >= min_keep {
+            if c.count < cold.threshold {
+                if c.count >= min_keep {
+                    cold.park(key, c.count, &c.words.bytes);
+                }
+            } else {
                 heap.push(Entry { count: c.count, a: (key >> 32) as u32, b: key as u32 }, tokens);
                 let mut words = c.words;
                 words.bytes.shrink_to_fit();
@@ -1117,7 +1254,7 @@ mod tests {
             let min_frequency = 1 + next(3);
             let base: Vec<Vec<u8>> = (0..=255u8).map(|b| vec![b]).collect();
             let expect = reference(&words, &mut base.clone(), usize::MAX, min_frequency);
-            for (wide, threads) in [(false, 1), (true, 1), (false, 2)] {
+            for (wide, threads, cold) in [(false, 1, None), (true, 1, None), (false, 2, Some(3)), (true, 1, Some(8)), (false, 1, Some(1000))] {
                 let mut table = WordTable::new();
                 for (w, c) in &words {
                     table.push(w.iter().copied(), *c).unwrap();
@@ -1128,8 +1265,8 @@ mod tests {
                     ids.insert(t.clone(), i as u32);
                 }
                 let params = MergeParams { max_merges: usize::MAX, min_frequency, max_token_length: None, unk: None, limits: Default::default(), threads };
-                let got = learn(table, &mut tokens, &mut ids, &params, &mut |_, _| Ok(Flow::Continue), wide).unwrap().merges;
-                assert_eq!(got, expect, "round {round}, wide {wide}, words {words:?}");
+                let got = learn(table, &mut tokens, &mut ids, &params, &mut |_, _| Ok(Flow::Continue), wide, cold).unwrap().merges;
+                assert_eq!(got, expect, "round {round}, wide {wide}, cold {cold:?}, words {words:?}");
             }
         }
     }
