@@ -666,6 +666,10 @@ impl Cold {
     ) {
         self.threshold = threshold;
         let old = std::mem::take(&mut self.arena);
+        // Pass 1: the pairs that may reach the threshold, and all their
+        // words in one list, so that pass 2 can prefetch across pairs (most
+        // lists are short; the words are cache misses).
+        let (mut rising, mut all) = (Vec::new(), Vec::new());
         let mut list = Vec::new();
         let mut p = 0;
         while p < old.len() {
@@ -681,11 +685,27 @@ impl Cold {
                 self.park(key, count, bytes);
                 continue;
             }
-            let (x, y) = (S::of((key >> 32) as u32), S::of(key as u32));
             decode_words(bytes, &mut list);
+            rising.push((key, all.len()));
+            all.extend_from_slice(&list);
+        }
+        drop(old);
+        rising.push((0, all.len()));
+        // Pass 2: exact counts, and the words each pair still occurs in.
+        for pair in rising.windows(2) {
+            let (key, from, to) = (pair[0].0, pair[0].1, pair[1].1);
+            let (x, y) = (S::of((key >> 32) as u32), S::of(key as u32));
             let (mut exact, mut still) = (0u64, WordList::new());
-            for &w in &list {
-                let w = w as usize;
+            for i in from..to {
+                if let Some(&far) = all.get(i + 2 * PREFETCH_AHEAD) {
+                    prefetch(&words.recs, far as usize);
+                    prefetch(&words.recs, far as usize + 1);
+                }
+                if let Some(&near) = all.get(i + PREFETCH_AHEAD) {
+                    prefetch(syms, words.offset(near as usize));
+                    prefetch(syms, words.offset(near as usize + 1) - 1);
+                }
+                let w = all[i] as usize;
                 let word = &syms[words.offset(w)..words.offset(w + 1)];
                 let n = word.windows(2).filter(|p| p[0] == x && p[1] == y).count() as u64;
                 if n > 0 {
