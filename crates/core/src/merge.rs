@@ -857,7 +857,7 @@ fn run<S: Sym>(
         tokens.push(merged);
 
         let (token_len, extra) = (&token_len[..], limited.then_some(&token_edges[..]));
-        let merge = Merge { a, b, r, candidate: &|x, y| candidate(x, y, token_len, extra) };
+        let merge = Merge { a, b, r, candidate: |x, y| candidate(x, y, token_len, extra) };
         info.words.decode_into(&mut list);
         drop(info);
         for (k, &w) in list.iter().enumerate() {
@@ -957,14 +957,14 @@ fn build_index<S: Sym>(
 }
 
 /// One merge `(a, b) -> r`, applied word by word.
-struct Merge<'c> {
+struct Merge<F: Fn(u32, u32) -> bool> {
     a: u32,
     b: u32,
     r: u32,
-    candidate: &'c dyn Fn(u32, u32) -> bool,
+    candidate: F,
 }
 
-impl Merge<'_> {
+impl<F: Fn(u32, u32) -> bool> Merge<F> {
     /// Merges every occurrence of `(a, b)` in `word` (word number `w`, of
     /// count `weight`) left to right, in place: the word shifts left and
     /// its freed tail is `END`. Records the count changes of the pairs
