@@ -499,7 +499,13 @@ fn learn(
     let WordTable { mut syms, recs, starts, big } = table;
     // Every merge removes at least one symbol and leaves every word one, so
     // the loop creates at most `symbols - words` tokens.
-    let words = Words { recs, starts, big };
+    // The records were pushed one by one (their number was unknown); the
+    // loop reads them at random, so they move to memory advised for huge
+    // pages (see `mem`): 4 KiB pages made nearly every visit a TLB miss.
+    let mut advised: Vec<WordRec> = crate::mem::vec_with_capacity(recs.len());
+    advised.extend_from_slice(&recs);
+    drop(recs);
+    let words = Words { recs: advised, starts, big };
     let most_new = (syms.len() - words.len()).min(params.max_merges);
     if force_wide || tokens.len() as u64 + most_new as u64 > NARROW_IDS as u64 {
         syms.widen();
