@@ -158,7 +158,9 @@ def corpus_path(size: str, corpora_dir: Path, workdir: Path) -> Path:
                   "(once; cached)", file=sys.stderr)
             build_multiplied(base, target)
         return target
-    raise SystemExit(f"unknown size {size!r}: choose from {', '.join(ORDER)}")
+    if Path(size).is_file():  # a plain-text corpus given by path (e.g. one from scale_corpus.py)
+        return Path(size)
+    raise SystemExit(f"unknown size {size!r}: choose from {', '.join(ORDER)} or give a file path")
 
 
 def count_lines(path: Path) -> int:
@@ -192,9 +194,21 @@ def worker(args: argparse.Namespace) -> int:
         "word_table": meta.get("word_table"),
         "word_count_table": meta.get("word_count_table"),
         "maxrss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+        "vmhwm_bytes": vmhwm_bytes(),
     }
     Path(args.result).write_text(json.dumps(result), encoding="utf-8")
     return 0
+
+
+def vmhwm_bytes() -> int | None:
+    """Peak RSS of this process (VmHWM), or None off Linux."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return None
 
 
 def run_training(path: Path, threads: int, vocab_size: int, workdir: Path, tag: str, timeout: float) -> dict:
@@ -212,7 +226,8 @@ def run_training(path: Path, threads: int, vocab_size: int, workdir: Path, tag: 
         raise SystemExit(f"training run {tag} failed ({why}):\n{child.stderr_tail}")
     out = json.loads(result.read_text(encoding="utf-8"))
     out["job_wall_s"] = child.wall_s
-    out["peak_rss_bytes"] = child.maxrss_bytes
+    out["peak_rss_bytes"] = out.get("vmhwm_bytes") or child.maxrss_bytes
+    out["cpu_s"] = child.cpu_s
     return out
 
 
@@ -300,7 +315,8 @@ def plot(rows: list[dict], threads: list[int], fits: dict, path: Path, vocab_siz
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--corpora-dir", type=Path, default=Path(__file__).resolve().parents[2] / "shared" / "corpora")
-    ap.add_argument("--sizes", default="200k,1m,5m", help="comma-separated: 200k, 1m, 5m")
+    ap.add_argument("--sizes", default="200k,1m,5m",
+                    help="comma-separated: 200k, 1m, 5m, or paths of plain-text corpora (e.g. s10.txt from scale_corpus.py)")
     ap.add_argument("--threads", default="1,2", help="comma-separated thread counts")
     ap.add_argument("--vocab-size", type=int, default=32000)
     ap.add_argument("--repeats", type=int, default=1)
@@ -336,7 +352,7 @@ def main(argv: list[str] | None = None) -> int:
                 tag = f"{size}-t{t}-r{i + 1}"
                 print(f"training {tag} ...", file=sys.stderr, flush=True)
                 reps.append(run_training(path, t, args.vocab_size, args.workdir, tag, args.timeout))
-            run: dict[str, Any] = {k: median([x[k] for x in reps]) for k in ("count_s", "merge_s", "wall_s", "job_wall_s")}
+            run: dict[str, Any] = {k: median([x[k] for x in reps]) for k in ("count_s", "merge_s", "wall_s", "job_wall_s", "cpu_s")}
             run["peak_rss_bytes"] = max(x["peak_rss_bytes"] for x in reps)
             run["word_types"] = reps[0]["word_types"]
             run["merges"] = reps[0]["merges"]
@@ -399,6 +415,20 @@ def main(argv: list[str] | None = None) -> int:
     ]
     print()
     print(format_table(headers, table_rows, right=right))
+    phase_headers = ["corpus", "word types", "symbols", "count s", "word table s", "pair index s", "loop s", "total s",
+                     "cpu s", "peak RSS GB (VmHWM)"]
+    phase_rows = []
+    for r in rows:
+        run = r["runs"][tmax]
+        b = run.get("merge_breakdown") or {}
+        phase_rows.append([
+            Path(r["size"]).stem, f"{r['word_types']:,}", f"{(run['word_table'] or {}).get('symbols', 0):,}",
+            f"{run['count_s']:.1f}", *[f"{b.get(k, float('nan')):.1f}" for k in ("word_table_seconds", "pair_index_seconds", "loop_seconds")],
+            f"{run['count_s'] + run['merge_s']:.1f}", f"{run['cpu_s']:.0f}", f"{run['peak_rss_bytes'] / 1e9:.2f}",
+        ])
+    print()
+    print(f"phases @{tmax} threads:")
+    print(format_table(phase_headers, phase_rows, right=[False] + [True] * (len(phase_headers) - 1)))
     print()
     print("\n".join(fits_text))
 
@@ -407,6 +437,7 @@ def main(argv: list[str] | None = None) -> int:
     print(note or f"\nplot: {png}")
     command = "python bench/scale.py " + " ".join(sys.argv[1:]) if argv is None else "scale.main(...)"
     md = [f"Command: `{command}`", "", format_table(headers, table_rows, markdown=True, right=right), "",
+          format_table(phase_headers, phase_rows, markdown=True, right=[False] + [True] * (len(phase_headers) - 1)), "",
           "```", *fits_text, "```"]
     (args.out / "scale.md").write_text("\n".join(md) + "\n", encoding="utf-8")
     machine = machine_info()

@@ -32,7 +32,6 @@ use crate::error::{Error, Result};
 use crate::util::{new_map, on_threads, pack, prefetch, Map};
 
 const NONE: u32 = u32::MAX;
-const DEAD: u32 = u32::MAX;
 
 #[derive(Clone, Copy, Debug)]
 struct Entry {
@@ -112,103 +111,242 @@ impl PairHeap {
         }
     }
 
-    fn len(&self) -> usize {
-        self.v.len()
+}
+
+/// A symbol as stored in the word table: `u16` while every id (including
+/// the tokens the loop will create) fits below `u16::MAX`, else `u32`. The
+/// largest value (`END`) is never an id: it fills the tail a word loses
+/// when it is merged in place.
+trait Sym: Copy + Eq + Send + Sync + 'static {
+    const END: Self;
+    fn id(self) -> u32;
+    fn of(id: u32) -> Self;
+}
+
+impl Sym for u16 {
+    const END: u16 = u16::MAX;
+    #[inline(always)]
+    fn id(self) -> u32 {
+        self as u32
+    }
+    #[inline(always)]
+    fn of(id: u32) -> u16 {
+        debug_assert!(id < u16::MAX as u32);
+        id as u16
     }
 }
 
-struct PairInfo {
-    count: u64,
-    pos: Vec<u32>,
+impl Sym for u32 {
+    const END: u32 = u32::MAX;
+    #[inline(always)]
+    fn id(self) -> u32 {
+        self
+    }
+    #[inline(always)]
+    fn of(id: u32) -> u32 {
+        id
+    }
 }
 
-/// One symbol occurrence. All four fields are read together for every
-/// occurrence of a merged pair, so they share a 16-byte slot: one cache-line
-/// fetch instead of one per array (struct-of-arrays measured 1.6x slower on
-/// multi-200k). The word's count travels in the node (`weight`), because a
-/// look-up in a per-word array was another cache miss per occurrence.
-#[derive(Clone, Copy)]
-#[repr(C, align(16))]
-struct Node {
-    sym: u32,
-    prev: u32,
-    next: u32,
-    /// The word type's count when below 2^31; otherwise `BIG | k` where
-    /// `big_weights[k]` holds the full 64-bit count.
+/// Ids below this fit the narrow (`u16`) symbols.
+const NARROW_IDS: u32 = u16::MAX as u32;
+
+enum Symbols {
+    Narrow(Vec<u16>),
+    Wide(Vec<u32>),
+}
+
+impl Symbols {
+    fn len(&self) -> usize {
+        match self {
+            Symbols::Narrow(v) => v.len(),
+            Symbols::Wide(v) => v.len(),
+        }
+    }
+
+    /// Switches to `u32` symbols (a symbol id of `NARROW_IDS` or more).
+    fn widen(&mut self) {
+        if let Symbols::Narrow(v) = self {
+            let mut wide: Vec<u32> = crate::mem::vec_with_capacity(v.capacity().max(v.len()));
+            wide.extend(v.iter().map(|&s| s as u32));
+            *self = Symbols::Wide(wide);
+        }
+    }
+}
+
+/// One word type's record: the low 32 bits of its first symbol's offset
+/// and its count. Offset and count are read together for every word a merge
+/// visits, so they share 8 bytes (one cache line for both).
+#[derive(Clone, Copy, Default)]
+struct WordRec {
+    start: u32,
+    /// The count when below 2^31; otherwise `BIG | k` where `big[k]`
+    /// holds the full 64-bit count.
     weight: u32,
 }
 
 const BIG: u32 = 1 << 31;
 
-#[inline(always)]
-fn weight_of(node: &Node, big_weights: &[u64]) -> u64 {
-    if node.weight & BIG == 0 {
-        node.weight as u64
-    } else {
-        big_weights[(node.weight & !BIG) as usize]
+/// Where words start: the low 32 bits in `WordRec::start` and, past 2^32
+/// symbols, the high part from `high` (the record indices at which it grows
+/// by one), so offsets never wrap while a record stays 8 bytes.
+#[derive(Default)]
+struct Starts {
+    /// Record `i` starts at `recs[i].start + 2^32 * #{h in high : h <= i}`.
+    high: Vec<u32>,
+}
+
+impl Starts {
+    #[inline(always)]
+    fn offset(&self, recs: &[WordRec], i: usize) -> usize {
+        let low = recs[i].start as usize;
+        if self.high.is_empty() {
+            low
+        } else {
+            low + ((self.high.partition_point(|&h| h as usize <= i) as u64) << 32) as usize
+        }
+    }
+
+    /// Records that the next record (index `i`) starts at offset `at`.
+    fn push(&mut self, recs: &mut Vec<WordRec>, at: usize) {
+        let i = recs.len() as u32;
+        while ((self.high.len() as u64) << 32) + (1u64 << 32) <= at as u64 {
+            self.high.push(i);
+        }
+        recs.push(WordRec { start: at as u32, weight: 0 });
     }
 }
 
-/// How many positions ahead to prefetch nodes while merging.
-const PREFETCH_AHEAD: usize = 8;
+/// The most word types a table holds: the pair index keeps word numbers
+/// as `u32` (and `u32::MAX` marks "none").
+const MAX_WORDS: usize = u32::MAX as usize - 1;
 
 /// Input to the merge loop: word types as symbol-id sequences with counts.
+///
+/// Stored as the loop uses it, so no copy is made: the symbols of all words
+/// back to back (`u16` while ids fit), one 8-byte record per word, and the
+/// rare counts of 2^31 or more aside. About 2 bytes per symbol plus 8 per
+/// word type (the previous layout took 4 + 8 + 4, then 16 per symbol as
+/// linked nodes in the loop).
 pub struct WordTable {
-    pub sym: Vec<u32>,
-    /// Start offset of each word in `sym`, plus a final end offset.
-    pub starts: Vec<u32>,
-    pub counts: Vec<u64>,
+    syms: Symbols,
+    /// One record per word, plus a final one whose start is the end.
+    recs: Vec<WordRec>,
+    starts: Starts,
+    big: Vec<u64>,
 }
 
 impl WordTable {
     pub fn new() -> Self {
-        WordTable { sym: Vec::new(), starts: vec![0], counts: Vec::new() }
+        Self::with_capacity(0)
     }
 
     /// A table with room for `symbols` symbols in all (no regrowth).
     pub fn with_capacity(symbols: usize) -> Self {
-        WordTable { sym: Vec::with_capacity(symbols), starts: vec![0], counts: Vec::new() }
+        // Huge pages: the loop reads the symbols at random (see `mem`).
+        let syms = Symbols::Narrow(crate::mem::vec_with_capacity(symbols));
+        let mut table = WordTable { syms, recs: Vec::new(), starts: Starts::default(), big: Vec::new() };
+        table.starts.push(&mut table.recs, 0);
+        table
     }
 
     /// Number of symbols of all word types.
     pub fn symbols(&self) -> usize {
-        self.sym.len()
+        self.syms.len()
     }
+
     /// Adds a word; words of fewer than two symbols cannot merge and are skipped.
     pub fn push(&mut self, symbols: impl IntoIterator<Item = u32>, count: u64) -> Result<()> {
-        let before = self.sym.len();
-        self.sym.extend(symbols);
-        if self.sym.len() - before < 2 {
-            self.sym.truncate(before);
+        let before = self.syms.len();
+        let mut rest = symbols.into_iter();
+        if let Symbols::Narrow(v) = &mut self.syms {
+            let mut wide = None;
+            for s in rest.by_ref() {
+                if s < NARROW_IDS {
+                    v.push(s as u16);
+                } else {
+                    wide = Some(s);
+                    break;
+                }
+            }
+            if let Some(s) = wide {
+                self.syms.widen();
+                if let Symbols::Wide(v) = &mut self.syms {
+                    v.push(s);
+                }
+            }
+        }
+        if let Symbols::Wide(v) = &mut self.syms {
+            v.extend(rest.inspect(|&s| debug_assert!(s != u32::MAX)));
+        }
+        let end = self.syms.len();
+        if end - before < 2 {
+            self.truncate_symbols(before);
             return Ok(());
         }
-        if self.sym.len() >= u32::MAX as usize - 1 {
-            return Err(Error::training(
-                "the word-type table exceeds 4 billion symbols; prune rare word types (min count) or shard the corpus",
-            ));
+        self.end_word(end, count)
+    }
+
+    fn truncate_symbols(&mut self, len: usize) {
+        match &mut self.syms {
+            Symbols::Narrow(v) => v.truncate(len),
+            Symbols::Wide(v) => v.truncate(len),
         }
-        self.starts.push(self.sym.len() as u32);
-        self.counts.push(count);
+    }
+
+    /// Closes the word that ends at symbol offset `end`.
+    fn end_word(&mut self, end: usize, count: u64) -> Result<()> {
+        if self.len() >= MAX_WORDS {
+            return Err(Error::training(format!(
+                "the word-type table exceeds {MAX_WORDS} word types (the merge index numbers them with 32 bits); prune rare word types (min_word_count) or shard the corpus"
+            )));
+        }
+        let weight = if count < BIG as u64 {
+            count as u32
+        } else {
+            if self.big.len() >= BIG as usize {
+                return Err(Error::training("more than 2^31 word types with counts of 2^31 or more"));
+            }
+            self.big.push(count);
+            BIG | (self.big.len() - 1) as u32
+        };
+        if let Some(last) = self.recs.last_mut() {
+            last.weight = weight;
+        }
+        self.starts.push(&mut self.recs, end);
         Ok(())
     }
+
     /// Appends the words of `other` (after this table's words).
     pub fn append(&mut self, other: WordTable) -> Result<()> {
-        let shift = self.sym.len();
-        if shift + other.sym.len() >= u32::MAX as usize - 1 {
-            return Err(Error::training(
-                "the word-type table exceeds 4 billion symbols; prune rare word types (min count) or shard the corpus",
-            ));
+        if matches!(other.syms, Symbols::Wide(_)) {
+            self.syms.widen();
         }
-        self.sym.extend_from_slice(&other.sym);
-        self.starts.extend(other.starts[1..].iter().map(|&s| s + shift as u32));
-        self.counts.extend_from_slice(&other.counts);
+        let shift = self.syms.len();
+        match (&mut self.syms, &other.syms) {
+            (Symbols::Narrow(v), Symbols::Narrow(o)) => v.extend_from_slice(o),
+            (Symbols::Wide(v), Symbols::Narrow(o)) => v.extend(o.iter().map(|&s| s as u32)),
+            (Symbols::Wide(v), Symbols::Wide(o)) => v.extend_from_slice(o),
+            (Symbols::Narrow(_), Symbols::Wide(_)) => unreachable!("widened above"),
+        }
+        for w in 0..other.len() {
+            let end = shift + other.starts.offset(&other.recs, w + 1);
+            self.end_word(end, other.count(w))?;
+        }
         Ok(())
     }
+
     pub fn len(&self) -> usize {
-        self.counts.len()
+        self.recs.len() - 1
     }
+
     pub fn is_empty(&self) -> bool {
-        self.counts.is_empty()
+        self.len() == 0
+    }
+
+    /// The count of word `w`.
+    fn count(&self, w: usize) -> u64 {
+        weight_of(self.recs[w].weight, &self.big)
     }
 }
 
@@ -225,6 +363,15 @@ pub struct TokenLimits {
     pub max_words: usize,
     /// Refuse tokens that span ": ".
     pub colon_rule: bool,
+}
+
+#[inline(always)]
+fn weight_of(weight: u32, big: &[u64]) -> u64 {
+    if weight & BIG == 0 {
+        weight as u64
+    } else {
+        big[(weight & !BIG) as usize]
+    }
 }
 
 /// Merge-loop settings.
@@ -337,9 +484,308 @@ pub fn learn_merges(
     params: &MergeParams,
     tick: &mut MergeTick,
 ) -> Result<Learned> {
-    let setup_start = std::time::Instant::now();
-    let n = table.sym.len();
+    learn(table, tokens, token_ids, params, tick, false, None)
+}
 
+/// `learn_merges`, optionally on `u32` symbols even when `u16` would do and
+/// with a given first cold threshold (so that tests run every path on the
+/// same words).
+fn learn(
+    table: WordTable,
+    tokens: &mut Vec<Vec<u8>>,
+    token_ids: &mut Map<Vec<u8>, u32>,
+    params: &MergeParams,
+    tick: &mut MergeTick,
+    force_wide: bool,
+    first_threshold: Option<u64>,
+) -> Result<Learned> {
+    let setup_start = std::time::Instant::now();
+    let WordTable { mut syms, recs, starts, big } = table;
+    // Every merge removes at least one symbol and leaves every word one, so
+    // the loop creates at most `symbols - words` tokens.
+    // The records were pushed one by one (their number was unknown); the
+    // loop reads them at random, so they move to memory advised for huge
+    // pages (see `mem`): 4 KiB pages made nearly every visit a TLB miss.
+    let mut advised: Vec<WordRec> = crate::mem::vec_with_capacity(recs.len());
+    advised.extend_from_slice(&recs);
+    drop(recs);
+    let words = Words { recs: advised, starts, big };
+    let most_new = (syms.len() - words.len()).min(params.max_merges);
+    if force_wide || tokens.len() as u64 + most_new as u64 > NARROW_IDS as u64 {
+        syms.widen();
+    }
+    match syms {
+        Symbols::Narrow(v) => run(v, &words, tokens, token_ids, params, tick, setup_start, first_threshold),
+        Symbols::Wide(v) => run(v, &words, tokens, token_ids, params, tick, setup_start, first_threshold),
+    }
+}
+
+/// The word records of a table (without its symbols, which the loop owns
+/// and rewrites).
+struct Words {
+    recs: Vec<WordRec>,
+    starts: Starts,
+    big: Vec<u64>,
+}
+
+impl Words {
+    fn len(&self) -> usize {
+        self.recs.len() - 1
+    }
+    #[inline(always)]
+    fn offset(&self, w: usize) -> usize {
+        self.starts.offset(&self.recs, w)
+    }
+    #[inline(always)]
+    fn weight(&self, w: usize) -> u64 {
+        weight_of(self.recs[w].weight, &self.big)
+    }
+}
+
+/// A pair's weighted count and the words it occurs in, each once (see
+/// `WordList`). Entries go stale when a word loses the pair; the loop then
+/// finds nothing to merge in that word.
+struct PairInfo {
+    count: u64,
+    words: WordList,
+}
+
+/// Word numbers, ascending, as LEB128 varints of the difference to the
+/// previous one (the first relative to `u32::MAX`, wrapping). Lists are
+/// written once, in ascending order: the initial index word by word, and a
+/// new pair's list while the merge that creates it visits the words of the
+/// merged pair in their (ascending) order. Frequent pairs occur in nearby
+/// words, so most entries take one byte where a `u32` takes four; the lists
+/// are most of the merge phase's memory.
+#[derive(Default)]
+struct WordList {
+    bytes: Vec<u8>,
+    /// The last word number added (`u32::MAX`: none).
+    last: u32,
+}
+
+impl WordList {
+    fn new() -> Self {
+        WordList { bytes: Vec::new(), last: u32::MAX }
+    }
+
+    /// Adds `w` unless it is the last word added (several occurrences in a word).
+    #[inline(always)]
+    fn add(&mut self, w: u32) {
+        if self.last != w {
+            put_varint(&mut self.bytes, w.wrapping_sub(self.last));
+            self.last = w;
+        }
+    }
+
+    /// Appends `other`, whose words all come after this list's.
+    fn append(&mut self, other: WordList) {
+        let Some((first, used)) = get_varint(&other.bytes) else { return };
+        let w = u32::MAX.wrapping_add(first);
+        self.bytes.reserve_exact(other.bytes.len() + 5);
+        put_varint(&mut self.bytes, w.wrapping_sub(self.last));
+        self.bytes.extend_from_slice(&other.bytes[used..]);
+        self.last = other.last;
+    }
+
+    /// The word numbers, into `out` (cleared first).
+    fn decode_into(&self, out: &mut Vec<u32>) {
+        decode_words(&self.bytes, out)
+    }
+}
+
+/// The word numbers of a `WordList`'s bytes, into `out` (cleared first).
+fn decode_words(bytes: &[u8], out: &mut Vec<u32>) {
+    {
+        out.clear();
+        let mut w = u32::MAX;
+        let (mut d, mut shift) = (0u32, 0u32);
+        for &byte in bytes {
+            d |= ((byte & 0x7f) as u32) << shift;
+            if byte & 0x80 != 0 {
+                shift += 7;
+            } else {
+                w = w.wrapping_add(d);
+                out.push(w);
+                (d, shift) = (0, 0);
+            }
+        }
+    }
+}
+
+#[inline(always)]
+fn put_varint(out: &mut Vec<u8>, mut v: u32) {
+    while v >= 0x80 {
+        out.push(v as u8 | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+/// The first varint of `bytes` and how many bytes it took.
+fn get_varint(bytes: &[u8]) -> Option<(u32, usize)> {
+    let mut v = 0u32;
+    for (i, &byte) in bytes.iter().enumerate().take(5) {
+        v |= ((byte & 0x7f) as u32) << (7 * i);
+        if byte & 0x80 == 0 {
+            return Some((v, i + 1));
+        }
+    }
+    None
+}
+
+/// Pairs that can still be merged but are too rare to take a place in the
+/// pair map and the heap yet ("cold"). On large corpora most pairs the
+/// loop creates stay far below the count at which it stops; in the map and
+/// the heap each cost ~100 bytes, here a record of ~15 (key, count, word
+/// list, back to back).
+///
+/// Invariant: every pair whose count is at least `threshold` is in the map
+/// with its exact count ("hot"). A cold pair's stored count is an upper
+/// bound (its decrements are not tracked) and its list holds every word it
+/// still occurs in. So while the heap's best count is at least `threshold`
+/// it is the true best; when it falls below, `thaw` recounts the cold pairs
+/// that may reach a lower threshold from their words, exactly, and moves
+/// those that do into the map and the heap.
+struct Cold {
+    arena: Vec<u8>,
+    threshold: u64,
+}
+
+impl Cold {
+    fn park(&mut self, key: u64, count: u64, list: &[u8]) {
+        self.arena.extend_from_slice(&key.to_le_bytes());
+        put_varint64(&mut self.arena, count);
+        put_varint64(&mut self.arena, list.len() as u64);
+        self.arena.extend_from_slice(list);
+    }
+
+    /// Lowers the threshold to `threshold`: cold pairs whose exact count
+    /// reaches it become hot, the others stay cold with their exact count
+    /// and the words they still occur in (or go, below `min_keep`).
+    #[allow(clippy::too_many_arguments)]
+    fn thaw<S: Sym>(
+        &mut self,
+        threshold: u64,
+        syms: &[S],
+        words: &Words,
+        pairs: &mut Map<u64, PairInfo>,
+        heap: &mut PairHeap,
+        tokens: &[Vec<u8>],
+        min_keep: u64,
+    ) {
+        self.threshold = threshold;
+        let old = std::mem::take(&mut self.arena);
+        // Pass 1: the pairs that may reach the threshold, and all their
+        // words in one list, so that pass 2 can prefetch across pairs (most
+        // lists are short; the words are cache misses).
+        let (mut rising, mut all) = (Vec::new(), Vec::new());
+        let mut list = Vec::new();
+        let mut p = 0;
+        while p < old.len() {
+            let key = u64::from_le_bytes(old[p..p + 8].try_into().unwrap_or_default());
+            p += 8;
+            let (count, n) = get_varint64(&old[p..]);
+            p += n;
+            let (len, n) = get_varint64(&old[p..]);
+            p += n;
+            let bytes = &old[p..p + len as usize];
+            p += len as usize;
+            if count < threshold {
+                self.park(key, count, bytes);
+                continue;
+            }
+            decode_words(bytes, &mut list);
+            rising.push((key, all.len()));
+            all.extend_from_slice(&list);
+        }
+        drop(old);
+        rising.push((0, all.len()));
+        // Pass 2: exact counts, and the words each pair still occurs in.
+        for pair in rising.windows(2) {
+            let (key, from, to) = (pair[0].0, pair[0].1, pair[1].1);
+            let (x, y) = (S::of((key >> 32) as u32), S::of(key as u32));
+            let (mut exact, mut still) = (0u64, WordList::new());
+            for i in from..to {
+                if let Some(&far) = all.get(i + 2 * PREFETCH_AHEAD) {
+                    prefetch(&words.recs, far as usize);
+                    prefetch(&words.recs, far as usize + 1);
+                }
+                if let Some(&near) = all.get(i + PREFETCH_AHEAD) {
+                    prefetch(syms, words.offset(near as usize));
+                    prefetch(syms, words.offset(near as usize + 1) - 1);
+                }
+                let w = all[i] as usize;
+                let word = &syms[words.offset(w)..words.offset(w + 1)];
+                let n = word.windows(2).filter(|p| p[0] == x && p[1] == y).count() as u64;
+                if n > 0 {
+                    exact += n * words.weight(w);
+                    still.add(w as u32);
+                }
+            }
+            if exact >= threshold {
+                still.bytes.shrink_to_fit();
+                heap.push(Entry { count: exact, a: (key >> 32) as u32, b: key as u32 }, tokens);
+                pairs.insert(key, PairInfo { count: exact, words: still });
+            } else if exact >= min_keep {
+                self.park(key, exact, &still.bytes);
+            }
+        }
+    }
+}
+
+fn put_varint64(out: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        out.push(v as u8 | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+fn get_varint64(bytes: &[u8]) -> (u64, usize) {
+    let mut v = 0u64;
+    for (i, &byte) in bytes.iter().enumerate().take(10) {
+        v |= ((byte & 0x7f) as u64) << (7 * i);
+        if byte & 0x80 == 0 {
+            return (v, i + 1);
+        }
+    }
+    (v, bytes.len())
+}
+
+/// A pair's count and words while they are being collected.
+struct Collecting {
+    count: u64,
+    words: WordList,
+}
+
+impl Collecting {
+    fn new() -> Self {
+        Collecting { count: 0, words: WordList::new() }
+    }
+    #[inline(always)]
+    fn add(&mut self, weight: u64, w: u32) {
+        self.count += weight;
+        self.words.add(w);
+    }
+}
+
+/// Pairs below 1/COLD_RATIO of the largest initial count start cold.
+const COLD_RATIO: u64 = 1024;
+
+/// How many words ahead to prefetch while merging.
+const PREFETCH_AHEAD: usize = 8;
+
+fn run<S: Sym>(
+    mut syms: Vec<S>,
+    words: &Words,
+    tokens: &mut Vec<Vec<u8>>,
+    token_ids: &mut Map<Vec<u8>, u32>,
+    params: &MergeParams,
+    tick: &mut MergeTick,
+    setup_start: std::time::Instant,
+    first_threshold: Option<u64>,
+) -> Result<Learned> {
     let max_len = params.max_token_length.unwrap_or(usize::MAX).min(crate::model::MAX_TOKEN_BYTES);
     let unk = params.unk.unwrap_or(NONE);
     let mut token_len: Vec<usize> = tokens.iter().map(Vec::len).collect();
@@ -356,113 +802,11 @@ pub fn learn_merges(
             None => true,
         }
     };
-
-    // Initial pair counts and positions, in two passes: over the word table,
-    // then over the node arena.
-    //
-    // Pass 1 counts every candidate pair. A pair's count never grows after
-    // the step that created it (see the top of this file), so a pair below
-    // `min_frequency` now can never be merged; only the others are kept, and
-    // only they get a position list (pass 2) and a heap entry. On real
-    // corpora most distinct pairs occur once (SuperBPE's stage 2 above all).
-    //
-    // With several threads the pairs are split by a hash of the pair into
-    // disjoint shards; each thread scans all nodes for its own shard, so no
-    // two threads hold the same pair and no table is held twice. Each
-    // position list comes out ascending (the loop relies on that for
-    // overlapping pairs).
     let min_keep = params.min_frequency.max(1);
-    let threads = params.threads.max(1);
-    let shards = if threads == 1 || n < 1 << 20 { 1 } else { threads };
-    let shard_of = move |key: u64| -> usize {
-        if shards == 1 {
-            0
-        } else {
-            ((key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32) as usize) % shards
-        }
+    let (mut pairs, mut cold) = {
+        let (token_len, extra) = (&token_len[..], limited.then_some(&token_edges[..]));
+        build_index(&syms, words, params.threads, min_keep, first_threshold, &|a, b| candidate(a, b, token_len, extra))?
     };
-    let mut kept: Vec<Map<u64, PairInfo>> = {
-        let table = &table;
-        let count_shard = |shard: usize| -> Map<u64, PairInfo> {
-            // (weighted count, occurrences): the occurrences size each
-            // position list exactly in pass 2.
-            let mut counts: Map<u64, (u64, u32)> = new_map();
-            for w in 0..table.counts.len() {
-                let (s, e) = (table.starts[w] as usize, table.starts[w + 1] as usize);
-                for i in s..e - 1 {
-                    let (a, b) = (table.sym[i], table.sym[i + 1]);
-                    let key = pack(a, b);
-                    if shard_of(key) != shard {
-                        continue;
-                    }
-                    let extra = limited.then_some(&token_edges[..]);
-                    if !candidate(a, b, &token_len, extra) {
-                        continue;
-                    }
-                    let e = counts.entry(key).or_insert((0, 0));
-                    e.0 += table.counts[w];
-                    e.1 += 1;
-                }
-            }
-            let mut pairs: Map<u64, PairInfo> = new_map();
-            pairs.reserve(counts.values().filter(|c| c.0 >= min_keep).count());
-            for (&key, &(count, occurrences)) in counts.iter() {
-                if count >= min_keep {
-                    pairs.insert(key, PairInfo { count, pos: Vec::with_capacity(occurrences as usize) });
-                }
-            }
-            pairs
-        };
-        on_shards(shards, &count_shard)?
-    };
-    // The arena is built only now: pass 1 read the compact table (4 bytes a
-    // symbol), so the two never hold the pair counts at the same time.
-    let (nodes, big_weights) = build_nodes(table);
-    let mut nodes = nodes;
-    {
-        let nodes = &nodes[..];
-        let fill = |pairs: &mut Map<u64, PairInfo>, shard: usize| {
-            for i in 0..nodes.len() {
-                let j = nodes[i].next;
-                if j == NONE {
-                    continue;
-                }
-                let key = pack(nodes[i].sym, nodes[j as usize].sym);
-                if shard_of(key) != shard {
-                    continue;
-                }
-                if let Some(e) = pairs.get_mut(&key) {
-                    e.pos.push(i as u32);
-                }
-            }
-        };
-        if shards == 1 {
-            fill(&mut kept[0], 0);
-        } else {
-            std::thread::scope(|s| {
-                let handles: Vec<_> = kept
-                    .iter_mut()
-                    .enumerate()
-                    .map(|(t, m)| {
-                        let fill = &fill;
-                        s.spawn(move || fill(m, t))
-                    })
-                    .collect();
-                crate::util::join_all(handles)
-            })?;
-        }
-    }
-    let mut kept = kept.into_iter();
-    let mut pairs = kept.next().unwrap_or_default();
-    let rest: Vec<_> = kept.collect();
-    // Room for as many pairs again as the merges will create: the table
-    // grows during the loop, and growing a large table briefly holds the old
-    // and the new one (SuperBPE's stage 2 peaked there).
-    let total: usize = pairs.len() + rest.iter().map(|p| p.len()).sum::<usize>();
-    pairs.reserve(2 * total - pairs.len());
-    for part in rest {
-        pairs.extend(part);
-    }
     let mut heap = PairHeap::default();
     heap.v.reserve(pairs.len());
     heap.v.extend(pairs.iter().map(|(&key, info)| Entry { count: info.count, a: (key >> 32) as u32, b: key as u32 }));
@@ -471,10 +815,17 @@ pub fn learn_merges(
     let setup_seconds = setup_start.elapsed().as_secs_f64();
     let mut merges: Vec<(u32, u32, u64)> = Vec::with_capacity(params.max_merges.min(1 << 20));
     // Per-step deltas (see `apply_step`): small, so they stay in cache.
-    let mut step_dec: Map<u64, u64> = new_map();
-    let mut step_new: Map<u64, PairInfo> = new_map();
+    let mut step = Step { dec: new_map(), new: new_map() };
+    // The merged pair's words, decoded (reused: no allocation per merge).
+    let mut list: Vec<u32> = Vec::new();
     while merges.len() < params.max_merges {
-        let Some(top) = heap.pop(tokens) else { break };
+        let Some(top) = heap.pop(tokens) else {
+            if cold.threshold > min_keep {
+                cold.thaw(min_keep, &syms, words, &mut pairs, &mut heap, tokens, min_keep);
+                continue;
+            }
+            break;
+        };
         let key = pack(top.a, top.b);
         let current = match pairs.get(&key) {
             None => continue,
@@ -484,7 +835,14 @@ pub fn learn_merges(
             heap.push(Entry { count: current, ..top }, tokens);
             continue;
         }
-        if top.count < params.min_frequency.max(1) {
+        if top.count < cold.threshold {
+            // A cold pair may count more: bring in those above 1/8 of this one.
+            heap.push(top, tokens);
+            let lower = (top.count / 8).max(min_keep);
+            cold.thaw(lower, &syms, words, &mut pairs, &mut heap, tokens, min_keep);
+            continue;
+        }
+        if top.count < min_keep {
             break;
         }
         let (a, b) = (top.a, top.b);
@@ -508,146 +866,219 @@ pub fn learn_merges(
         token_ids.insert(merged.clone(), r);
         tokens.push(merged);
 
-        let mut positions = info.pos;
-        if a == b {
-            // Overlapping occurrences must be merged left to right.
-            positions.sort_unstable();
+        let (token_len, extra) = (&token_len[..], limited.then_some(&token_edges[..]));
+        let merge = Merge { a, b, r, candidate: |x, y| candidate(x, y, token_len, extra) };
+        info.words.decode_into(&mut list);
+        drop(info);
+        for (k, &w) in list.iter().enumerate() {
+            // Two-stage prefetch: the word's record 2D words ahead; D ahead
+            // (by then usually in cache) its first and last symbol.
+            if let Some(&far) = list.get(k + 2 * PREFETCH_AHEAD) {
+                prefetch(&words.recs, far as usize);
+                prefetch(&words.recs, far as usize + 1);
+            }
+            if let Some(&near) = list.get(k + PREFETCH_AHEAD) {
+                let near = near as usize;
+                prefetch(&syms, words.offset(near));
+                prefetch(&syms, words.offset(near + 1) - 1);
+            }
+            let w = w as usize;
+            let word = &mut syms[words.offset(w)..words.offset(w + 1)];
+            merge.word(word, w as u32, words.weight(w), &mut step);
         }
-        for (k, &i) in positions.iter().enumerate() {
-            // Two-stage prefetch: the node itself 2D positions ahead; D ahead
-            // (by then usually in cache) the neighbours it links to, which
-            // lie in another line when the word crosses one or has dead
-            // nodes from earlier merges.
-            if let Some(&far) = positions.get(k + 2 * PREFETCH_AHEAD) {
-                prefetch(&nodes, far as usize);
-            }
-            if let Some(&near) = positions.get(k + PREFETCH_AHEAD) {
-                let n = nodes[near as usize];
-                if n.prev != NONE {
-                    prefetch(&nodes, n.prev as usize);
-                }
-                if n.next != NONE {
-                    prefetch(&nodes, n.next as usize);
-                    prefetch(&nodes, n.next as usize + 1);
-                }
-            }
-            let iu = i as usize;
-            let node = nodes[iu];
-            if node.sym != a || node.next == NONE {
-                continue;
-            }
-            let j = node.next;
-            let right = nodes[j as usize];
-            if right.sym != b {
-                continue;
-            }
-            let w = weight_of(&node, &big_weights);
-            let p = node.prev;
-            let nx = right.next;
-            if p != NONE {
-                let ps = nodes[p as usize].sym;
-                *step_dec.entry(pack(ps, a)).or_insert(0) += w;
-                if candidate(ps, r, &token_len, limited.then_some(&token_edges[..])) {
-                    add_new(&mut step_new, pack(ps, r), w, p);
-                }
-            }
-            if nx != NONE {
-                let ns = nodes[nx as usize].sym;
-                *step_dec.entry(pack(b, ns)).or_insert(0) += w;
-                if candidate(r, ns, &token_len, limited.then_some(&token_edges[..])) {
-                    add_new(&mut step_new, pack(r, ns), w, i);
-                }
-                nodes[nx as usize].prev = i;
-            }
-            nodes[iu].sym = r;
-            nodes[iu].next = nx;
-            nodes[j as usize].sym = DEAD;
-        }
-        apply_step(&mut pairs, &mut step_dec, &mut step_new, &mut heap, tokens, min_keep);
+        step.apply(&mut pairs, &mut cold, &mut heap, tokens, min_keep);
         merges.push((a, b, top.count));
     }
-    let _ = heap.len();
     Ok(Learned { merges, interrupted: false, setup_seconds })
+}
+
+/// The initial pair index: every candidate pair's weighted count and the
+/// words it occurs in, for the pairs that can still be merged.
+///
+/// A pair's count never grows after the step that created it (see the top
+/// of this file), so a pair below `min_keep` (the minimum frequency) now can
+/// never be merged and is dropped here.
+///
+/// With several threads each builds the index of a contiguous range of
+/// words; the parts are joined in range order, so every word list comes out
+/// ascending (which keeps the loop's visits to the word table in address
+/// order).
+fn build_index<S: Sym>(
+    syms: &[S],
+    words: &Words,
+    threads: usize,
+    min_keep: u64,
+    first_threshold: Option<u64>,
+    candidate: &(dyn Fn(u32, u32) -> bool + Sync),
+) -> Result<(Map<u64, PairInfo>, Cold)> {
+    let n = words.len();
+    let parts = if threads <= 1 || syms.len() < 1 << 20 { 1 } else { threads };
+    let build_part = |p: usize| -> Map<u64, Collecting> {
+        let mut map: Map<u64, Collecting> = new_map();
+        for w in n * p / parts..n * (p + 1) / parts {
+            let word = &syms[words.offset(w)..words.offset(w + 1)];
+            let weight = words.weight(w);
+            for pair in word.windows(2) {
+                let (a, b) = (pair[0].id(), pair[1].id());
+                if candidate(a, b) {
+                    map.entry(pack(a, b)).or_insert_with(Collecting::new).add(weight, w as u32);
+                }
+            }
+        }
+        map
+    };
+    let mut parts = on_shards(parts, &build_part)?.into_iter();
+    let mut all = parts.next().unwrap_or_default();
+    for part in parts {
+        for (key, c) in part {
+            match all.entry(key) {
+                hashbrown::hash_map::Entry::Occupied(mut o) => {
+                    let mine = o.get_mut();
+                    mine.count += c.count;
+                    mine.words.append(c.words);
+                }
+                hashbrown::hash_map::Entry::Vacant(v) => {
+                    v.insert(c);
+                }
+            }
+        }
+    }
+    // Hot from 1/1024 of the largest count down: the loop rarely gets that
+    // far, and when it does, one `thaw` brings the next pairs in.
+    let top = all.values().map(|c| c.count).max().unwrap_or(0);
+    let threshold = first_threshold.unwrap_or(top / COLD_RATIO).max(min_keep);
+    let mut cold = Cold { arena: Vec::new(), threshold };
+    let kept = all.values().filter(|c| c.count >= threshold).count();
+    let mut pairs: Map<u64, PairInfo> = new_map();
+    // Room for as many pairs again as the merges will create: the table
+    // grows during the loop, and growing a large table briefly holds the old
+    // and the new one (SuperBPE's stage 2 peaked there).
+    pairs.reserve(2 * kept);
+    for (key, c) in all.drain() {
+        if c.count >= threshold {
+            let mut words = c.words;
+            words.bytes.shrink_to_fit();
+            pairs.insert(key, PairInfo { count: c.count, words });
+        } else if c.count >= min_keep {
+            cold.park(key, c.count, &c.words.bytes);
+        }
+    }
+    Ok((pairs, cold))
+}
+
+/// One merge `(a, b) -> r`, applied word by word.
+struct Merge<F: Fn(u32, u32) -> bool> {
+    a: u32,
+    b: u32,
+    r: u32,
+    candidate: F,
+}
+
+impl<F: Fn(u32, u32) -> bool> Merge<F> {
+    /// Merges every occurrence of `(a, b)` in `word` (word number `w`, of
+    /// count `weight`) left to right, in place: the word shifts left and
+    /// its freed tail is `END`. Records the count changes of the pairs
+    /// around each occurrence in `step`: the pair before the occurrence
+    /// is the symbol already written (possibly `r` from an occurrence just
+    /// merged, as in "abab"), the pair after it the next unmerged symbol.
+    #[inline(always)]
+    fn word<S: Sym>(&self, word: &mut [S], w: u32, weight: u64, step: &mut Step) {
+        let (a, b, r) = (S::of(self.a), S::of(self.b), S::of(self.r));
+        let n = word.len();
+        let Some(mut i) = word.windows(2).position(|p| p[0] == a && p[1] == b) else { return };
+        let mut j = i;
+        while i < n {
+            let x = word[i];
+            if x == S::END {
+                break;
+            }
+            if x == a && i + 1 < n && word[i + 1] == b {
+                if j > 0 {
+                    let before = word[j - 1].id();
+                    step.dec(pack(before, self.a), weight);
+                    if (self.candidate)(before, self.r) {
+                        step.add_new(pack(before, self.r), weight, w);
+                    }
+                }
+                if i + 2 < n && word[i + 2] != S::END {
+                    let after = word[i + 2].id();
+                    step.dec(pack(self.b, after), weight);
+                    if (self.candidate)(self.r, after) {
+                        step.add_new(pack(self.r, after), weight, w);
+                    }
+                }
+                word[j] = r;
+                i += 2;
+            } else {
+                word[j] = x;
+                i += 1;
+            }
+            j += 1;
+        }
+        word[j..i].fill(S::END);
+    }
+}
+
+/// One merge step's count changes, applied to the pair index at its end.
+///
+/// While a step runs, count changes are summed in two small maps instead of
+/// probing the large global table for every occurrence: a frequent merge
+/// touches few distinct neighbour pairs many times, so this turns hundreds
+/// of thousands of cache-missing probes into a few thousand.
+struct Step {
+    dec: Map<u64, u64>,
+    /// Pairs that contain the new symbol, with the words they occur in.
+    new: Map<u64, Collecting>,
+}
+
+impl Step {
+    #[inline(always)]
+    fn dec(&mut self, key: u64, weight: u64) {
+        *self.dec.entry(key).or_insert(0) += weight;
+    }
+
+    #[inline(always)]
+    fn add_new(&mut self, key: u64, weight: u64, w: u32) {
+        self.new.entry(key).or_insert_with(Collecting::new).add(weight, w);
+    }
+
+    /// Pairs with the new symbol may lose occurrences within the same step
+    /// (in "ab ab", (ab, a) appears and then becomes (ab, ab)), so decrements
+    /// of those are taken out of the new counts first. Pairs whose count is
+    /// below `min_keep` (the minimum frequency) can never be merged again and
+    /// are dropped; their heap entries are skipped when popped.
+    fn apply(&mut self, pairs: &mut Map<u64, PairInfo>, cold: &mut Cold, heap: &mut PairHeap, tokens: &[Vec<u8>], min_keep: u64) {
+        for (key, d) in self.dec.drain() {
+            if let Some(e) = self.new.get_mut(&key) {
+                debug_assert!(e.count >= d);
+                e.count = e.count.saturating_sub(d);
+            } else if let Some(e) = pairs.get_mut(&key) {
+                debug_assert!(e.count >= d);
+                e.count = e.count.saturating_sub(d);
+                if e.count < min_keep {
+                    pairs.remove(&key);
+                }
+            }
+        }
+        for (key, c) in self.new.drain() {
+            if c.count < cold.threshold {
+                if c.count >= min_keep {
+                    cold.park(key, c.count, &c.words.bytes);
+                }
+            } else {
+                heap.push(Entry { count: c.count, a: (key >> 32) as u32, b: key as u32 }, tokens);
+                let mut words = c.words;
+                words.bytes.shrink_to_fit();
+                pairs.insert(key, PairInfo { count: c.count, words });
+            }
+        }
+    }
 }
 
 /// Runs `f(shard)` for every shard, on one thread per shard when there are
 /// several; the results in shard order.
 fn on_shards<T: Send>(shards: usize, f: &(dyn Fn(usize) -> T + Sync)) -> Result<Vec<T>> {
     on_threads(shards, f)
-}
-
-/// The node arena of `table` (one node per symbol, words consecutive), and
-/// the 64-bit counts that do not fit a node's weight. The table is freed.
-fn build_nodes(table: WordTable) -> (Vec<Node>, Vec<u64>) {
-    // Huge pages: the loop reads the arena at random (see `mem`).
-    let mut nodes: Vec<Node> = crate::mem::vec_with_capacity(table.sym.len());
-    let mut big_weights: Vec<u64> = Vec::new();
-    for w in 0..table.counts.len() {
-        let (s, e) = (table.starts[w] as usize, table.starts[w + 1] as usize);
-        let count = table.counts[w];
-        let weight = if count < BIG as u64 {
-            count as u32
-        } else {
-            big_weights.push(count);
-            BIG | (big_weights.len() - 1) as u32
-        };
-        for i in s..e {
-            nodes.push(Node {
-                sym: table.sym[i],
-                prev: if i > s { (i - 1) as u32 } else { NONE },
-                next: if i + 1 < e { (i + 1) as u32 } else { NONE },
-                weight,
-            });
-        }
-    }
-    (nodes, big_weights)
-}
-
-/// Records an occurrence of a pair that contains the new symbol.
-#[inline]
-fn add_new(step_new: &mut Map<u64, PairInfo>, key: u64, w: u64, at: u32) {
-    let e = step_new.entry(key).or_insert_with(|| PairInfo { count: 0, pos: Vec::new() });
-    e.count += w;
-    e.pos.push(at);
-}
-
-/// Applies one merge step's deltas to the global pair table.
-///
-/// While a step runs, count changes are summed in two small maps instead of
-/// probing the large global table four times per occurrence: a frequent
-/// merge touches few distinct neighbour pairs many times, so this turns
-/// hundreds of thousands of cache-missing probes into a few thousand.
-/// Pairs with the new symbol may lose occurrences within the same step (in
-/// "ab ab", (ab, a) appears and then becomes (ab, ab)), so decrements of
-/// those are taken out of the new counts first. Pairs whose count is below
-/// `min_keep` (the minimum frequency) can never be merged again and are
-/// dropped; their heap entries are skipped when popped.
-fn apply_step(
-    pairs: &mut Map<u64, PairInfo>,
-    step_dec: &mut Map<u64, u64>,
-    step_new: &mut Map<u64, PairInfo>,
-    heap: &mut PairHeap,
-    tokens: &[Vec<u8>],
-    min_keep: u64,
-) {
-    for (key, d) in step_dec.drain() {
-        if let Some(e) = step_new.get_mut(&key) {
-            debug_assert!(e.count >= d);
-            e.count = e.count.saturating_sub(d);
-        } else if let Some(e) = pairs.get_mut(&key) {
-            debug_assert!(e.count >= d);
-            e.count = e.count.saturating_sub(d);
-            if e.count < min_keep {
-                pairs.remove(&key);
-            }
-        }
-    }
-    for (key, info) in step_new.drain() {
-        if info.count >= min_keep {
-            heap.push(Entry { count: info.count, a: (key >> 32) as u32, b: key as u32 }, tokens);
-            pairs.insert(key, info);
-        }
-    }
 }
 
 #[cfg(test)]
@@ -771,4 +1202,152 @@ mod tests {
         uniq.dedup();
         assert_eq!(uniq.len(), made.len(), "{made:?}");
     }
+
+    /// The naive trainer: recount every pair before each merge, take the
+    /// largest count (ties: smaller left bytes, then right bytes), merge it
+    /// left to right in every word; a pair whose bytes already are a token
+    /// is never taken.
+    fn reference(words: &[(Vec<u32>, u64)], tokens: &mut Vec<Vec<u8>>, max_merges: usize, min_frequency: u64) -> Vec<(u32, u32, u64)> {
+        let mut words: Vec<(Vec<u32>, u64)> = words.to_vec();
+        let mut banned = std::collections::HashSet::new();
+        let mut merges = Vec::new();
+        while merges.len() < max_merges {
+            let mut counts: std::collections::HashMap<(u32, u32), u64> = Default::default();
+            for (w, c) in &words {
+                for p in w.windows(2) {
+                    *counts.entry((p[0], p[1])).or_insert(0) += c;
+                }
+            }
+            let best = counts
+                .into_iter()
+                .filter(|(p, _)| !banned.contains(p))
+                .max_by(|x, y| {
+                    x.1.cmp(&y.1)
+                        .then_with(|| tokens[y.0 .0 as usize].cmp(&tokens[x.0 .0 as usize]))
+                        .then_with(|| tokens[y.0 .1 as usize].cmp(&tokens[x.0 .1 as usize]))
+                });
+            let Some(((a, b), count)) = best else { break };
+            if count < min_frequency.max(1) {
+                break;
+            }
+            let bytes = [tokens[a as usize].clone(), tokens[b as usize].clone()].concat();
+            if tokens.contains(&bytes) {
+                banned.insert((a, b));
+                continue;
+            }
+            let r = tokens.len() as u32;
+            tokens.push(bytes);
+            for (w, _) in words.iter_mut() {
+                let mut out = Vec::with_capacity(w.len());
+                let mut i = 0;
+                while i < w.len() {
+                    if i + 1 < w.len() && w[i] == a && w[i + 1] == b {
+                        out.push(r);
+                        i += 2;
+                    } else {
+                        out.push(w[i]);
+                        i += 1;
+                    }
+                }
+                *w = out;
+            }
+            merges.push((a, b, count));
+        }
+        merges
+    }
+
+    #[test]
+    fn the_loop_equals_the_naive_trainer_on_random_tables() {
+        let mut state = 2024u64;
+        let mut next = |m: u64| {
+            state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            (state >> 33) % m
+        };
+        for round in 0..40 {
+            // Few letters and short words: many ties, repeats ("aaaa") and
+            // pairs that come back as existing tokens ("ab"+"c" vs "a"+"bc").
+            let letters = 2 + next(4);
+            let n = 1 + next(60) as usize;
+            let words: Vec<(Vec<u32>, u64)> = (0..n)
+                .map(|_| {
+                    let len = 1 + next(9) as usize;
+                    ((0..len).map(|_| b'a' as u32 + next(letters) as u32).collect(), 1 + next(5) * next(2))
+                })
+                .collect();
+            let min_frequency = 1 + next(3);
+            let base: Vec<Vec<u8>> = (0..=255u8).map(|b| vec![b]).collect();
+            let expect = reference(&words, &mut base.clone(), usize::MAX, min_frequency);
+            for (wide, threads, cold) in [(false, 1, None), (true, 1, None), (false, 2, Some(3)), (true, 1, Some(8)), (false, 1, Some(1000))] {
+                let mut table = WordTable::new();
+                for (w, c) in &words {
+                    table.push(w.iter().copied(), *c).unwrap();
+                }
+                let mut tokens = base.clone();
+                let mut ids: Map<Vec<u8>, u32> = new_map();
+                for (i, t) in tokens.iter().enumerate() {
+                    ids.insert(t.clone(), i as u32);
+                }
+                let params = MergeParams { max_merges: usize::MAX, min_frequency, max_token_length: None, unk: None, limits: Default::default(), threads };
+                let got = learn(table, &mut tokens, &mut ids, &params, &mut |_, _| Ok(Flow::Continue), wide, cold).unwrap().merges;
+                assert_eq!(got, expect, "round {round}, wide {wide}, cold {cold:?}, words {words:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn offsets_hold_past_two_to_the_32_symbols() {
+        // A synthetic table: only the word records, with words of 3 billion
+        // symbols, so the offsets cross 2^32 twice (the symbols themselves
+        // would need 18 GB).
+        let mut recs = Vec::new();
+        let mut starts = Starts::default();
+        starts.push(&mut recs, 0);
+        let len = 3_000_000_000usize;
+        for w in 1..=5 {
+            starts.push(&mut recs, w * len);
+        }
+        starts.push(&mut recs, 5 * len + 2);
+        for w in 0..=5 {
+            assert_eq!(starts.offset(&recs, w), w * len, "word {w}");
+        }
+        assert_eq!(starts.offset(&recs, 6), 5 * len + 2);
+        assert_eq!(starts.high.len(), ((5 * len + 2) >> 32) as usize);
+    }
+
+    #[test]
+    fn ids_past_u16_widen_the_table() {
+        let mut narrow = WordTable::new();
+        narrow.push([1, 2, 3], 7).unwrap();
+        let mut wide = WordTable::new();
+        wide.push([70_000, 2], 1 << 40).unwrap();
+        assert!(matches!(wide.syms, Symbols::Wide(_)));
+        narrow.append(wide).unwrap();
+        assert!(matches!(narrow.syms, Symbols::Wide(_)));
+        narrow.push([5], 1).unwrap(); // one symbol: skipped
+        narrow.push([4, 65_535, 4], 3).unwrap();
+        assert_eq!((narrow.len(), narrow.symbols()), (3, 8));
+        assert_eq!([narrow.count(0), narrow.count(1), narrow.count(2)], [7, 1 << 40, 3]);
+        let Symbols::Wide(v) = &narrow.syms else { unreachable!() };
+        assert_eq!(v, &[1, 2, 3, 70_000, 2, 4, 65_535, 4]);
+    }
+
+    #[test]
+    fn word_lists_round_trip() {
+        let all: Vec<u32> = vec![0, 1, 2, 130, 20_000, 3_000_000, u32::MAX - 1];
+        for cut in 0..=all.len() {
+            let (mut a, mut b) = (WordList::new(), WordList::new());
+            for &w in &all[..cut] {
+                a.add(w);
+                a.add(w); // a word with two occurrences is listed once
+            }
+            for &w in &all[cut..] {
+                b.add(w);
+            }
+            a.append(b);
+            let mut out = Vec::new();
+            a.decode_into(&mut out);
+            assert_eq!(out, all, "cut {cut}");
+        }
+    }
+
 }
