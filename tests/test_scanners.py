@@ -61,11 +61,11 @@ def test_reference_path_is_separate() -> None:
 
 
 def test_custom_patterns_still_work() -> None:
-    assert bpeforge.pretokenize("ab12cd345", r"\d+") == ["12", "345"]
+    assert bpeforge.pretokenize("ab12cd345", bpeforge.Regex(r"\d+")) == ["ab", "12", "cd", "345"]
     # compiled once per pattern, the errors stay the same every call
     for _ in range(2):
         with pytest.raises(bpeforge.ParameterError):
-            bpeforge.pretokenize("x", "(")
+            bpeforge.pretokenize("x", bpeforge.Regex("("))
 
 
 # ---------------------------------------------------------------------------
