@@ -37,7 +37,7 @@ def write_seeds(d: str) -> None:
     configs = [
         dict(scheme="bytes", pretokenizer="gpt2", special_tokens=["<s>", "</s>"]),
         dict(scheme="bytes", pretokenizer="whitespace"),
-        dict(scheme="bytes", pretokenizer=r"\w+|[^\w\s]+"),
+        dict(scheme="bytes", pretokenizer=bpeforge.Regex(r"\w+|[^\w\s]+")),
         dict(scheme="chars", pretokenizer="whitespace", special_tokens=["<s>"]),
         dict(scheme="chars", pretokenizer="whitespace", end_of_word_suffix="</w>"),
         dict(scheme="chars", pretokenizer="none", character_coverage=0.99),
