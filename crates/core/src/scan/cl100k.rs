@@ -4,7 +4,7 @@
 //! The possessive quantifiers change nothing here: what they keep could
 //! never be given back to a later part of the same branch anyway.
 
-use super::tables::{LETTER, NEWLINE, NUMBER, SPACE, WORDLIKE};
+use super::tables::{LETTER, NEWLINE, NUMBER};
 use super::{contraction_end, Text, ASCII_LETTERS};
 
 pub(super) fn piece_end(t: &Text, pos: usize) -> usize {
@@ -27,20 +27,6 @@ pub(super) fn piece_end(t: &Text, pos: usize) -> usize {
             }
         }
     }
-    if class & NUMBER != 0 {
-        return t.run_max(pos, 3, |c| c & NUMBER != 0);
-    }
-    // ` ?[^\s\p{L}\p{N}]+[\r\n]*`
-    let other = if class & SPACE == 0 {
-        Some(pos)
-    } else if t.byte(pos) == b' ' && t.class_at(pos + 1).is_some_and(|c| c & WORDLIKE == 0) {
-        Some(pos + 1)
-    } else {
-        None
-    };
-    if let Some(start) = other {
-        let end = t.run(start, |c| c & WORDLIKE == 0);
-        return t.run_bytes(end, b"\r\n");
-    }
-    t.whitespace_end(pos, true)
+    // `\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]|\s+(?!\S)|\s+`
+    t.digits_other_or_space(pos, class, b"\r\n")
 }

@@ -18,7 +18,7 @@ pub(crate) mod tables;
 #[cfg(test)]
 mod tests;
 
-use tables::{classes, Classes, SPACE};
+use tables::{classes, Classes, NUMBER, SPACE, WORDLIKE};
 
 /// Which preset a [`Scanner`] cuts like.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -211,6 +211,27 @@ impl<'a> Text<'a> {
             k -= 1;
         }
         k
+    }
+
+    /// The branches cl100k and o200k end with, in order:
+    /// `\p{N}{1,3}`, ` ?[^\s\p{L}\p{N}]+` followed by any run of `trailing`
+    /// bytes (`[\r\n]*` or `[\r\n/]*`), then the whitespace branches.
+    fn digits_other_or_space(&self, pos: usize, class: u8, trailing: &[u8]) -> usize {
+        if class & NUMBER != 0 {
+            return self.run_max(pos, 3, |c| c & NUMBER != 0);
+        }
+        let other = if class & SPACE == 0 {
+            Some(pos)
+        } else if self.byte(pos) == b' ' && self.class_at(pos + 1).is_some_and(|c| c & WORDLIKE == 0) {
+            Some(pos + 1)
+        } else {
+            None
+        };
+        if let Some(start) = other {
+            let end = self.run(start, |c| c & WORDLIKE == 0);
+            return self.run_bytes(end, trailing);
+        }
+        self.whitespace_end(pos, true)
     }
 
     /// A whitespace piece starting at `pos` (the character there is `\s`),

@@ -17,7 +17,7 @@
 //!   character. With no such character branch 1 fails;
 //! * branch 2 `U+W*` is greedy with nothing to give back.
 
-use super::tables::{LETTER, LOWERISH, NEWLINE, NUMBER, SPACE, UPPERISH, WORDLIKE};
+use super::tables::{LETTER, LOWERISH, NEWLINE, NUMBER, UPPERISH};
 use super::{contraction_end, Text, ASCII_LOWER, ASCII_UPPER};
 
 pub(super) fn piece_end(t: &Text, pos: usize) -> usize {
@@ -44,22 +44,8 @@ pub(super) fn piece_end(t: &Text, pos: usize) -> usize {
             return end;
         }
     }
-    if class & NUMBER != 0 {
-        return t.run_max(pos, 3, |c| c & NUMBER != 0);
-    }
-    // ` ?[^\s\p{L}\p{N}]+[\r\n/]*`
-    let other = if class & SPACE == 0 {
-        Some(pos)
-    } else if t.byte(pos) == b' ' && t.class_at(pos + 1).is_some_and(|c| c & WORDLIKE == 0) {
-        Some(pos + 1)
-    } else {
-        None
-    };
-    if let Some(start) = other {
-        let end = t.run(start, |c| c & WORDLIKE == 0);
-        return t.run_bytes(end, b"\r\n/");
-    }
-    t.whitespace_end(pos, true)
+    // `\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]|\s+(?!\S)|\s+`
+    t.digits_other_or_space(pos, class, b"\r\n/")
 }
 
 /// Branch 1 from `start`: `U*W+` then an optional contraction.
