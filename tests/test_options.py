@@ -104,6 +104,8 @@ def samples(tmp_path) -> dict[str, tuple[list[str], object]]:
         "character_coverage": (["--character-coverage", "0.99"], 0.99),
         "end_of_word_suffix": (["--end-of-word-suffix", "</w>"], "</w>"),
         "unk_token": (["--unk-token", "<UNK>"], "<UNK>"),
+        "byte_fallback": (["--byte-fallback"], True),
+        "fuse_unk": (["--fuse-unk"], True),
         "documents": (["--documents"], True),
         "separator": (["--separator", "|||"], "|||"),
         "text_field": (["--text-field", "text"], "text"),

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import re
 from collections.abc import Collection, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Literal, Union, overload
 
@@ -22,6 +23,8 @@ from ._io import check_output, model_format
 from ._offsets import token_offsets
 from .interop import huggingface_export, sentencepiece_export, tiktoken_export
 from .options import Regex, TrainOptions, check_pretokenizer, option_docs, paths
+
+_BYTE_TOKEN = re.compile(r"<0x[0-9A-F]{2}>")
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
@@ -56,6 +59,8 @@ def train(
     character_coverage: float = 1.0,
     end_of_word_suffix: str | None = None,
     unk_token: str = "<unk>",
+    byte_fallback: bool = False,
+    fuse_unk: bool = False,
     documents: bool = False,
     separator: str | None = None,
     text_field: str | None = None,
@@ -120,6 +125,8 @@ def train_from_iterator(
     character_coverage: float = 1.0,
     end_of_word_suffix: str | None = None,
     unk_token: str = "<unk>",
+    byte_fallback: bool = False,
+    fuse_unk: bool = False,
     min_word_count: int = 1,
     resume_from: PathLike | Tokenizer | None = None,
     checkpoint_path: PathLike | None = None,
@@ -206,12 +213,16 @@ class Tokenizer:
     learned. A Tokenizer is immutable and safe to share between threads.
     """
 
-    __slots__ = ("_native", "_merges", "_specials", "_lengths", "_texts")
+    __slots__ = ("_native", "_merges", "_specials", "_textual", "_lengths", "_texts")
 
     def __init__(self, native: _native.NativeTokenizer) -> None:
         self._native = native
         self._merges: list[tuple[bytes, bytes]] | None = None
         self._specials = {t: i for i, t in enumerate(native.special_tokens)}
+        # The special tokens "all" names: byte fallback's <0xHH> tokens stand
+        # for bytes and are never read from text (SentencePiece's BYTE pieces).
+        fallback = json.loads(native.scheme_json).get("byte_fallback", False)
+        self._textual = [t for t in self._specials if not (fallback and _BYTE_TOKEN.fullmatch(t))]
         self._lengths: list[int] | None = None
         self._texts: list[str] | None = None
 
@@ -309,7 +320,7 @@ class Tokenizer:
     def _rules(self, allowed_special: SpecialSet, disallowed_special: SpecialSet) -> tuple[list[int], list[int]]:
         names = self._specials
         if allowed_special == "all":
-            allowed = set(names)
+            allowed = set(self._textual)
         else:
             if isinstance(allowed_special, str):
                 raise ParameterError("allowed_special must be 'all' or a collection of special tokens")
@@ -318,7 +329,7 @@ class Tokenizer:
             if unknown:
                 raise ParameterError(f"allowed_special names tokens that are not special tokens of this model: {sorted(unknown)!r}")
         if disallowed_special == "all":
-            disallowed = set(names) - allowed
+            disallowed = set(self._textual) - allowed
         else:
             if isinstance(disallowed_special, str):
                 raise ParameterError("disallowed_special must be 'all' or a collection of special tokens")

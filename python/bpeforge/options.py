@@ -300,6 +300,15 @@ class TrainOptions:
                                          cli={"help": "chars scheme: e.g. '</w>' instead of the ▁ prefix"})
     unk_token: str = opt("<unk>", "chars scheme: the token for characters outside the alphabet.",
                          _str("unk_token"), cli={"help": "chars scheme"})
+    byte_fallback: bool = opt(False, "chars scheme: a character outside the alphabet becomes its UTF-8 bytes, the "
+                              "special tokens ``<0x00>``..``<0xFF>`` (after the other special tokens, as "
+                              "SentencePiece's byte pieces): lossless, no ``unk_token`` in the output.", _flag,
+                              cli={"action": "store_true", "help": "chars scheme: unknown characters become "
+                                                                   "byte tokens <0x00>..<0xFF>"})
+    fuse_unk: bool = opt(False, "chars scheme: a run of unknown characters is one ``unk_token`` (SentencePiece), "
+                         "which decodes as SentencePiece's `` ⁇ ``.", _flag,
+                         cli={"action": "store_true", "help": "chars scheme: a run of unknown characters is one "
+                                                              "unk token"})
     documents: bool = opt(False, "each file is one text (newlines kept).", _flag, files_only=True,
                           cli={"action": "store_true", "help": "each file is one text (newlines kept)"})
     separator: str | None = opt(None, 'texts are cut at this string instead of at newlines.',
@@ -433,10 +442,13 @@ class TrainOptions:
         kept = {
             "scheme": scheme["type"],
             "pretokenizer": pre.get("pattern", pre["type"]),
-            "special_tokens": [t for t in model["special_tokens"] if t != scheme.get("unk_token")],
+            "special_tokens": [t for t in model["special_tokens"] if t != scheme.get("unk_token")
+                               and not (scheme.get("byte_fallback") and _is_byte_token(t))],
             "character_coverage": scheme.get("character_coverage", 1.0),
             "end_of_word_suffix": scheme.get("end_of_word_suffix"),
             "unk_token": scheme.get("unk_token", "<unk>"),
+            "byte_fallback": scheme.get("byte_fallback", False),
+            "fuse_unk": scheme.get("fuse_unk", False),
         }
         given = self.non_default()
         conflicts = [f"{k}={engine[k]!r} (the model has {v!r})" for k, v in kept.items()
@@ -460,6 +472,10 @@ class TrainOptions:
         if given:
             raise ParameterError(f"{', '.join(given)}: not available {where} ({why}); no option is ever dropped "
                                  "silently, so this run is refused")
+
+
+def _is_byte_token(t: str) -> bool:
+    return len(t) == 6 and t.startswith("<0x") and t.endswith(">") and all(c in "0123456789ABCDEF" for c in t[3:5])
 
 
 def _records() -> list[tuple[str, Opt]]:

@@ -95,7 +95,27 @@ pub enum Scheme {
         /// `None`: SentencePiece-style `▁` prefix; `Some("</w>")`: suffix.
         end_of_word_suffix: Option<String>,
         character_coverage: f64,
+        /// A character outside the alphabet becomes its UTF-8 bytes, the
+        /// special tokens `<0x00>`..`<0xFF>` (SentencePiece's byte pieces).
+        #[serde(default, skip_serializing_if = "is_false")]
+        byte_fallback: bool,
+        /// A run of unknown characters is one `unk_token` (SentencePiece).
+        #[serde(default, skip_serializing_if = "is_false")]
+        fuse_unk: bool,
+        /// A `▁` starts every text (SentencePiece's `add_dummy_prefix` for
+        /// pre-tokenizers that keep spaces inside pieces).
+        #[serde(default, skip_serializing_if = "is_false")]
+        dummy_prefix: bool,
     },
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
+/// The name of byte `b`'s token under byte fallback (SentencePiece's `<0x%02X>`).
+pub fn byte_piece(b: u8) -> String {
+    format!("<0x{b:02X}>")
 }
 
 impl Scheme {
@@ -175,6 +195,19 @@ impl Model {
         match &self.scheme {
             Scheme::Chars { unk_token, .. } => self.special_tokens.iter().position(|t| t == unk_token).map(|i| i as u32),
             Scheme::Bytes => None,
+        }
+    }
+
+    /// Byte fallback: the special-token index of each byte's token.
+    pub fn byte_token_ids(&self) -> Option<Vec<u32>> {
+        match &self.scheme {
+            Scheme::Chars { byte_fallback: true, .. } => (0..=255u8)
+                .map(|b| {
+                    let name = byte_piece(b);
+                    self.special_tokens.iter().position(|t| *t == name).map(|i| i as u32)
+                })
+                .collect(),
+            _ => None,
         }
     }
 
@@ -278,9 +311,18 @@ impl Model {
                     return Err(Error::model("the bytes scheme has a fixed alphabet; 'alphabet' must be null"));
                 }
             }
-            Scheme::Chars { unk_token, end_of_word_suffix, character_coverage } => {
+            Scheme::Chars { unk_token, end_of_word_suffix, character_coverage, byte_fallback, dummy_prefix, .. } => {
                 if !(0.0..=1.0).contains(character_coverage) || character_coverage.is_nan() {
                     return Err(Error::model(format!("character_coverage {character_coverage} is outside [0, 1]")));
+                }
+                if *byte_fallback && self.byte_token_ids().is_none() {
+                    let missing = (0..=255u8).map(byte_piece).find(|n| !self.special_tokens.contains(n)).unwrap_or_default();
+                    return Err(Error::model(format!(
+                        "byte_fallback needs the 256 byte tokens <0x00>..<0xFF> among the special tokens; {missing} is missing"
+                    )));
+                }
+                if (*byte_fallback || *dummy_prefix) && end_of_word_suffix.is_some() {
+                    return Err(Error::model("byte_fallback and dummy_prefix are for the ▁ prefix mode, not an end_of_word_suffix"));
                 }
                 if self.unk_id().is_none() {
                     return Err(Error::model(format!("unk_token {unk_token:?} is not among the special tokens")));

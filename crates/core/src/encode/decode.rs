@@ -55,7 +55,7 @@ impl Encoder {
             out.set_len(total);
         }
         let specials = self.model.special_tokens.len();
-        let strip_leading = self.whitespace && self.suffix.is_none();
+        let strip_leading = (self.whitespace || self.sp.dummy_prefix) && self.suffix.is_none();
         // `ids` are internal here.
         let ordinary = |id: &u32| *id as usize >= specials;
         if strip_leading && out.first() == Some(&b' ') && ids.first().is_some_and(ordinary) {

@@ -1,7 +1,7 @@
 //! Exact encoding: texts -> special-token split -> pre-tokens -> merges by
 //! rank, for one text or a batch on threads.
 
-use super::{Cache, Encoder, Merging, Specials, Arena, CACHE_CAPACITY, CACHE_MAX_PIECE, NO_RANK, SHORT};
+use super::{Cache, Encoder, Merging, Specials, Arena, SentencePieceRules, CACHE_CAPACITY, CACHE_MAX_PIECE, NO_RANK, SHORT};
 use crate::util::{new_map, pack, Map};
 use crate::error::{Error, Result};
 use crate::model::{Model, Scheme, SPACE_MARKER};
@@ -37,7 +37,7 @@ impl Encoder {
                 .enumerate()
                 .map(|(i, t)| {
                     if i < model.special_tokens.len() {
-                        return t.clone();
+                        return sentencepiece_surface(&model, i).unwrap_or_else(|| t.clone());
                     }
                     let s = String::from_utf8_lossy(t).replace(SPACE_MARKER, " ");
                     match end_of_word_suffix {
@@ -61,6 +61,12 @@ impl Encoder {
             }
             inv
         });
+        let sp = match &model.scheme {
+            Scheme::Chars { fuse_unk, dummy_prefix, .. } => {
+                SentencePieceRules { byte_ids: model.byte_token_ids(), fuse_unk: *fuse_unk, dummy_prefix: *dummy_prefix }
+            }
+            Scheme::Bytes => SentencePieceRules::default(),
+        };
         let mut enc = Encoder {
             to_ext: model.ids.clone(),
             to_int,
@@ -77,6 +83,7 @@ impl Encoder {
             symbol_ids,
             whitespace,
             suffix,
+            sp,
         };
         if matches!(enc.model.scheme, Scheme::Bytes) {
             enc.whole = enc.reachable(&tokens);
@@ -335,6 +342,9 @@ impl Encoder {
                 let unk = self.unk.unwrap_or(0);
                 let mut buf = String::new();
                 let lookup = |s: &str| self.symbol_ids.get(s).copied().unwrap_or(unk);
+                if self.sp.byte_ids.is_some() || self.sp.fuse_unk {
+                    return self.sentencepiece_symbols(&text, syms);
+                }
                 match &self.suffix {
                     Some(suf) => {
                         let n = text.chars().count();
@@ -363,6 +373,40 @@ impl Encoder {
                     }
                 }
             }
+        }
+    }
+
+    /// Chars scheme, `▁` prefix mode, with byte fallback or fused unknowns:
+    /// an unknown character becomes its UTF-8 bytes' tokens, or one
+    /// `unk_token` for a whole run (as SentencePiece: merges never involve
+    /// either, so doing it before merging gives the same ids).
+    fn sentencepiece_symbols(&self, text: &str, syms: &mut Vec<u32>) {
+        let unk = self.unk.unwrap_or(0);
+        let push = |id: Option<u32>, c: char, syms: &mut Vec<u32>| match (id, &self.sp.byte_ids) {
+            (Some(id), _) => syms.push(id),
+            (None, Some(bytes)) => {
+                let mut utf8 = [0u8; 4];
+                syms.extend(c.encode_utf8(&mut utf8).bytes().map(|b| bytes[b as usize]));
+            }
+            (None, None) => {
+                if !(self.sp.fuse_unk && syms.last() == Some(&unk)) {
+                    syms.push(unk);
+                }
+            }
+        };
+        if self.whitespace {
+            push(self.symbol_ids.get(SPACE_MARKER).copied(), '\u{2581}', syms);
+        }
+        let mut buf = String::new();
+        for c in text.chars() {
+            let id = if c == ' ' {
+                self.symbol_ids.get(SPACE_MARKER).copied()
+            } else {
+                buf.clear();
+                buf.push(c);
+                self.symbol_ids.get(buf.as_str()).copied()
+            };
+            push(id, if c == ' ' { '\u{2581}' } else { c }, syms);
         }
     }
 
@@ -446,24 +490,44 @@ impl Encoder {
         Ok(())
     }
 
+    /// `encode_plain` for the text's first segment: SentencePiece's dummy
+    /// prefix (a `▁` before the text, even before a special token) goes there.
+    fn encode_start(&self, text: &[u8], out: &mut Vec<u32>, how: &mut Merging) -> Result<()> {
+        if !self.sp.dummy_prefix {
+            return self.encode_plain(text, out, how);
+        }
+        let mut prefixed = Vec::with_capacity(text.len() + 1);
+        prefixed.push(b' ');
+        prefixed.extend_from_slice(text);
+        self.encode_plain(&prefixed, out, how)
+    }
+
     fn encode_internal(&self, text: &[u8], specials: &Specials, out: &mut Vec<u32>, how: &mut Merging) -> Result<()> {
+        if text.is_empty() {
+            return Ok(());
+        }
         match specials {
-            Specials::Ordinary => self.encode_plain(text, out, how),
+            Specials::Ordinary => self.encode_start(text, out, how),
             Specials::Rules { allowed, disallowed } => {
                 if self.all_specials.is_empty() {
-                    return self.encode_plain(text, out, how);
+                    return self.encode_start(text, out, how);
                 }
                 // Allowed specials become their ids; disallowed ones are an
                 // error; any other special text stays ordinary text.
                 let mut pending_start = 0usize;
                 let mut pos = 0usize;
+                let start = out.len();
                 self.all_specials.split::<Error>(text, &mut |seg| {
                     match seg {
                         Segment::Text(t) => pos += t.len(),
                         Segment::Special(k) => {
                             let name = &self.model.special_tokens[k];
                             if allowed.get(k).copied().unwrap_or(false) {
-                                self.encode_plain(&text[pending_start..pos], out, how)?;
+                                if out.len() == start && pending_start == 0 {
+                                    self.encode_start(&text[..pos], out, how)?;
+                                } else {
+                                    self.encode_plain(&text[pending_start..pos], out, how)?;
+                                }
                                 out.push(k as u32);
                                 pending_start = pos + name.len();
                             } else if disallowed.get(k).copied().unwrap_or(false) {
@@ -476,6 +540,9 @@ impl Encoder {
                     }
                     Ok(())
                 })?;
+                if pending_start == 0 {
+                    return self.encode_start(text, out, how);
+                }
                 self.encode_plain(&text[pending_start..], out, how)
             }
         }
@@ -545,4 +612,21 @@ mod tests {
             assert_eq!(out, whole, "{:?}", String::from_utf8_lossy(&text));
         }
     }
+}
+
+/// How a special token reads back in SentencePiece-style models: a byte
+/// token is its byte, a fused `unk_token` SentencePiece's ` ⁇ `.
+fn sentencepiece_surface(model: &Model, i: usize) -> Option<Vec<u8>> {
+    let Scheme::Chars { byte_fallback, fuse_unk, .. } = &model.scheme else { return None };
+    let name = &model.special_tokens[i];
+    if *fuse_unk && model.unk_id() == Some(i as u32) {
+        return Some(" \u{2047} ".as_bytes().to_vec());
+    }
+    if *byte_fallback {
+        let hex = name.strip_prefix("<0x")?.strip_suffix('>')?;
+        if hex.len() == 2 && hex.bytes().all(|b| b.is_ascii_digit() || (b'A'..=b'F').contains(&b)) {
+            return u8::from_str_radix(hex, 16).ok().map(|b| vec![b]);
+        }
+    }
+    None
 }

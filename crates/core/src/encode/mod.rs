@@ -92,6 +92,17 @@ pub struct Encoder {
     to_int: Option<Vec<u32>>,
     whitespace: bool,
     suffix: Option<String>,
+    /// SentencePiece's ways with unknown characters and the text's start.
+    sp: SentencePieceRules,
+}
+
+/// Chars scheme: what SentencePiece-style models do beyond plain BPE.
+#[derive(Default)]
+pub(crate) struct SentencePieceRules {
+    /// Byte fallback: byte -> internal id of its `<0xHH>` token.
+    byte_ids: Option<Vec<u32>>,
+    fuse_unk: bool,
+    dummy_prefix: bool,
 }
 
 /// All token strings in one buffer plus offsets.

@@ -207,7 +207,12 @@ impl TrainConfig {
     }
 
     fn validate_scheme(&self) -> Result<()> {
-        if let Scheme::Chars { unk_token, end_of_word_suffix, character_coverage } = &self.scheme {
+        if let Scheme::Chars { unk_token, end_of_word_suffix, character_coverage, byte_fallback, dummy_prefix, .. } = &self.scheme {
+            if (*byte_fallback || *dummy_prefix) && end_of_word_suffix.is_some() {
+                return Err(Error::parameter(
+                    "byte_fallback cannot be combined with end_of_word_suffix (SentencePiece's byte pieces go with the ▁ prefix)",
+                ));
+            }
             if !(*character_coverage > 0.0 && *character_coverage <= 1.0) {
                 return Err(Error::parameter(format!(
                     "character_coverage must be in (0, 1], got {character_coverage}"
@@ -282,6 +287,15 @@ impl TrainConfig {
         for t in &self.special_tokens {
             if !out.contains(t) {
                 out.push(t.clone());
+            }
+        }
+        // Byte fallback's 256 byte tokens follow the others, as SentencePiece
+        // puts its byte pieces after the control and user-defined ones.
+        if let Scheme::Chars { byte_fallback: true, .. } = &self.scheme {
+            for name in (0..=255u8).map(crate::model::byte_piece) {
+                if !out.contains(&name) {
+                    out.push(name);
+                }
             }
         }
         out
@@ -359,6 +373,10 @@ pub struct TrainOptions {
     pub character_coverage: f64,
     pub end_of_word_suffix: Option<String>,
     pub unk_token: String,
+    /// Chars scheme: unknown characters become their UTF-8 bytes.
+    pub byte_fallback: bool,
+    /// Chars scheme: a run of unknown characters is one unk_token.
+    pub fuse_unk: bool,
     pub documents: bool,
     pub separator: Option<String>,
     /// JSON lines: the text is this field of each record (dotted path).
@@ -402,6 +420,8 @@ impl Default for TrainOptions {
             character_coverage: 1.0,
             end_of_word_suffix: None,
             unk_token: "<unk>".into(),
+            byte_fallback: false,
+            fuse_unk: false,
             documents: false,
             separator: None,
             text_field: None,
@@ -443,7 +463,13 @@ impl TrainOptions {
                 unk_token: self.unk_token,
                 end_of_word_suffix: self.end_of_word_suffix,
                 character_coverage: self.character_coverage,
+                byte_fallback: self.byte_fallback,
+                fuse_unk: self.fuse_unk,
+                dummy_prefix: false,
             },
+            _ if self.byte_fallback || self.fuse_unk => {
+                return Err(Error::parameter("byte_fallback and fuse_unk are options of scheme=\"chars\" (the bytes scheme never has unknown characters)"))
+            }
             other => return Err(Error::parameter(format!("scheme must be \"bytes\" or \"chars\", got {other:?}"))),
         };
         let text_mode = text_mode(self.documents, self.separator, self.text_field, self.columns, &self.on_bad_record)?;

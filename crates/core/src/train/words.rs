@@ -33,7 +33,7 @@ pub(crate) fn build(counts: WordCounts, config: &TrainConfig, specials: &[String
     let whitespace = config.pretokenizer == PreTokenizerSpec::Whitespace;
     match &config.scheme {
         Scheme::Bytes => bytes_base(counts, config, tokens, whitespace, resume),
-        Scheme::Chars { end_of_word_suffix, character_coverage, unk_token } => {
+        Scheme::Chars { end_of_word_suffix, character_coverage, unk_token, .. } => {
             let unk = specials
                 .iter()
                 .position(|t| t == unk_token)
