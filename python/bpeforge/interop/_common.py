@@ -52,6 +52,14 @@ WHITESPACE = (
 # Rust's char::is_whitespace (HF's WhitespaceSplit): the same without U+001C..U+001F.
 _RUST_WHITESPACE = "".join(c for c in WHITESPACE if c not in "\x1c\x1d\x1e\x1f")
 SPACE_MARKER = "\u2581"
+# SentencePiece models that keep spaces (remove_extra_whitespaces=false, as
+# Llama's): SentencePiece merges over the whole text, and these regexes cut it
+# only where no piece can span the cut (before a run of spaces that follows
+# other characters; around each ASCII digit with split_digits), so encoding
+# the parts equals encoding the whole. The chars scheme's dummy_prefix adds
+# the ▁ that starts the text.
+SP_WORDS_PATTERN = r" +[^ ]*|[^ ]+"
+SP_WORDS_DIGITS_PATTERN = r" +[^ 0-9]*|[^ 0-9]+|[0-9]"
 
 
 class InteropWarning(UserWarning):

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._io import write_atomic
 from ..errors import ParameterError
-from ._common import ModelView, PathLike
+from ._common import SP_WORDS_DIGITS_PATTERN, SP_WORDS_PATTERN, ModelView, PathLike
 from .sentencepiece_proto import sp_pb, whitespace_charsmap
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -47,13 +47,28 @@ def _check_exportable(v: ModelView, whitespace: str) -> None:
             f"SentencePiece cannot express the end-of-word suffix {v.suffix!r}: it marks words with a ▁ prefix "
             "(treat_whitespace_as_suffix moves ▁ to the word's end, which is not a per-character suffix symbol)"
         )
-    if v.preset not in ("whitespace", "none"):
+    if _keeps_spaces(v):
+        pass
+    elif v.preset not in ("whitespace", "none"):
         raise ParameterError(
             f"SentencePiece has no regex pre-tokenizer: only the 'whitespace' and 'none' pre-tokenizers export "
             f"to it (this model uses {v.preset if v.preset != 'regex' else 'a custom regex'})"
         )
     if whitespace not in ("all", "space"):
         raise ParameterError(f"whitespace must be 'all' or 'space', got {whitespace!r}")
+
+
+def _keeps_spaces(v: ModelView) -> bool:
+    """SentencePiece with spaces kept (Llama style): the word regex with a dummy prefix."""
+    return bool(v.json["scheme"].get("dummy_prefix")) and v.pattern in (SP_WORDS_PATTERN, SP_WORDS_DIGITS_PATTERN)
+
+
+def _byte_piece_indexes(v: ModelView) -> set[int]:
+    """Internal indexes of byte fallback's ``<0xHH>`` special tokens."""
+    if not v.json["scheme"].get("byte_fallback"):
+        return set()
+    names = {f"<0x{b:02X}>" for b in range(256)}
+    return {i for i, t in enumerate(v.specials) if t in names}
 
 
 def _dense_order(v: ModelView) -> list[int]:
@@ -74,6 +89,7 @@ def _add_pieces(m: Any, v: ModelView, order: list[int], control: set[str]) -> No
     Piece = sp_pb().ModelProto.SentencePiece
     unk = v.unk_id
     first_merge, nmerges = v.first_merge, len(v.merges)
+    byte_pieces = _byte_piece_indexes(v)
     seen: dict[str, int] = {}
     for i in order:
         piece = m.pieces.add()
@@ -86,6 +102,8 @@ def _add_pieces(m: Any, v: ModelView, order: list[int], control: set[str]) -> No
             piece.score = 0.0
             if i == unk:
                 piece.type = Piece.UNKNOWN
+            elif i in byte_pieces:
+                piece.type = Piece.BYTE
             elif text in control:
                 piece.type = Piece.CONTROL
             else:
@@ -102,8 +120,11 @@ def _set_trainer_spec(ts: Any, v: ModelView, control: set[str]) -> None:
     ts.model_type = sp_pb().TrainerSpec.BPE
     ts.vocab_size = len(v.tokens)
     ts.character_coverage = float(v.json["scheme"].get("character_coverage", 1.0))
-    ts.split_by_whitespace = v.preset == "whitespace"
-    ts.byte_fallback = False
+    ts.split_by_whitespace = v.preset == "whitespace" or _keeps_spaces(v)
+    ts.byte_fallback = bool(v.json["scheme"].get("byte_fallback"))
+    if _keeps_spaces(v):
+        ts.split_digits = v.pattern == SP_WORDS_DIGITS_PATTERN
+        ts.allow_whitespace_only_pieces = True
     ts.treat_whitespace_as_suffix = False
 
     def special_id(name: str) -> int:
@@ -124,7 +145,11 @@ def _set_normalizer_specs(m: Any, v: ModelView, whitespace: str) -> None:
     spaces); ``none`` is neither. The denormalizer is the identity."""
     ns = m.normalizer_spec
     ns.escape_whitespaces = True
-    if v.preset == "whitespace":
+    if _keeps_spaces(v):
+        ns.name = "identity"
+        ns.add_dummy_prefix = True
+        ns.remove_extra_whitespaces = False
+    elif v.preset == "whitespace":
         ns.add_dummy_prefix = True
         ns.remove_extra_whitespaces = True
         if whitespace == "all":
@@ -154,8 +179,9 @@ def to_sentencepiece(
 
     Pieces are in bpeforge id order: ``<unk>`` (UNKNOWN), the special tokens
     (CONTROL for those in ``control_tokens``, default ``<s>``, ``</s>``,
-    ``<pad>`` when present, which also become bos/eos/pad; USER_DEFINED for
-    the others), the alphabet and the merges (NORMAL; a merge's score is minus
+    ``<pad>`` when present, which also become bos/eos/pad; BYTE for byte
+    fallback's ``<0x00>``..``<0xFF>``; USER_DEFINED for the others), the
+    alphabet and the merges (NORMAL; a merge's score is minus
     its rank, characters score below every merge). The normalizer is the
     identity except, for the ``whitespace`` preset with ``whitespace="all"``
     (default), a charsmap mapping every ``str.isspace()`` character to a space,
@@ -166,7 +192,8 @@ def to_sentencepiece(
     ``sentencepiece.SentencePieceProcessor(model_file=path).encode(text)``
     gives ``tok.encode(text, allowed_special=<the USER_DEFINED ones>)``,
     except that (1) SentencePiece merges a run of unknown characters into one
-    ``<unk>`` where bpeforge gives one per character; (2) SentencePiece adds
+    ``<unk>`` where bpeforge, without ``fuse_unk`` (or ``byte_fallback``),
+    gives one per character; (2) SentencePiece adds
     the ``▁`` prefix only at the start of the text, not after a special token
     in the middle of it; (3) CONTROL tokens' text is never matched in text.
     """

@@ -8,6 +8,7 @@ from typing import Any
 from .._tokenizer import Tokenizer
 from ..errors import ModelFormatError, ParameterError
 from ._builder import Builder, foreign_file_errors
+from ._common import SP_WORDS_DIGITS_PATTERN, SP_WORDS_PATTERN, SPACE_MARKER
 from .sentencepiece_proto import load_model_proto, normalizer_rules, sp_pb, whitespace_rules
 
 
@@ -19,7 +20,13 @@ def from_sentencepiece(source: Any, *, ignore_normalizer: bool = False) -> Token
 
     ``add_dummy_prefix`` + ``remove_extra_whitespaces`` (SentencePiece's
     defaults) become the ``whitespace`` pre-tokenizer, neither of them
-    ``none``. Exact when the normalizer maps every ``str.isspace()``
+    ``none``; ``add_dummy_prefix`` alone (Llama, Mistral, Gemma: spaces kept)
+    becomes a regex cutting words before runs of spaces (and around digits
+    with ``split_digits``) with the chars scheme's ``dummy_prefix``, exact with
+    the identity normalizer. Byte-fallback models (BYTE pieces ``<0x00>``..
+    ``<0xFF>``) keep their byte pieces as special tokens with their ids
+    (``byte_fallback`` in the scheme); a run of unknown characters is one
+    ``<unk>`` (``fuse_unk``), as in SentencePiece. Exact when the normalizer maps every ``str.isspace()``
     character to a space and does nothing else (what :func:`to_sentencepiece`
     writes); with the identity normalizer, SentencePiece separates words only
     at U+0020, so texts with tabs or other whitespace encode differently
@@ -29,14 +36,12 @@ def from_sentencepiece(source: Any, *, ignore_normalizer: bool = False) -> Token
     CONTROL text, and always matches USER_DEFINED text: compare with
     ``allowed_special`` = the USER_DEFINED pieces). Merges are derived from the
     scores: each multi-character piece's two parts are what SentencePiece's
-    BPE makes of it with the higher-scored pieces. SentencePiece also merges a
-    run of unknown characters into one ``<unk>``; bpeforge gives one per
-    character.
+    BPE makes of it with the higher-scored pieces.
     """
     pb = sp_pb()
     m, where = load_model_proto(source)
     _check_importable(m, where)
-    pretok = _pretokenizer(m.normalizer_spec, where)
+    pretok = _pretokenizer(m, where)
     notes = _normalizer_notes(m, pretok, ignore_normalizer, where)
     S = pb.ModelProto.SentencePiece
     pieces = list(m.pieces)
@@ -44,8 +49,13 @@ def from_sentencepiece(source: Any, *, ignore_normalizer: bool = False) -> Token
     if len(unk) != 1:
         raise ModelFormatError(f"{where}: {len(unk)} UNKNOWN pieces (SentencePiece requires exactly one)")
     unk_piece = pieces[unk[0]].piece
-    scheme = {"type": "chars", "unk_token": unk_piece, "end_of_word_suffix": None,
-              "character_coverage": float(m.trainer_spec.character_coverage or 1.0)}
+    byte_ids = _byte_pieces(m, where)
+    scheme: dict[str, Any] = {"type": "chars", "unk_token": unk_piece, "end_of_word_suffix": None,
+                              "character_coverage": float(m.trainer_spec.character_coverage or 1.0), "fuse_unk": True}
+    if byte_ids:
+        scheme["byte_fallback"] = True
+    if pretok["type"] == "regex":
+        scheme["dummy_prefix"] = True
     b = Builder(scheme, pretok, where)
     b.source_id_end = len(pieces)
     for n in notes:
@@ -53,7 +63,7 @@ def from_sentencepiece(source: Any, *, ignore_normalizer: bool = False) -> Token
     b.add_special(unk_piece, unk[0])
     user_defined = []
     for i, p in enumerate(pieces):
-        if p.type in (S.CONTROL, S.USER_DEFINED):
+        if p.type in (S.CONTROL, S.USER_DEFINED, S.BYTE):
             b.add_special(p.piece, i)
             if p.type == S.USER_DEFINED:
                 user_defined.append(p.piece)
@@ -76,24 +86,61 @@ def _check_importable(m: Any, where: str) -> None:
     if ts.model_type != pb.TrainerSpec.BPE:
         kind = pb.TrainerSpec.ModelType.Name(ts.model_type)
         raise ParameterError(f"{where}: a SentencePiece {kind} model; only BPE models import into bpeforge")
-    if any(p.type == pb.ModelProto.SentencePiece.BYTE for p in m.pieces):
-        raise ParameterError(f"{where}: the model uses byte_fallback (BYTE pieces), which bpeforge's chars scheme cannot express")
+    if any(p.type == pb.ModelProto.SentencePiece.UNUSED for p in m.pieces):
+        raise ParameterError(f"{where}: the model has UNUSED pieces (resegmented by SentencePiece), which bpeforge cannot express")
     if ts.treat_whitespace_as_suffix:
         raise ParameterError(f"{where}: treat_whitespace_as_suffix has no bpeforge equivalent")
     if not ns.escape_whitespaces:
         raise ParameterError(f"{where}: escape_whitespaces=false (spaces stay spaces) has no bpeforge equivalent")
 
 
-def _pretokenizer(ns: Any, where: str) -> dict[str, Any]:
-    """add_dummy_prefix + remove_extra_whitespaces is ``whitespace``; neither is ``none``."""
+def _byte_pieces(m: Any, where: str) -> list[int]:
+    """The ids of the 256 BYTE pieces ``<0x00>``..``<0xFF>`` (none: []).
+    SentencePiece needs all of them, each once, in byte order."""
+    S = sp_pb().ModelProto.SentencePiece
+    found = [(p.piece, i) for i, p in enumerate(m.pieces) if p.type == S.BYTE]
+    if not found and not m.trainer_spec.byte_fallback:
+        return []
+    names = [f"<0x{b:02X}>" for b in range(256)]
+    if [name for name, _ in found] != names:
+        have = [name for name, _ in found]
+        problem = ("missing " + next(n for n in names if n not in have) if set(names) - set(have)
+                   else "duplicated or unknown" if len(have) != 256 else "out of byte order")
+        raise ModelFormatError(f"{where}: byte_fallback needs the 256 BYTE pieces <0x00>..<0xFF> in order; "
+                               f"this model's are {problem}")
+    return [i for _, i in found]
+
+
+def _pretokenizer(m: Any, where: str) -> dict[str, Any]:
+    """add_dummy_prefix + remove_extra_whitespaces is ``whitespace``; neither is
+    ``none``; add_dummy_prefix alone cuts words where no piece can span the cut."""
+    ns = m.normalizer_spec
     if ns.add_dummy_prefix and ns.remove_extra_whitespaces:
         return {"type": "whitespace"}
     if not ns.add_dummy_prefix and not ns.remove_extra_whitespaces:
         return {"type": "none"}
+    if ns.add_dummy_prefix:
+        return {"type": "regex", "pattern": _word_pattern(m, where), "isolated": True}
     raise ParameterError(
-        f"{where}: add_dummy_prefix={ns.add_dummy_prefix} with remove_extra_whitespaces="
-        f"{ns.remove_extra_whitespaces} matches no bpeforge pre-tokenizer (both true: whitespace; both false: none)"
+        f"{where}: remove_extra_whitespaces without add_dummy_prefix matches no bpeforge pre-tokenizer"
     )
+
+
+def _word_pattern(m: Any, where: str) -> str:
+    """The spaces-kept word regex, checked against the pieces: none may span
+    a cut (a ▁ after another character, or a digit beside anything with
+    split_digits); SentencePiece's own trainer never makes such pieces."""
+    S = sp_pb().ModelProto.SentencePiece
+    normal = [p.piece for p in m.pieces if p.type in (S.NORMAL, S.USER_DEFINED)]
+    for piece in normal:
+        body = piece.lstrip(SPACE_MARKER)
+        if SPACE_MARKER in body:
+            raise ParameterError(f"{where}: the piece {piece!r} spans a space after a word; bpeforge cannot cut "
+                                 "this model's text into words without changing its ids")
+    digits = set("0123456789")
+    if all(len(p) == 1 or not digits & set(p) for p in normal):
+        return SP_WORDS_DIGITS_PATTERN
+    return SP_WORDS_PATTERN
 
 
 def _normalizer_notes(m: Any, pretok: dict[str, Any], ignore_normalizer: bool, where: str) -> list[str]:
