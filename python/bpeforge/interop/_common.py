@@ -166,6 +166,20 @@ class ModelView:
         self.nspec = len(self.specials)
 
     @property
+    def byte_specials(self) -> set[int]:
+        """Internal indexes of byte fallback's ``<0x00>``..``<0xFF>`` tokens."""
+        if not self.json["scheme"].get("byte_fallback"):
+            return set()
+        names = {f"<0x{b:02X}>" for b in range(256)}
+        return {i for i, t in enumerate(self.specials) if t in names}
+
+    @property
+    def keeps_spaces(self) -> bool:
+        """SentencePiece with spaces kept (Llama style): the word regex and a dummy prefix."""
+        return bool(self.json["scheme"].get("dummy_prefix")) and self.pattern in (SP_WORDS_PATTERN,
+                                                                                   SP_WORDS_DIGITS_PATTERN)
+
+    @property
     def unk_id(self) -> int | None:
         if self.unk_token is None:
             return None

@@ -77,12 +77,42 @@ def _bytes_pipeline(v: ModelView) -> _Pipeline:
     return normalizer, pre, decoder
 
 
+# Byte fallback's decoding: <0xHH> tokens back to bytes, then one string.
+_BYTE_DECODERS = [{"type": "ByteFallback"}, {"type": "Fuse"}]
+
+
 def _chars_pipeline(v: ModelView) -> _Pipeline:
-    """Chars models: ``▁`` through Metaspace, or the end-of-word suffix."""
+    """Chars models: ``▁`` through Metaspace, or the end-of-word suffix; byte
+    fallback adds its decoders."""
+    normalizer, pre, decoder = _chars_steps(v)
+    if v.byte_specials and decoder.get("type") == "Metaspace":
+        decoder = {"type": "Sequence", "decoders": [*_BYTE_DECODERS, decoder]}
+    return normalizer, pre, decoder
+
+
+# SentencePiece with spaces kept, as transformers' Llama converter writes it:
+# ▁ before the text, spaces as ▁, the whole text one piece.
+_SP_KEPT_SPACES_NORMALIZER = {
+    "type": "Sequence",
+    "normalizers": [{"type": "Prepend", "prepend": SPACE_MARKER},
+                    {"type": "Replace", "pattern": {"String": " "}, "content": SPACE_MARKER}],
+}
+_SP_KEPT_SPACES_DECODER = {
+    "type": "Sequence",
+    "decoders": [{"type": "Replace", "pattern": {"String": SPACE_MARKER}, "content": " "}, *_BYTE_DECODERS,
+                 {"type": "Strip", "content": " ", "start": 1, "stop": 0}],
+}
+
+
+def _chars_steps(v: ModelView) -> _Pipeline:
     if v.suffix is not None:
         if v.preset != "whitespace":  # the core refuses this too; kept for clarity
             raise ParameterError("end_of_word_suffix needs the whitespace pre-tokenizer")
         return None, _split(f"[{_WS_CLASS}]+", "Removed", False), {"type": "BPEDecoder", "suffix": v.suffix}
+    if v.keeps_spaces:
+        # No pre-tokenizer: no piece spans the regex's cuts, so BPE over the
+        # whole text gives the same ids.
+        return _SP_KEPT_SPACES_NORMALIZER, None, _SP_KEPT_SPACES_DECODER  # type: ignore[return-value]
     if v.preset == "whitespace":
         pre = _seq([_split(_WS_WORDS, "Removed", True), _metaspace("never", False)])
         return _WS_NORMALIZER, pre, _metaspace("always", True)
@@ -97,7 +127,11 @@ def _vocab_and_added_tokens(v: ModelView, key: Callable[[bytes], str]) -> tuple[
     for i in range(v.nspec, len(v.tokens)):
         vocab[key(v.tokens[i])] = v.ext[i]
     added: list[dict[str, Any]] = []
+    byte_specials = v.byte_specials
     for i, s in enumerate(v.specials):
+        if i in byte_specials:  # in the vocabulary, never matched in text (as Llama's)
+            vocab[s] = v.ext[i]
+            continue
         if s in vocab and vocab[s] != v.ext[i]:
             raise ParameterError(
                 f"special token {s!r} has the same text as token {vocab[s]} in the Hugging Face vocabulary; "
@@ -146,8 +180,8 @@ def huggingface_json(tok: Tokenizer) -> dict[str, Any]:
             "unk_token": unk_token,
             "continuing_subword_prefix": None,
             "end_of_word_suffix": end_of_word_suffix,
-            "fuse_unk": False,
-            "byte_fallback": False,
+            "fuse_unk": bool(v.json["scheme"].get("fuse_unk")),
+            "byte_fallback": bool(v.byte_specials),
             "ignore_merges": False,
             "vocab": vocab,
             "merges": _merge_list(v, key),

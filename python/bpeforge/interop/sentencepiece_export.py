@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._io import write_atomic
 from ..errors import ParameterError
-from ._common import SP_WORDS_DIGITS_PATTERN, SP_WORDS_PATTERN, ModelView, PathLike
+from ._common import SP_WORDS_DIGITS_PATTERN, ModelView, PathLike
 from .sentencepiece_proto import sp_pb, whitespace_charsmap
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -47,7 +47,7 @@ def _check_exportable(v: ModelView, whitespace: str) -> None:
             f"SentencePiece cannot express the end-of-word suffix {v.suffix!r}: it marks words with a ▁ prefix "
             "(treat_whitespace_as_suffix moves ▁ to the word's end, which is not a per-character suffix symbol)"
         )
-    if _keeps_spaces(v):
+    if v.keeps_spaces:
         pass
     elif v.preset not in ("whitespace", "none"):
         raise ParameterError(
@@ -56,19 +56,6 @@ def _check_exportable(v: ModelView, whitespace: str) -> None:
         )
     if whitespace not in ("all", "space"):
         raise ParameterError(f"whitespace must be 'all' or 'space', got {whitespace!r}")
-
-
-def _keeps_spaces(v: ModelView) -> bool:
-    """SentencePiece with spaces kept (Llama style): the word regex with a dummy prefix."""
-    return bool(v.json["scheme"].get("dummy_prefix")) and v.pattern in (SP_WORDS_PATTERN, SP_WORDS_DIGITS_PATTERN)
-
-
-def _byte_piece_indexes(v: ModelView) -> set[int]:
-    """Internal indexes of byte fallback's ``<0xHH>`` special tokens."""
-    if not v.json["scheme"].get("byte_fallback"):
-        return set()
-    names = {f"<0x{b:02X}>" for b in range(256)}
-    return {i for i, t in enumerate(v.specials) if t in names}
 
 
 def _dense_order(v: ModelView) -> list[int]:
@@ -89,7 +76,7 @@ def _add_pieces(m: Any, v: ModelView, order: list[int], control: set[str]) -> No
     Piece = sp_pb().ModelProto.SentencePiece
     unk = v.unk_id
     first_merge, nmerges = v.first_merge, len(v.merges)
-    byte_pieces = _byte_piece_indexes(v)
+    byte_pieces = v.byte_specials
     seen: dict[str, int] = {}
     for i in order:
         piece = m.pieces.add()
@@ -120,9 +107,9 @@ def _set_trainer_spec(ts: Any, v: ModelView, control: set[str]) -> None:
     ts.model_type = sp_pb().TrainerSpec.BPE
     ts.vocab_size = len(v.tokens)
     ts.character_coverage = float(v.json["scheme"].get("character_coverage", 1.0))
-    ts.split_by_whitespace = v.preset == "whitespace" or _keeps_spaces(v)
+    ts.split_by_whitespace = v.preset == "whitespace" or v.keeps_spaces
     ts.byte_fallback = bool(v.json["scheme"].get("byte_fallback"))
-    if _keeps_spaces(v):
+    if v.keeps_spaces:
         ts.split_digits = v.pattern == SP_WORDS_DIGITS_PATTERN
         ts.allow_whitespace_only_pieces = True
     ts.treat_whitespace_as_suffix = False
@@ -145,7 +132,7 @@ def _set_normalizer_specs(m: Any, v: ModelView, whitespace: str) -> None:
     spaces); ``none`` is neither. The denormalizer is the identity."""
     ns = m.normalizer_spec
     ns.escape_whitespaces = True
-    if _keeps_spaces(v):
+    if v.keeps_spaces:
         ns.name = "identity"
         ns.add_dummy_prefix = True
         ns.remove_extra_whitespaces = False
