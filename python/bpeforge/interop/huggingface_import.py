@@ -8,6 +8,7 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import re
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
@@ -18,6 +19,8 @@ from ._common import (
     _PATTERN_PRESETS,
     _RUST_WS_CLASS,
     _WS_CLASS,
+    SP_WORDS_DIGITS_PATTERN,
+    SP_WORDS_PATTERN,
     SPACE_MARKER,
     _key_bytes,
     _pretokenizer_for_pattern,
@@ -45,7 +48,12 @@ def from_huggingface(source: Any, *, ignore_normalizer: bool = False) -> Tokeniz
       become a custom regex), a bare ``ByteLevel`` (``none``), and what
       :func:`to_huggingface` writes for ``whitespace``;
     * chars: ``Metaspace`` forms (SentencePiece style), ``WhitespaceSplit`` or
-      ``Whitespace`` (then no ``▁`` marker), ``end_of_word_suffix``.
+      ``Whitespace`` (then no ``▁`` marker), ``end_of_word_suffix``;
+    * SentencePiece BPE with spaces kept, as transformers converts Llama 2,
+      Mistral and Gemma: ``Prepend("▁") + Replace(" ", "▁")`` normalizers or
+      ``Metaspace(split=False)``, with ``byte_fallback`` (the ``<0x00>``..
+      ``<0xFF>`` tokens become special tokens keeping their ids, never matched
+      in text) and ``fuse_unk``, both kept in the scheme.
 
     Added tokens become special tokens; compare with
     ``encode(text, allowed_special="all")`` against
@@ -61,7 +69,6 @@ def from_huggingface(source: Any, *, ignore_normalizer: bool = False) -> Tokeniz
     * the standard ``Metaspace(prepend_scheme="always", split=True)`` keeps
       runs of spaces as ``▁`` pieces and does not split at other whitespace,
       while it is imported as the ``whitespace`` preset;
-    * ``fuse_unk=True``: a run of unknown characters is one ``<unk>`` there;
     * a normalizer other than the one :func:`to_huggingface` writes raises,
       unless ``ignore_normalizer=True`` (ids then match on text the normalizer
       leaves unchanged).
@@ -71,8 +78,16 @@ def from_huggingface(source: Any, *, ignore_normalizer: bool = False) -> Tokeniz
     vocab: dict[str, int] = {str(k): int(v) for k, v in model["vocab"].items()}
     merges = _merge_pairs(model["merges"], where)
     notes: list[str] = []
-    ws_normalizer = _accept_normalizer(doc.get("normalizer"), ignore_normalizer, where, notes)
-    scheme, pretok, rename_space = _map_pipeline(model, _steps(doc.get("pre_tokenizer")), ws_normalizer, notes, where)
+    if _is_sentencepiece_kept_spaces(doc):
+        scheme, pretok, rename_space = _kept_spaces_mapping(model, vocab, where)
+    else:
+        ws_normalizer = _accept_normalizer(doc.get("normalizer"), ignore_normalizer, where, notes)
+        scheme, pretok, rename_space = _map_pipeline(model, _steps(doc.get("pre_tokenizer")), ws_normalizer, notes,
+                                                     where)
+    if model.get("byte_fallback"):
+        scheme["byte_fallback"] = True
+    if model.get("fuse_unk"):
+        scheme["fuse_unk"] = True
     byte_level = scheme["type"] == "bytes"
 
     b = Builder(scheme, pretok, where)
@@ -82,6 +97,8 @@ def from_huggingface(source: Any, *, ignore_normalizer: bool = False) -> Tokeniz
         b.note(f"BPE dropout {model['dropout']} ignored (use encode(..., dropout=p) in bpeforge)")
     added = sorted(doc.get("added_tokens") or [], key=lambda t: int(t["id"]))
     special_text = _add_specials(b, added, vocab, scheme, where)
+    if scheme.get("byte_fallback"):
+        _add_byte_tokens(b, vocab, special_text, where)
     token_bytes = _token_bytes_fn(byte_level, rename_space)
     used_ext = set(vocab.values()) | {int(t["id"]) for t in added}
     b.source_id_end = max(used_ext) + 1 if used_ext else 0
@@ -94,7 +111,10 @@ def from_huggingface(source: Any, *, ignore_normalizer: bool = False) -> Tokeniz
     else:
         _add_unknown_token(b, model, vocab, scheme["unk_token"], special_text, fresh)
         alphabet = _add_alphabet(b, vocab, merges, special_text, scheme["end_of_word_suffix"], token_bytes)
-    _add_merges(b, merges, vocab, special_text, token_bytes, where)
+    if pretok.get("type") == "regex" and scheme.get("dummy_prefix"):
+        _add_sentencepiece_merges(b, merges, vocab, special_text, where)
+    else:
+        _add_merges(b, merges, vocab, special_text, token_bytes, where)
     dropped_tokens = sum(1 for k in vocab if k not in special_text) - (len(b.base) - len(missing)) - len(b.merges)
     if dropped_tokens:
         b.count("tokens_not_reachable_by_merges", dropped_tokens)
@@ -227,8 +247,6 @@ def _map_pipeline(model: dict[str, Any], steps: list[dict[str, Any]], ws_normali
 
     if "ByteLevel" in types:
         return {"type": "bytes"}, _byte_level_pretokenizer(steps, ws_normalizer, fail, where), False
-    if model.get("byte_fallback"):
-        raise ParameterError(f"{where}: byte_fallback has no equivalent in bpeforge's chars scheme")
     suffix = model.get("end_of_word_suffix") or None
     scheme = {"type": "chars", "unk_token": model.get("unk_token") or "<unk>", "end_of_word_suffix": suffix,
               "character_coverage": 1.0}
@@ -303,6 +321,53 @@ def _chars_pretokenizer(steps: list[dict[str, Any]], ws_normalizer: bool, notes:
     raise fail("cannot be expressed as a bpeforge pre-tokenizer")
 
 
+def _is_sentencepiece_kept_spaces(doc: Mapping[str, Any]) -> bool:
+    """The Llama forms: ▁ prepended and spaces replaced by the normalizer (no
+    pre-tokenizer), or by ``Metaspace(split=False)`` (no normalizer)."""
+    norm, pre = doc.get("normalizer"), doc.get("pre_tokenizer")
+    llama_norm = {"type": "Sequence", "normalizers": [
+        {"type": "Prepend", "prepend": SPACE_MARKER},
+        {"type": "Replace", "pattern": {"String": " "}, "content": SPACE_MARKER}]}
+    if pre is None and isinstance(norm, dict) and json.dumps(norm, sort_keys=True) == json.dumps(llama_norm, sort_keys=True):
+        return True
+    return norm is None and isinstance(pre, dict) and _is_metaspace(pre, ("always", "first"), False)
+
+
+def _kept_spaces_mapping(model: dict[str, Any], vocab: Mapping[str, int], where: str) -> _Mapping:
+    """SentencePiece's whole-text BPE as the chars scheme's word regex (cut
+    where no token can span the cut) plus the dummy prefix."""
+    for key in vocab:
+        if SPACE_MARKER in key.lstrip(SPACE_MARKER):
+            raise ParameterError(f"{where}: the token {key!r} spans a space after a word; bpeforge cannot cut "
+                                 "this model's text into words without changing its ids")
+    digits = set("0123456789")
+    split_digits = all(len(k) == 1 or not digits & set(k) for k in vocab if not _BYTE_KEY.fullmatch(k))
+    scheme = {"type": "chars", "unk_token": model.get("unk_token") or "<unk>", "end_of_word_suffix": None,
+              "character_coverage": 1.0, "dummy_prefix": True}
+    pattern = SP_WORDS_DIGITS_PATTERN if split_digits else SP_WORDS_PATTERN
+    return scheme, {"type": "regex", "pattern": pattern, "isolated": True}, False
+
+
+_BYTE_KEY = re.compile(r"<0x[0-9A-F]{2}>")
+
+
+def _add_byte_tokens(b: Builder, vocab: Mapping[str, int], special_text: set[str], where: str) -> None:
+    """byte_fallback's 256 tokens ``<0x00>``..``<0xFF>``: all present, ids in
+    byte order (as every converted SentencePiece model has them)."""
+    names = [f"<0x{x:02X}>" for x in range(256)]
+    missing = [n for n in names if n not in vocab]
+    if missing:
+        raise ModelFormatError(f"{where}: byte_fallback needs the 256 tokens <0x00>..<0xFF>; {missing[0]} "
+                               f"(and {len(missing) - 1} more) missing")
+    ids = [int(vocab[n]) for n in names]
+    if ids != sorted(ids) or len(set(ids)) != 256:
+        raise ModelFormatError(f"{where}: byte_fallback's tokens <0x00>..<0xFF> have ids out of byte order or shared")
+    for n, ext in zip(names, ids):
+        if n not in special_text:
+            b.add_special(n, ext)
+            special_text.add(n)
+
+
 # ---- the vocabulary ---------------------------------------------------------
 
 
@@ -355,8 +420,6 @@ def _add_unknown_token(b: Builder, model: dict[str, Any], vocab: Mapping[str, in
         b.specials.insert(0, unk)
         b.special_ext.insert(0, ext)
         special_text.add(unk)
-    if model.get("fuse_unk"):
-        b.note("fuse_unk=True: the source gives one unknown token for a run of unknown characters, bpeforge one per character")
 
 
 def _add_bytes(b: Builder, vocab: Mapping[str, int], special_text: set[str], fresh: Iterator[int]) -> list[int]:
@@ -411,6 +474,27 @@ def _add_merges(b: Builder, merges: list[tuple[str, str]], vocab: Mapping[str, i
             b.count("merges_not_representable")
             continue
         b.add_merge(lt, rt, vocab[new])
+
+
+def _add_sentencepiece_merges(b: Builder, merges: list[tuple[str, str]], vocab: Mapping[str, int],
+                              special_text: set[str], where: str) -> None:
+    """A converted SentencePiece model lists every split of every piece,
+    ranked by the piece (transformers' converter): BPE over those merges is
+    SentencePiece's score-ordered BPE, so each token's one merge is derived as
+    the SentencePiece importer derives it, with the rank of the first merge
+    making the token as its score."""
+    from types import SimpleNamespace
+
+    from .sentencepiece_import import _add_merges as derive
+
+    rank: dict[str, int] = {}
+    for k, (left, right) in enumerate(merges):
+        new = left + right
+        if new not in vocab:
+            raise ModelFormatError(f"{where}: merge {left!r} + {right!r} makes {new!r}, which is not in the vocabulary")
+        rank.setdefault(new, k)
+    multi = [(vocab[t], SimpleNamespace(piece=t, score=-float(r))) for t, r in rank.items() if t not in special_text]
+    derive(b, multi)
 
 
 def _note_merge_losses(b: Builder, model: dict[str, Any]) -> None:
