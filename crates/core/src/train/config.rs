@@ -458,6 +458,9 @@ impl TrainOptions {
     /// error naming the option.
     pub fn into_config(self) -> Result<TrainConfig> {
         let scheme = match self.scheme.as_str() {
+            "bytes" if self.byte_fallback || self.fuse_unk => {
+                return Err(Error::parameter("byte_fallback and fuse_unk are options of scheme=\"chars\" (the bytes scheme never has unknown characters)"))
+            }
             "bytes" => Scheme::Bytes,
             "chars" => Scheme::Chars {
                 unk_token: self.unk_token,
@@ -467,9 +470,6 @@ impl TrainOptions {
                 fuse_unk: self.fuse_unk,
                 dummy_prefix: false,
             },
-            _ if self.byte_fallback || self.fuse_unk => {
-                return Err(Error::parameter("byte_fallback and fuse_unk are options of scheme=\"chars\" (the bytes scheme never has unknown characters)"))
-            }
             other => return Err(Error::parameter(format!("scheme must be \"bytes\" or \"chars\", got {other:?}"))),
         };
         let text_mode = text_mode(self.documents, self.separator, self.text_field, self.columns, &self.on_bad_record)?;
