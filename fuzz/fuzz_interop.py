@@ -55,17 +55,48 @@ def write_seeds(d: str) -> None:
     b = bpeforge.train_from_iterator(texts, vocab_size=320, special_tokens=["<s>"], **kw)
     c = bpeforge.train_from_iterator(texts, vocab_size=2450, scheme="chars", pretokenizer="whitespace",
                                      character_coverage=0.99, **kw)
+    # Byte fallback and fused unknowns (the Llama-style importer paths).
+    f = bpeforge.train_from_iterator(texts, vocab_size=2800, scheme="chars", pretokenizer="whitespace",
+                                     character_coverage=0.99, byte_fallback=True, fuse_unk=True, **kw)
     tmp = tempfile.mkdtemp()
+    llama = _llama_style_seed(f, os.path.join(tmp, "llama.model"))
     seeds = {
-        0: [b.to_huggingface(os.path.join(tmp, "b.json")), c.to_huggingface(os.path.join(tmp, "c.json"))],
+        0: [b.to_huggingface(os.path.join(tmp, "b.json")), c.to_huggingface(os.path.join(tmp, "c.json")),
+            f.to_huggingface(os.path.join(tmp, "f.json"))]
+           + ([llama_hf(llama, os.path.join(tmp, "llama.json"))] if llama else []),
         1: [b.to_tiktoken(os.path.join(tmp, "b.tiktoken"))[0]],
-        2: [c.to_sentencepiece(os.path.join(tmp, "c.model"))],
+        2: [c.to_sentencepiece(os.path.join(tmp, "c.model")), f.to_sentencepiece(os.path.join(tmp, "f.model"))]
+           + ([llama] if llama else []),
         3: [os.path.join(tmp, "b.tiktoken.json")],
     }
     for sel, paths in seeds.items():
         for k, p in enumerate(paths):
             with open(p, "rb") as src, open(os.path.join(d, f"seed-{sel}-{k}"), "wb") as dst:
                 dst.write(bytes([sel]) + src.read())
+
+
+def _llama_style_seed(tok: bpeforge.Tokenizer, path: str) -> str | None:
+    """A spaces-kept byte-fallback .model (Llama's normalizer settings), made by
+    re-exporting ``tok``'s model with those settings, when sentencepiece is here."""
+    try:
+        from bpeforge.interop.sentencepiece_proto import sp_pb  # noqa: F401
+        from bpeforge.interop.sentencepiece_export import sentencepiece_model_proto
+    except ImportError:
+        return None
+    m = sentencepiece_model_proto(tok)
+    m.normalizer_spec.name = "identity"
+    m.normalizer_spec.precompiled_charsmap = b""
+    m.normalizer_spec.remove_extra_whitespaces = False
+    with open(path, "wb") as out:
+        out.write(m.SerializeToString())
+    return path
+
+
+def llama_hf(model_path: str, path: str) -> str:
+    """The seed .model imported and written as a Llama-type tokenizer.json."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return interop.from_sentencepiece(model_path).to_huggingface(path)
 
 
 RANKS = None  # a valid rank file for sidecar fuzzing

@@ -152,6 +152,13 @@ def test_extended_keeps_old_ids_and_matches(llama_model, lines, held_out, tmp_pa
     assert ext.id_to_token(old.vocab_size) is not None
     assert_sentencepiece_equal(ext, tmp_path / "ext.model", held_out)
     assert_huggingface_equal(ext, tmp_path / "hf", held_out)
+    # and the exported tokenizer.json imports back to the same ids
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        back = interop.from_huggingface(tmp_path / "hf")
+    bad = differing(lambda t: back.encode(t, disallowed_special=()), lambda t: ext.encode(t, disallowed_special=()),
+                    held_out)
+    assert not bad, f"{len(bad)} lines differ after the tokenizer.json round trip, first {bad[0]!r}"
 
 
 # ---- behaviour ------------------------------------------------------------------

@@ -335,7 +335,15 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     w = sys.stdout.write
     w(f"model: {args.model}\n")
     w(f"  {tok!r}\n")
-    w(f"  special tokens: {tok.special_tokens}\n")
+    scheme = tok._scheme_settings()
+    byte_tokens = {f"<0x{b:02X}>" for b in range(256)} if scheme.get("byte_fallback") else set()
+    w(f"  special tokens: {[t for t in tok.special_tokens if t not in byte_tokens]}\n")
+    if byte_tokens:
+        ids = [tok.token_to_id(t) for t in ("<0x00>", "<0xFF>")]
+        w(f"  byte fallback: <0x00>..<0xFF> (ids {ids[0]}..{ids[1]})\n")
+    for flag in ("fuse_unk", "dummy_prefix"):
+        if scheme.get(flag):
+            w(f"  {flag}: true\n")
     if tok.alphabet is not None:
         w(f"  alphabet: {len(tok.alphabet)} symbols\n")
     w(f"  merges: {len(tok.merge_counts)}\n")

@@ -111,7 +111,7 @@ def from_huggingface(source: Any, *, ignore_normalizer: bool = False) -> Tokeniz
     else:
         _add_unknown_token(b, model, vocab, scheme["unk_token"], special_text, fresh)
         alphabet = _add_alphabet(b, vocab, merges, special_text, scheme["end_of_word_suffix"], token_bytes)
-    if pretok.get("type") == "regex" and scheme.get("dummy_prefix"):
+    if pretok.get("type") == "regex" and scheme.get("dummy_prefix") and not _one_merge_per_token(merges):
         _add_sentencepiece_merges(b, merges, vocab, special_text, where)
     else:
         _add_merges(b, merges, vocab, special_text, token_bytes, where)
@@ -474,6 +474,18 @@ def _add_merges(b: Builder, merges: list[tuple[str, str]], vocab: Mapping[str, i
             b.count("merges_not_representable")
             continue
         b.add_merge(lt, rt, vocab[new])
+
+
+def _one_merge_per_token(merges: list[tuple[str, str]]) -> bool:
+    """Each token made by one merge, after its parts (what bpeforge writes):
+    the list is then taken as it is."""
+    made: set[str] = set()
+    for left, right in merges:
+        new = left + right
+        if new in made or (len(left) > 1 and left not in made) or (len(right) > 1 and right not in made):
+            return False
+        made.add(new)
+    return True
 
 
 def _add_sentencepiece_merges(b: Builder, merges: list[tuple[str, str]], vocab: Mapping[str, int],
