@@ -106,11 +106,14 @@ def _segments(tok: Tokenizer, text: str, allowed: Any) -> list[tuple[int, int, b
     return out
 
 
-def _pieces(tok: Tokenizer, text: str, start: int, end: int) -> list[tuple[int, int]]:
-    """Pre-token spans of ``text[start:end]``."""
+def _pieces(tok: Tokenizer, text: str, start: int, end: int, prefixed: bool = False) -> list[tuple[int, int]]:
+    """Pre-token spans of ``text[start:end]`` (``prefixed``: of a space and
+    it, as the dummy prefix makes it; the space is at ``start - 1``)."""
     from ._native import pretokenize
 
     segment = text[start:end]
+    if prefixed:
+        segment, start = " " + segment, start - 1
     out, pos = [], 0
     for piece in pretokenize(segment, tok.pretokenizer):
         at = segment.find(piece, pos)
@@ -121,21 +124,42 @@ def _pieces(tok: Tokenizer, text: str, start: int, end: int) -> list[tuple[int, 
     return out
 
 
-def _units(tok: Tokenizer, text: str, piece: tuple[int, int], marker: bool) -> list[_Span]:
-    """The base symbols of one pre-token, each as the characters it stands for."""
+def _units(tok: Tokenizer, text: str, piece: tuple[int, int], marker: bool,
+           known: Any = None) -> tuple[list[_Span], list[bool]]:
+    """The base symbols of one pre-token, each as the characters it stands
+    for, and whether each is outside the alphabet (chars scheme). ``known``
+    (byte fallback or fused unknowns): the alphabet; an unknown character is
+    then one unit per UTF-8 byte with byte fallback."""
     s, e = piece
     units: list[_Span] = []
+    unknown: list[bool] = []
+
+    def add(span: _Span, symbol: str) -> None:
+        is_unknown = known is not None and symbol not in known
+        n = len(symbol.encode("utf-8")) if is_unknown and known.byte_fallback else 1
+        units.extend([span] * n)
+        unknown.extend([is_unknown] * n)
+
     if marker:
         # The word's ▁ / added space: the last whitespace character before it.
         # With none (at the start of a text or after a special token), the
         # word's first character, as Hugging Face's Prepend normalizer aligns it.
-        units.append((s - 1, s) if s > 0 and text[s - 1].isspace() else (s, s + 1))
+        add((s - 1, s) if s > 0 and text[s - 1].isspace() else (s, s + 1), SPACE_MARKER)
     if tok.scheme == "bytes":
         for i in range(s, e):
             units.extend([(i, i + 1)] * len(text[i].encode("utf-8")))
     else:
-        units.extend((i, i + 1) for i in range(s, e))
-    return units
+        for i in range(s, e):
+            # i < 0: the dummy prefix's space, aligned with the first character.
+            span, ch = ((i, i + 1), text[i]) if i >= 0 else ((0, min(1, len(text))), " ")
+            add(span, SPACE_MARKER if ch == " " else ch)
+    return units, unknown
+
+
+class _Alphabet(set):  # type: ignore[type-arg]
+    """The chars alphabet, with the scheme's byte_fallback flag."""
+
+    byte_fallback = False
 
 
 def _unit_walk(tok: Tokenizer, text: str, ids: Sequence[int], allowed: Any) -> list[_Span]:
@@ -144,25 +168,41 @@ def _unit_walk(tok: Tokenizer, text: str, ids: Sequence[int], allowed: Any) -> l
     marker = tok.pretokenizer == "whitespace" and not suffix
     unk = tok.token_to_id(scheme["unk_token"]) if tok.scheme == "chars" else None
     specials = set(tok._specials.values())
+    fuse, dummy_prefix = bool(scheme.get("fuse_unk")), bool(scheme.get("dummy_prefix"))
+    byte_ids = {tok.token_to_id(t) for t in tok._specials if t not in tok._textual}
+    known = None
+    if scheme.get("byte_fallback") or fuse:
+        known = _Alphabet(tok.alphabet or ())
+        known.byte_fallback = bool(scheme.get("byte_fallback"))
     lengths = tok._token_lengths()
     tokens = tok._token_texts()
     out: list[_Span] = []
     k = 0
     for start, end, special in _segments(tok, text, allowed):
+        first, dummy_prefix = dummy_prefix, False  # the dummy prefix goes before the text's first segment
         if special:
+            if first and text:  # its ▁ stands alone, before the special token
+                out.append((0, 0))
+                k += 1
             out.append((start, end))
             k += 1
             continue
-        for piece in _pieces(tok, text, start, end):
-            units = _units(tok, text, piece, marker)
+        for piece in _pieces(tok, text, start, end, prefixed=first):
+            units, unknown = _units(tok, text, piece, marker, known)
             used = 0
             while used < len(units):
                 i = ids[k]
                 k += 1
-                if i in specials and i != unk:  # pragma: no cover - specials are their own segments
+                if i in specials and i != unk and i not in byte_ids:  # pragma: no cover - specials are their own segments
                     raise RuntimeError("bpeforge: a special token inside a pre-token (please report this)")
-                if tok.scheme == "bytes":
+                if tok.scheme == "bytes" and i not in byte_ids:
                     n = lengths[i]
+                elif i in byte_ids:
+                    n = 1
+                elif i == unk and fuse:
+                    n = 1
+                    while used + n < len(units) and unknown[used + n]:
+                        n += 1
                 else:
                     n = _symbols(tokens[i], i == unk, suffix, len(units) - used)
                 covered = [u for u in units[used:used + n] if u[1] > u[0]] or units[used:used + 1]
