@@ -266,3 +266,15 @@ def test_whole_corpus(llama_model, lines, tmp_path):
     for name, tok in (("imported", old), ("extended", ext), ("trained", trained)):
         assert_sentencepiece_equal(tok, tmp_path / f"{name}.model", texts)
         assert_huggingface_equal(tok, tmp_path / name, texts)
+
+
+def test_offsets_with_byte_tokens_fused_unknowns_and_the_dummy_prefix(small_bf, llama_model):
+    ids, offsets = small_bf.encode_with_offsets("ab \U0001F600x")
+    assert offsets[-5:-1] == [(3, 4)] * 4  # the four byte tokens of 😀 span it
+    fused = bpeforge.train_from_iterator(["abc abd ab"] * 20, scheme="chars", pretokenizer="whitespace",
+                                         vocab_size=270, fuse_unk=True, progress=False)
+    assert fused.encode_with_offsets("ab 日本語 ab")[1] == [(0, 2), (2, 3), (3, 6), (6, 9)]
+    llama = imported(llama_model)
+    text = "<|im_start|>hi  there"
+    ids, offsets = llama.encode_with_offsets(text, allowed_special="all")
+    assert len(ids) == len(offsets) and offsets[0] == (0, 0) and offsets[1] == (0, 12)
