@@ -339,8 +339,8 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     byte_tokens = {f"<0x{b:02X}>" for b in range(256)} if scheme.get("byte_fallback") else set()
     w(f"  special tokens: {[t for t in tok.special_tokens if t not in byte_tokens]}\n")
     if byte_tokens:
-        ids = [tok.token_to_id(t) for t in ("<0x00>", "<0xFF>")]
-        w(f"  byte fallback: <0x00>..<0xFF> (ids {ids[0]}..{ids[1]})\n")
+        low, high = (tok.token_to_id(t) for t in ("<0x00>", "<0xFF>"))
+        w(f"  byte fallback: <0x00>..<0xFF> (ids {low}..{high})\n")
     for flag in ("fuse_unk", "dummy_prefix"):
         if scheme.get(flag):
             w(f"  {flag}: true\n")
