@@ -560,6 +560,36 @@ mod tests {
     use crate::pretok::PreTokenizerSpec;
 
     #[test]
+    fn byte_fallback_and_fused_unknowns() {
+        let chars = |byte_fallback: bool, fuse_unk: bool| {
+            let mut specials = vec!["<unk>".to_string()];
+            if byte_fallback {
+                specials.extend((0..=255u8).map(crate::model::byte_piece));
+            }
+            let scheme = Scheme::Chars {
+                unk_token: "<unk>".into(),
+                end_of_word_suffix: None,
+                character_coverage: 1.0,
+                byte_fallback,
+                fuse_unk,
+                dummy_prefix: false,
+            };
+            let alphabet = vec!["\u{2581}".to_string(), "a".to_string()];
+            Encoder::new(Model::new(scheme, PreTokenizerSpec::Whitespace, specials, Some(alphabet))).unwrap()
+        };
+        let ids = |enc: &Encoder, text: &str| enc.encode(text.as_bytes(), &Specials::Ordinary, None).unwrap();
+        // "a é€": ▁ a ▁ é(2 bytes) €(3 bytes); ▁ and a are ids 257 and 258.
+        let bf = chars(true, false);
+        assert_eq!(ids(&bf, "a é€"), vec![257, 258, 257, 1 + 0xC3, 1 + 0xA9, 1 + 0xE2, 1 + 0x82, 1 + 0xAC]);
+        assert_eq!(bf.decode_bytes(&ids(&bf, "a é€")).unwrap(), "a é€".as_bytes());
+        assert_eq!(ids(&bf, "<0x41>"), ids(&bf, "<0x41>")); // text, never the byte token: no panic either
+        let fused = chars(false, true);
+        assert_eq!(ids(&fused, "a é€a"), vec![1, 2, 1, 0, 2]);
+        assert_eq!(fused.decode_bytes(&[0]).unwrap(), " \u{2047} ".as_bytes());
+        assert_eq!(ids(&chars(false, false), "é€"), vec![1, 0, 0]);
+    }
+
+    #[test]
     fn long_and_short_paths_agree() {
         // Merges over "ab" repeated: (a,b) -> 256, (256,256) -> 257, ...
         let mut m = Model::new(Scheme::Bytes, PreTokenizerSpec::None, vec![], None);
