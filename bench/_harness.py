@@ -101,6 +101,7 @@ class ChildResult:
     cpu_s: float  # user + sys of the child (all its threads)
     maxrss_bytes: int  # ru_maxrss of the child
     stderr_tail: str
+    stopped_at_cap: bool = False  # killed by us because its RSS passed ``rss_cap_bytes``
 
 
 def run_child(
@@ -108,12 +109,15 @@ def run_child(
     env: Mapping[str, str],
     timeout_s: float,
     log_dir: Path,
+    rss_cap_bytes: float | None = None,
 ) -> ChildResult:
     """Run ``argv`` in a new session; reap it with ``os.wait4``.
 
     The child's stdout and stderr go to files in ``log_dir`` (so a chatty
     child can never block on a full pipe). On timeout the child's whole
-    process group is killed.
+    process group is killed; so is a child whose RSS passes ``rss_cap_bytes``
+    (a tool with no memory budget of its own is stopped before the OOM killer
+    picks some other process).
     """
     log_dir.mkdir(parents=True, exist_ok=True)
     out_path, err_path = log_dir / "stdout.txt", log_dir / "stderr.txt"
@@ -123,7 +127,7 @@ def run_child(
             list(argv), env=dict(env), stdout=out, stderr=err,
             stdin=subprocess.DEVNULL, start_new_session=True,
         )
-        status, usage, timed_out = _wait_with_timeout(proc, timeout_s)
+        status, usage, timed_out, capped = _wait_with_timeout(proc, timeout_s, rss_cap_bytes)
         wall = time.perf_counter() - start
     proc.returncode = _exit_code(status)  # reaped by us; keep Popen consistent
     return ChildResult(
@@ -133,21 +137,36 @@ def run_child(
         cpu_s=usage.ru_utime + usage.ru_stime,
         maxrss_bytes=usage.ru_maxrss * 1024,  # Linux reports KiB
         stderr_tail=_tail(err_path),
+        stopped_at_cap=capped,
     )
 
 
-def _wait_with_timeout(proc: subprocess.Popen, timeout_s: float):
-    """Poll ``wait4`` until the child exits or ``timeout_s`` elapses."""
+def _wait_with_timeout(proc: subprocess.Popen, timeout_s: float, rss_cap_bytes: float | None = None):
+    """Poll ``wait4`` until the child exits, ``timeout_s`` elapses or its RSS
+    passes ``rss_cap_bytes``; returns (status, usage, timed_out, capped)."""
     deadline = time.monotonic() + timeout_s
     while True:
         pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
         if pid:
-            return status, usage, False
-        if time.monotonic() > deadline:
+            return status, usage, False, False
+        timed_out = time.monotonic() > deadline
+        capped = rss_cap_bytes is not None and _rss_bytes(proc.pid) > rss_cap_bytes
+        if timed_out or capped:
             _kill_group(proc.pid)
             _, status, usage = os.wait4(proc.pid, 0)
-            return status, usage, True
+            return status, usage, timed_out and not capped, capped
         time.sleep(POLL_INTERVAL)
+
+
+def _rss_bytes(pid: int) -> int:
+    """Current resident set size of ``pid`` (0 if it cannot be read)."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    except (OSError, ValueError):
+        pass
+    return 0
 
 
 def _kill_group(pid: int) -> None:

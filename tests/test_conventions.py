@@ -5,10 +5,12 @@ Hugging Face's for the same exported model."""
 
 from __future__ import annotations
 
+import base64
 import concurrent.futures
 import copy
 import multiprocessing
 import pickle
+from pathlib import Path
 
 import pytest
 
@@ -48,6 +50,56 @@ def test_pickle_round_trip(tok, chars_tok, protocol) -> None:
         assert back == t
         assert back.to_json() == t.to_json()
         assert _encode_all(back) == _encode_all(t)
+
+
+def test_pickle_keeps_every_id(tok, corpus_slice, tmp_path) -> None:
+    """A pickle carries the encoder's derived tables (token bytes, whole-piece
+    lookups): the unpickled copy must give the same ids on real text, also for
+    an imported model whose external ids differ from the internal ones."""
+    ranks, _ = tok.to_tiktoken(tmp_path / "m.tiktoken")
+    # The same vocabulary with the ranks of "a" and "b" swapped: imported,
+    # its external ids are no longer its internal ones.
+    a, b = base64.b64encode(b"a"), base64.b64encode(b"b")
+    rows = [line.split() for line in Path(ranks).read_bytes().splitlines()]
+    rank = {tokb: r for tokb, r in rows}
+    rank[a], rank[b] = rank[b], rank[a]
+    Path(ranks).write_bytes(b"".join(tokb + b" " + rank[tokb] + b"\n" for tokb, _ in rows))
+    imported = bpeforge.load(ranks)
+    assert imported.token_to_id("a") == tok.token_to_id("b")
+    lines = corpus_slice[:2000]
+    for t in (tok, imported):
+        back = pickle.loads(pickle.dumps(t))
+        assert back.encode_batch(lines) == t.encode_batch(lines)
+        assert back.get_vocab() == t.get_vocab()
+        assert back.decode_batch(t.encode_batch(lines[:50])) == lines[:50]
+
+
+class _OldPickle:
+    """What bpeforge 0.1.0's Tokenizer.__reduce__ produced: the model JSON."""
+
+    def __init__(self, tok: bpeforge.Tokenizer) -> None:
+        self.json = tok.to_json().encode("utf-8")
+
+    def __reduce__(self):  # type: ignore[no-untyped-def]
+        from bpeforge._tokenizer import _from_model_json
+
+        return (_from_model_json, (self.json,))
+
+
+def test_pickles_from_before_snapshots_still_load(tok) -> None:
+    assert pickle.loads(pickle.dumps(_OldPickle(tok))) == tok
+
+
+def test_damaged_pickle_is_a_clear_error(tok) -> None:
+    from bpeforge._tokenizer import _from_snapshot
+
+    kind, (data,) = tok.__reduce__()
+    assert kind is _from_snapshot
+    damaged = bytearray(data)
+    damaged[len(damaged) // 2] ^= 0xFF
+    for bad in (bytes(damaged), data[: len(data) // 2], b"", b"not a snapshot"):
+        with pytest.raises(bpeforge.ModelFormatError, match="snapshot"):
+            _from_snapshot(bad)
 
 
 def test_deepcopy_and_copy(tok) -> None:

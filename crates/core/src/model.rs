@@ -18,7 +18,7 @@
 //! the same directory, then rename); loading validates every field and refuses
 //! hostile sizes before allocating for them.
 
-use crate::util::{new_map, Map};
+use crate::util::Map;
 use crate::error::{Error, Result};
 use crate::pretok::PreTokenizerSpec;
 use serde::{Deserialize, Serialize};
@@ -257,6 +257,31 @@ impl Model {
 
     /// Checks everything a loaded (possibly hostile) model claims.
     pub fn validate(&self) -> Result<()> {
+        self.validated_tokens().map(drop)
+    }
+
+    /// Validates the model and returns its token bytes by id (which the
+    /// checks compute anyway; the encoder needs them too).
+    pub fn validated_tokens(&self) -> Result<Vec<Vec<u8>>> {
+        self.validate_settings()?;
+        let tokens = self.token_bytes()?;
+        // Merged tokens must be distinct from each other and from base symbols.
+        let mut ids: Map<&[u8], usize> = crate::util::map_with_capacity(tokens.len());
+        for (i, t) in tokens.iter().enumerate().skip(self.special_tokens.len()) {
+            if let Some(prev) = ids.insert(t.as_slice(), i) {
+                return Err(Error::model(format!(
+                    "tokens {prev} and {i} have the same bytes {:?}; every token must be distinct",
+                    String::from_utf8_lossy(t)
+                )));
+            }
+        }
+        drop(ids);
+        Ok(tokens)
+    }
+
+    /// Every check but the tokens' own (which need each token's bytes): the
+    /// format, counts, special tokens, scheme, ids and pre-tokenizer.
+    pub(crate) fn validate_settings(&self) -> Result<()> {
         if self.format != FORMAT {
             return Err(Error::model(format!("not a bpeforge model (format is {:?}, expected {FORMAT:?})", self.format)));
         }
@@ -289,17 +314,6 @@ impl Model {
         self.validate_ids()?;
         crate::pretok::PreTokenizer::new(self.pretokenizer.clone())
             .map_err(|e| Error::model(format!("pretokenizer: {}", e.message())))?;
-        let tokens = self.token_bytes()?;
-        // Merged tokens must be distinct from each other and from base symbols.
-        let mut ids: Map<&[u8], usize> = new_map();
-        for (i, t) in tokens.iter().enumerate().skip(self.special_tokens.len()) {
-            if let Some(prev) = ids.insert(t.as_slice(), i) {
-                return Err(Error::model(format!(
-                    "tokens {prev} and {i} have the same bytes {:?}; every token must be distinct",
-                    String::from_utf8_lossy(t)
-                )));
-            }
-        }
         Ok(())
     }
 
@@ -408,15 +422,21 @@ impl Model {
     }
 
     pub fn from_json(data: &[u8]) -> Result<Model> {
-        let model: Model = serde_json::from_slice(data).map_err(|e| {
+        let model = Self::parse_json(data)?;
+        model.validate()?;
+        Ok(model)
+    }
+
+    /// Parses without validating: for callers that validate next anyway
+    /// (building an `Encoder` does), so the checks run once.
+    pub(crate) fn parse_json(data: &[u8]) -> Result<Model> {
+        serde_json::from_slice(data).map_err(|e| {
             if e.is_eof() {
                 Error::model(format!("the model file is truncated ({e})"))
             } else {
                 Error::model(format!("the model file is not a valid bpeforge model: {e}"))
             }
-        })?;
-        model.validate()?;
-        Ok(model)
+        })
     }
 
     /// Saves atomically: a failed save leaves any earlier file intact.

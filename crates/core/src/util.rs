@@ -11,7 +11,12 @@ pub type Hasher = foldhash::fast::FixedState;
 pub type Map<K, V> = hashbrown::HashMap<K, V, Hasher>;
 
 pub fn new_map<K, V>() -> Map<K, V> {
-    Map::with_hasher(Hasher::with_seed(0x5eed_b9e_f0a6e))
+    map_with_capacity(0)
+}
+
+/// `new_map` with room for `capacity` entries (no rehashing while filling).
+pub fn map_with_capacity<K, V>(capacity: usize) -> Map<K, V> {
+    Map::with_capacity_and_hasher(capacity, Hasher::with_seed(0x5eed_b9e_f0a6e))
 }
 
 /// A pair of token ids as one 64-bit key (left id in the high half).

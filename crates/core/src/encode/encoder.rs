@@ -1,8 +1,9 @@
 //! Exact encoding: texts -> special-token split -> pre-tokens -> merges by
 //! rank, for one text or a batch on threads.
 
-use super::{Cache, Encoder, Merging, Specials, Arena, SentencePieceRules, CACHE_CAPACITY, CACHE_MAX_PIECE, NO_RANK, SHORT};
-use crate::util::{new_map, pack, Map};
+use super::index::TokenIndex;
+use super::{Arena, Cache, Encoder, Merging, Prepared, SentencePieceRules, Specials, CACHE_CAPACITY, CACHE_MAX_PIECE, NO_RANK, SHORT};
+use crate::util::{map_with_capacity, new_map, pack};
 use crate::error::{Error, Result};
 use crate::model::{Model, Scheme, SPACE_MARKER};
 use crate::pretok::{utf8_runs, PreTokenizer, PreTokenizerSpec, Segment, SpecialSplitter};
@@ -11,18 +12,41 @@ use std::cmp::Reverse;
 
 impl Encoder {
     pub fn new(model: Model) -> Result<Self> {
-        model.validate()?;
-        let tokens = model.token_bytes()?;
+        Self::build(model, None)
+    }
+
+    /// An encoder from a model file's JSON (validated once, while building).
+    pub fn from_model_json(json: &[u8]) -> Result<Self> {
+        Self::build(Model::parse_json(json)?, None)
+    }
+
+    /// Builds the encoder's tables, from the model alone (validating it) or
+    /// from a snapshot's `Prepared` tables (see `snapshot`).
+    pub(super) fn build(model: Model, prepared: Option<Prepared>) -> Result<Self> {
+        let (raw, known_whole) = match prepared {
+            Some(p) => {
+                model.validate_settings()?;
+                if p.raw.len() != model.vocab_size() {
+                    return Err(Error::model(format!(
+                        "the encoder snapshot has {} tokens but its model has {}",
+                        p.raw.len(),
+                        model.vocab_size()
+                    )));
+                }
+                let whole = checked_whole_ids(p.raw.len(), model.special_tokens.len(), p.whole)?;
+                (p.raw, Some(whole))
+            }
+            None => {
+                let tokens = model.validated_tokens()?;
+                (Arena::new(tokens.iter().map(Vec::as_slice)), None)
+            }
+        };
         let pretok = PreTokenizer::new(model.pretokenizer.clone())?;
         let all_specials = SpecialSplitter::new(&model.special_tokens)?;
         let first_merge = (model.special_tokens.len() + model.base_len()) as u32;
-        let mut ranks = new_map();
+        let mut ranks = map_with_capacity(model.merges.len());
         for (k, &(a, b)) in model.merges.iter().enumerate() {
             ranks.entry(pack(a, b)).or_insert((k as u32, first_merge + k as u32));
-        }
-        let mut token_ids = new_map();
-        for (i, t) in tokens.iter().enumerate() {
-            token_ids.entry(t.clone()).or_insert(i as u32);
         }
         let (whitespace, suffix) = match &model.scheme {
             Scheme::Bytes => (model.pretokenizer == PreTokenizerSpec::Whitespace, None),
@@ -30,23 +54,27 @@ impl Encoder {
                 (model.pretokenizer == PreTokenizerSpec::Whitespace, end_of_word_suffix.clone())
             }
         };
-        let shown: Vec<Vec<u8>> = match &model.scheme {
-            Scheme::Bytes => tokens.clone(),
-            Scheme::Chars { end_of_word_suffix, .. } => tokens
-                .iter()
-                .enumerate()
-                .map(|(i, t)| {
-                    if i < model.special_tokens.len() {
-                        return sentencepiece_surface(&model, i).unwrap_or_else(|| t.clone());
-                    }
-                    let s = String::from_utf8_lossy(t).replace(SPACE_MARKER, " ");
-                    match end_of_word_suffix {
-                        Some(suf) => s.replace(suf.as_str(), " ").into_bytes(),
-                        None => s.into_bytes(),
-                    }
-                })
-                .collect(),
+        let shown = match &model.scheme {
+            // Byte-level tokens decode to their own bytes.
+            Scheme::Bytes => raw.clone(),
+            Scheme::Chars { end_of_word_suffix, .. } => {
+                let shown: Vec<Vec<u8>> = (0..raw.len())
+                    .map(|i| {
+                        let t = raw.get(i);
+                        if i < model.special_tokens.len() {
+                            return sentencepiece_surface(&model, i).unwrap_or_else(|| t.to_vec());
+                        }
+                        let s = String::from_utf8_lossy(t).replace(SPACE_MARKER, " ");
+                        match end_of_word_suffix {
+                            Some(suf) => s.replace(suf.as_str(), " ").into_bytes(),
+                            None => s.into_bytes(),
+                        }
+                    })
+                    .collect();
+                Arena::new(shown.iter().map(Vec::as_slice))
+            }
         };
+        let token_ids = TokenIndex::new(&raw, 0..raw.len() as u32);
         let mut symbol_ids = new_map();
         if let Some(alpha) = &model.alphabet {
             for (k, s) in alpha.iter().enumerate() {
@@ -72,31 +100,44 @@ impl Encoder {
             to_int,
             base_start: model.base_start() as u32,
             unk: model.unk_id(),
-            raw: Arena::new(tokens.iter().cloned()),
-            shown: Arena::new(shown.into_iter()),
+            raw,
+            shown,
             model,
             pretok,
             all_specials,
             ranks,
             token_ids,
-            whole: new_map(),
+            whole: Vec::new(),
             symbol_ids,
             whitespace,
             suffix,
             sp,
         };
         if matches!(enc.model.scheme, Scheme::Bytes) {
-            enc.whole = enc.reachable(&tokens);
+            let ids = match known_whole {
+                Some(ids) => ids,
+                None => enc.reachable(),
+            };
+            enc.whole = vec![false; enc.raw.len()];
+            for id in ids {
+                enc.whole[id as usize] = true;
+            }
         }
         Ok(enc)
     }
 
+    /// The ids `reachable` found, ascending (what a snapshot stores).
+    pub(super) fn whole_ids(&self) -> Vec<u32> {
+        (0..self.whole.len() as u32).filter(|&id| self.whole[id as usize]).collect()
+    }
+
     /// Tokens (bytes scheme) whose own bytes encode to exactly themselves.
-    fn reachable(&self, tokens: &[Vec<u8>]) -> Map<Vec<u8>, u32> {
-        let mut out = new_map();
+    fn reachable(&self) -> Vec<u32> {
+        let mut out = Vec::new();
         let start = self.model.special_tokens.len();
         let mut syms = Vec::new();
-        for (i, t) in tokens.iter().enumerate().skip(start) {
+        for i in start..self.raw.len() {
+            let t = self.raw.get(i);
             // Long tokens are rare as whole pieces; checking them would cost
             // O(L log L) each (quadratic over a hostile chain of merges).
             if t.len() > 64 {
@@ -106,10 +147,21 @@ impl Encoder {
             syms.extend(t.iter().map(|&b| self.base_start + b as u32));
             self.bpe(&mut syms);
             if syms.len() == 1 && syms[0] == i as u32 {
-                out.insert(t.clone(), i as u32);
+                out.push(i as u32);
             }
         }
         out
+    }
+
+    /// The token a whole piece is, when its bytes encode to just that token.
+    /// (A special token with the same bytes as such a token shadows it in
+    /// `token_ids`; the piece then takes the merge path, to the same ids.)
+    #[inline]
+    fn whole_token(&self, piece: &[u8]) -> Option<u32> {
+        if self.whole.is_empty() {
+            return None;
+        }
+        self.token_ids.get(&self.raw, piece).filter(|&id| self.whole[id as usize])
     }
 
     pub fn model(&self) -> &Model {
@@ -146,7 +198,7 @@ impl Encoder {
     }
 
     pub fn token_to_id(&self, token: &[u8]) -> Option<u32> {
-        self.token_ids.get(token).map(|&i| self.external(i))
+        self.token_ids.get(&self.raw, token).map(|i| self.external(i))
     }
 
     /// The merges as (left, right) token bytes, in order.
@@ -191,7 +243,7 @@ impl Encoder {
                 out.push(self.base_start + p[0] as u32);
                 return;
             }
-            if let Some(&id) = self.whole.get(p) {
+            if let Some(id) = self.whole_token(p) {
                 out.push(id);
                 return;
             }
@@ -425,7 +477,7 @@ impl Encoder {
         // `whole` is keyed by a piece's own bytes, so it only applies where
         // the symbols are exactly those bytes (no added space marker).
         if !self.whitespace {
-            if let Some(&id) = self.whole.get(piece) {
+            if let Some(id) = self.whole_token(piece) {
                 out.push(id);
                 return;
             }
@@ -551,6 +603,15 @@ impl Encoder {
     /// The bytes of one token as stored (no `▁` replacement).
     pub fn token_bytes(&self, id: u32) -> Option<&[u8]> {
         self.id_to_token(id)
+    }
+}
+
+/// Stored whole-piece ids, refusing any that is not a non-special token (a
+/// snapshot is checksummed, so this only meets a foreign file).
+fn checked_whole_ids(vocab: usize, specials: usize, ids: Vec<u32>) -> Result<Vec<u32>> {
+    match ids.iter().find(|&&id| (id as usize) < specials || id as usize >= vocab) {
+        Some(id) => Err(Error::model(format!("the encoder snapshot names token {id}, which is not a merged token of the model"))),
+        None => Ok(ids),
     }
 }
 

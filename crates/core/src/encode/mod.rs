@@ -29,6 +29,8 @@ mod batch;
 mod decode;
 pub mod dropout;
 mod encoder;
+mod index;
+mod snapshot;
 pub mod file;
 
 pub use dropout::Dropout;
@@ -36,6 +38,7 @@ pub use dropout::Dropout;
 use crate::model::Model;
 use crate::pretok::{PreTokenizer, SpecialSplitter};
 use crate::util::{new_map, Map};
+use index::TokenIndex;
 
 const SHORT: usize = 96;
 const NO_RANK: u32 = u32::MAX;
@@ -80,9 +83,11 @@ pub struct Encoder {
     raw: Arena,
     /// Token bytes by id as decoded text (`▁` -> space, `</w>` -> space).
     shown: Arena,
-    token_ids: Map<Vec<u8>, u32>,
-    /// Pieces that are one token: bytes -> id (bytes scheme only).
-    whole: Map<Vec<u8>, u32>,
+    token_ids: TokenIndex,
+    /// By internal id: the token's own bytes encode to exactly it, so a
+    /// piece with those bytes needs no merging (bytes scheme only; empty
+    /// otherwise).
+    whole: Vec<bool>,
     /// Chars scheme: base symbol string -> id.
     symbol_ids: Map<String, u32>,
     base_start: u32,
@@ -106,6 +111,7 @@ pub(crate) struct SentencePieceRules {
 }
 
 /// All token strings in one buffer plus offsets.
+#[derive(Clone)]
 struct Arena {
     data: Vec<u8>,
     offsets: Vec<usize>,
@@ -116,15 +122,37 @@ struct Arena {
 const COPY_SLACK: usize = 16;
 
 impl Arena {
-    fn new(items: impl Iterator<Item = Vec<u8>>) -> Self {
+    fn new<'a>(items: impl ExactSizeIterator<Item = &'a [u8]>) -> Self {
         let mut data = Vec::new();
-        let mut offsets = vec![0];
+        let mut offsets = Vec::with_capacity(items.len() + 1);
+        offsets.push(0);
         for t in items {
-            data.extend_from_slice(&t);
+            data.extend_from_slice(t);
             offsets.push(data.len());
         }
         data.extend_from_slice(&[0u8; COPY_SLACK]);
         Arena { data, offsets }
+    }
+    /// The arena of tokens with these `lengths` laid end to end in `data`
+    /// (a snapshot's form), or None if they do not add up.
+    fn from_lengths(mut data: Vec<u8>, lengths: impl ExactSizeIterator<Item = u32>) -> Option<Self> {
+        let mut offsets = Vec::with_capacity(lengths.len() + 1);
+        let mut end = 0usize;
+        offsets.push(0);
+        for len in lengths {
+            end = end.checked_add(len as usize)?;
+            offsets.push(end);
+        }
+        if end != data.len() {
+            return None;
+        }
+        data.extend_from_slice(&[0u8; COPY_SLACK]);
+        Some(Arena { data, offsets })
+    }
+    /// The bytes `from_lengths` takes back: all tokens, then their lengths.
+    fn parts(&self) -> (&[u8], impl Iterator<Item = u32> + '_) {
+        let data = &self.data[..self.data.len() - COPY_SLACK];
+        (data, self.offsets.windows(2).map(|w| (w[1] - w[0]) as u32))
     }
     #[inline]
     fn get(&self, id: usize) -> &[u8] {
@@ -133,4 +161,12 @@ impl Arena {
     fn len(&self) -> usize {
         self.offsets.len() - 1
     }
+}
+
+/// What an encoder derives from its model at real cost, as a snapshot
+/// carries it: every token's bytes (rebuilding them is one allocation per
+/// token) and the ids `reachable` found (one BPE run per token).
+struct Prepared {
+    raw: Arena,
+    whole: Vec<u32>,
 }
