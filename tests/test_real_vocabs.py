@@ -9,8 +9,10 @@ The ``gpt2`` preset has no rank file here, so it is checked with the
 cl100k_base ranks under GPT-2's pattern (on both sides): a real vocabulary
 through the gpt2 scanner.
 
-Normal suite: every line of multi-200k. ``pytest -m slow``: every line of
-multi-1m as well.
+Normal suite: the first QUICK_LINES lines of multi-200k with cl100k_base
+ranks (cl100k and gpt2 cases: one import, about a minute under load).
+``pytest -m slow tests/test_real_vocabs.py``: all three cases on every line
+of multi-200k and of multi-1m (the imports alone take half a minute each).
 """
 
 from __future__ import annotations
@@ -34,6 +36,8 @@ bpe_openai = pytest.importorskip("bpe_openai", reason="the real rank files ship 
 CORPORA_DIR = Path(__file__).resolve().parents[2] / "shared" / "corpora"
 #: Lines compared per call (bounds the memory of the id lists on multi-1m).
 CHUNK = 50_000
+#: Lines of multi-200k in the normal suite's check.
+QUICK_LINES = 20_000
 
 #: (case, rank file, bpeforge pattern, tiktoken pattern)
 CASES = {
@@ -78,14 +82,17 @@ def _pair(case: str) -> tuple[bpeforge.Tokenizer, object]:
     return tok, enc
 
 
-def _chunks(corpus: str) -> Iterator[list[str]]:
-    """The corpus lines (split at ``\\n`` exactly as files are read), CHUNK at a time."""
+def _chunks(corpus: str, limit: int | None = None) -> Iterator[list[str]]:
+    """The corpus lines (split at ``\\n`` exactly as files are read), CHUNK
+    at a time; the first ``limit`` lines only if given."""
     path = CORPORA_DIR / f"{corpus}.txt.xz"
     if not path.exists():
         pytest.skip(f"shared corpus not found at {path}")
     chunk: list[str] = []
     with lzma.open(path, "rb") as f:
-        for raw in f:
+        for n, raw in enumerate(f):
+            if limit is not None and n >= limit:
+                break
             chunk.append(raw[:-1].decode("utf-8") if raw.endswith(b"\n") else raw.decode("utf-8"))
             if len(chunk) == CHUNK:
                 yield chunk
@@ -94,12 +101,13 @@ def _chunks(corpus: str) -> Iterator[list[str]]:
         yield chunk
 
 
-def check_corpus(case: str, corpus: str) -> None:
-    """Zero differing lines between bpeforge and tiktoken on the whole corpus."""
+def check_corpus(case: str, corpus: str, limit: int | None = None) -> None:
+    """Zero differing lines between bpeforge and tiktoken on the corpus (its
+    first ``limit`` lines if given)."""
     tok, enc = _pair(case)
     lines = differing = 0
     first: list[str] = []
-    for chunk in _chunks(corpus):
+    for chunk in _chunks(corpus, limit):
         ours = tok.encode_batch(chunk)
         theirs = enc.encode_ordinary_batch(chunk, num_threads=2)
         for text, a, b in zip(chunk, ours, theirs):
@@ -112,11 +120,18 @@ def check_corpus(case: str, corpus: str) -> None:
     assert differing == 0, f"{case} on {corpus}: {differing:,} of {lines:,} lines differ, e.g. " + "; ".join(first)
 
 
+@pytest.mark.parametrize("case", ["cl100k_base", "gpt2 (cl100k ranks)"])
+def test_import_gives_tiktokens_ids_quick(case):
+    check_corpus(case, "multi-200k", QUICK_LINES)
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize("case", list(CASES))
 def test_import_gives_tiktokens_ids_multi_200k(case):
     check_corpus(case, "multi-200k")
 
 
+@pytest.mark.slow
 def test_per_call_equals_batch():
     """``encode`` (one call per line) gives the batch's ids (it takes another
     path through the bindings), on real text with the real vocabulary."""
