@@ -26,6 +26,8 @@ Modes
 * ``encode/line`` (1 thread), one call per line: bpeforge ``tok.encode(line)``,
   tiktoken ``enc.encode_ordinary(line)``, HF ``tk.encode(line,
   add_special_tokens=False).ids``, SentencePiece ``sp.encode(line)``.
+* ``encode/long`` (1 thread), one call on one long text: all the lines
+  joined by ``\n`` (the warm-up call encodes the first line only).
 * ``encode/batch`` (each ``--threads`` N), one call for all lines: bpeforge
   ``tok.encode_batch(lines, threads=N)`` and the same with ``as_numpy=True``;
   tiktoken ``enc.encode_ordinary_batch(lines, num_threads=N)``; HF
@@ -45,8 +47,32 @@ Modes
 Every child gets ``RAYON_NUM_THREADS=N`` and ``TOKENIZERS_PARALLELISM=true``
 in its environment (HF tokenizers' thread pool follows the former).
 
-Models (setup, not timed, in one subprocess)
---------------------------------------------
+bpe-openai (``get_encoding(name).encode_ordinary``, batch
+``encode_ordinary_batch(num_threads=N)``) and fastokens (``Tokenizer.from_file``
+on bpeforge's own ``to_huggingface`` export; ``encode(line,
+add_special_tokens=False).ids``, batch ``encode_batch``) take part in the
+encode modes. fastokens keeps a cache of what it has encoded, so a job never
+encodes a line twice before the timed call.
+
+Vocabularies (``--vocab``)
+--------------------------
+* ``trained`` (default): the models below, trained on the corpus.
+* ``o200k_base`` / ``cl100k_base``: the real production rank files shipped
+  in the ``bpe-openai`` wheel (``bpe_openai/data/NAME.tiktoken.gz``).
+  bpeforge imports them with ``bpeforge.from_tiktoken(ranks, pattern=NAME)``;
+  tiktoken gets ``Encoding(pat_str=tiktoken's pattern, mergeable_ranks=the
+  same ranks)``; HF tokenizers and fastokens load bpeforge's
+  ``to_huggingface`` export; bpe-openai uses its own copy of the file.
+  SentencePiece has no such model and is left out.
+
+After the table, the targets of issue #14 for bpeforge's encoding are printed
+with pass/miss: per call >= 2x tiktoken and >= 1.2x the fastest of
+bpe-openai and fastokens, >= 8x HF tokenizers; one long text >= 2x tiktoken;
+batch at 1 thread >= 2.5x tiktoken per call; batch at 2 threads >= 1.85x
+batch at 1 thread; 0 lines with different ids in the check.
+
+Models for ``--vocab trained`` (setup, not timed, in one subprocess)
+--------------------------------------------------------------------
 A compressed corpus (.xz, .gz) is first decompressed to a temporary file.
 
 * bpeforge: ``bpeforge.train([corpus], vocab_size=V, scheme="bytes",
@@ -64,8 +90,9 @@ A compressed corpus (.xz, .gz) is first decompressed to a temporary file.
   max_sentence_length=1<<20, normalization_rule_name="identity",
   byte_fallback=True``). Its ids differ: it is a speed comparison only.
 
-The setup checks that bpeforge, tiktoken and HF give identical id lists on
-the first 2,000 timed lines and prints how many lines differ per tool.
+The setup checks that bpeforge, tiktoken, bpe-openai, fastokens and HF give
+identical id lists on the first ``--check-lines`` timed lines (default 2,000;
+0: all) and prints how many lines differ per tool.
 
 Reproduce
 ---------
@@ -76,6 +103,15 @@ Reproduce
 
     python bench/encode.py --corpus /work/shared/corpora/multi-200k.txt.xz \\
         --repeats 3 --threads 1,2 --markdown --json bench-encode-200k.json
+
+    # issue #14's encoding table: the trained 32k and the two real vocabularies
+    pip install bpe-openai fastokens
+    for v in trained o200k_base cl100k_base; do
+        python bench/encode.py --corpus /work/shared/corpora/multi-200k.txt.xz \\
+            --vocab $v --modes encode/line,encode/long,encode/batch \\
+            --tools bpeforge,tiktoken,bpe-openai,fastokens,hf \\
+            --repeats 3 --threads 1,2 --markdown --json bench-encode-$v.json
+    done
 
 Batch results are held in memory: about 40 bytes per token as Python lists,
 so the whole of a 1M-line corpus needs a few GB; use ``--lines`` to bound it.
@@ -105,6 +141,10 @@ import _harness as H
 GPT2_PATTERN = (r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+"
                 r"| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+")
 
+#: The real production vocabularies: rank files shipped in the ``bpe-openai``
+#: wheel (``bpe_openai/data/NAME.tiktoken.gz``), with tiktoken's patterns.
+REAL_VOCABS = ("o200k_base", "cl100k_base")
+
 #: Lines compared in the identical-ids check.
 CHECK_LINES = 2_000
 
@@ -117,6 +157,8 @@ BPEFORGE_FILE = "bpeforge.json"
 TIKTOKEN_FILE = "bpeforge.tiktoken"
 HF_FILE = "hf-tokenizer.json"
 SPM_PREFIX = "spm"
+EXPORT_FILE = "bpeforge-export-tokenizer.json"  # bpeforge's own HF export (fastokens loads it)
+VOCAB_FILE = "vocab.json"  # which vocabulary and pattern the models use
 SETUP_RESULT = "setup.json"
 
 
@@ -197,6 +239,62 @@ def _train_bpeforge(corpus: Path, vocab_size: int, models: Path) -> dict:
             "merges": len(tok.merges)}
 
 
+def real_rank_file(name: str) -> Path:
+    """The gzipped ``.tiktoken`` rank file of ``name`` inside the bpe-openai wheel."""
+    import bpe_openai
+
+    path = Path(bpe_openai.__file__).parent / "data" / f"{name}.tiktoken.gz"
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: not found (pip install bpe-openai)")
+    return path
+
+
+def read_ranks(path: Path) -> dict[bytes, int]:
+    """``{token bytes: rank}`` from a (gzipped) ``base64 rank`` file."""
+    import gzip
+
+    opener = gzip.open if path.suffix == ".gz" else open
+    ranks = {}
+    with opener(path, "rt", encoding="ascii") as f:
+        for line in f:
+            if line.strip():
+                token, rank = line.split()
+                ranks[base64.b64decode(token)] = int(rank)
+    return ranks
+
+
+def tiktoken_pattern(vocab: str) -> str:
+    """The pre-tokenizer regex tiktoken uses for ``vocab``."""
+    if vocab == "trained":
+        return GPT2_PATTERN
+    from bpeforge import interop
+    return {"o200k_base": interop.O200K_PATTERN, "cl100k_base": interop.CL100K_PATTERN}[vocab]
+
+
+def _import_real_vocab(vocab: str, models: Path) -> dict:
+    """bpeforge's import of a real rank file (``from_tiktoken``), saved; the
+    rank file itself is what tiktoken loads."""
+    import bpeforge
+
+    ranks = read_ranks(real_rank_file(vocab))
+    start = time.perf_counter()
+    tok = bpeforge.from_tiktoken(ranks, pattern=vocab)
+    seconds = time.perf_counter() - start
+    tok.save(str(models / BPEFORGE_FILE))
+    with open(models / TIKTOKEN_FILE, "w", encoding="ascii") as f:
+        for token, rank in sorted(ranks.items(), key=lambda kv: kv[1]):
+            f.write(f"{base64.b64encode(token).decode('ascii')} {rank}\n")
+    return {"import_s": seconds, "vocab_size": tok.vocab_size, "merges": len(tok.merges)}
+
+
+def _write_bpeforge_export(models: Path) -> dict:
+    """bpeforge's own ``tokenizer.json`` export (what fastokens loads)."""
+    import bpeforge
+
+    bpeforge.load(str(models / BPEFORGE_FILE)).to_huggingface(str(models / EXPORT_FILE))
+    return {}
+
+
 def _bpeforge_tokens(models: Path) -> list[bytes]:
     """Every token's bytes by id, from the saved bpeforge model."""
     import bpeforge
@@ -255,7 +353,7 @@ def _first_difference(a: list[int], b: list[int]) -> int:
     return min(len(a), len(b))
 
 
-def check_identical_ids(models: Path, lines: list[str]) -> dict:
+def check_identical_ids(models: Path, lines: list[str], available: set[str]) -> dict:
     """Compare tiktoken's and HF's ids with bpeforge's, line by line.
 
     The models are loaded from their saved files, as the timed jobs load them.
@@ -263,7 +361,9 @@ def check_identical_ids(models: Path, lines: list[str]) -> dict:
     reference = ADAPTERS["bpeforge"].load(models)
     expected = [reference.encode(line) for line in lines]
     report: dict = {"lines": len(lines)}
-    for key in ("tiktoken", "hf"):
+    for key in CHECKED_TOOLS:
+        if not (models / VOCAB_FILE).exists() or key not in available:
+            continue
         try:
             adapter = ADAPTERS[key].load(models)
             got = [adapter.encode(line) for line in lines]
@@ -296,16 +396,33 @@ def setup_main(args: argparse.Namespace) -> int:
     corpus, models = Path(args.corpus), Path(args.workdir)
     lines = load_lines(corpus, args.lines)
     (models / LINES_FILE).write_text(json.dumps(lines), encoding="utf-8")
+    (models / VOCAB_FILE).write_text(json.dumps({"vocab": args.vocab}), encoding="utf-8")
     steps: dict = {}
-    _setup_step("bpeforge", steps, lambda: _train_bpeforge(corpus, args.vocab_size, models))
+    if args.vocab == "trained":
+        _setup_step("bpeforge", steps, lambda: _train_bpeforge(corpus, args.vocab_size, models))
+        if steps["bpeforge"]["status"] == "ok":
+            _setup_step("tiktoken", steps, lambda: _write_tiktoken_ranks(models))
+            _setup_step("hf", steps, lambda: _write_hf_tokenizer(models))
+        _setup_step("sentencepiece", steps,
+                    lambda: _train_sentencepiece(corpus, args.vocab_size, models))
+        steps["bpe-openai"] = {"status": "skipped",
+                               "error": "bpe-openai loads only its built-in vocabularies"}
+    else:
+        _setup_step("bpeforge", steps, lambda: _import_real_vocab(args.vocab, models))
+        steps["bpe-openai"] = {"status": "ok"}
+        # tiktoken reads the rank file written by the import step; HF loads
+        # bpeforge's export, as fastokens does.
+        steps["tiktoken"] = steps["bpeforge"]
     if steps["bpeforge"]["status"] == "ok":
-        _setup_step("tiktoken", steps, lambda: _write_tiktoken_ranks(models))
-        _setup_step("hf", steps, lambda: _write_hf_tokenizer(models))
-    _setup_step("sentencepiece", steps,
-                lambda: _train_sentencepiece(corpus, args.vocab_size, models))
+        _setup_step("export", steps, lambda: _write_bpeforge_export(models))
+        if args.vocab != "trained" and steps["export"]["status"] == "ok":
+            (models / HF_FILE).write_bytes((models / EXPORT_FILE).read_bytes())
+            steps["hf"] = steps["export"]
     result: dict = {"status": "ok", "steps": steps, "lines": len(lines), "text_bytes": utf8_bytes(lines)}
     if steps["bpeforge"]["status"] == "ok":
-        _setup_step("check", steps, lambda: check_identical_ids(models, lines[:CHECK_LINES]))
+        available = {tool for tool, step in MODEL_STEP.items()
+                     if steps.get(step, {}).get("status") == "ok"}
+        _setup_step("check", steps, lambda: check_identical_ids(models, lines[:args.check_lines or None], available))
     Path(args.result).write_text(json.dumps(result), encoding="utf-8")
     return 0
 
@@ -385,7 +502,8 @@ class TiktokenAdapter:
             for line in f:
                 token, rank = line.split()
                 ranks[base64.b64decode(token)] = int(rank)
-        return cls(tiktoken.Encoding(name="bpeforge", pat_str=GPT2_PATTERN,
+        vocab = json.loads((models / VOCAB_FILE).read_text(encoding="utf-8"))["vocab"]
+        return cls(tiktoken.Encoding(name="bpeforge", pat_str=tiktoken_pattern(vocab),
                                      mergeable_ranks=ranks, special_tokens={}))
 
     def encode(self, line: str) -> list[int]:
@@ -432,6 +550,49 @@ class HfAdapter:
     count = staticmethod(count_tokens)
 
 
+class BpeOpenAiAdapter:
+    """bpe-openai (github/rust-gems ``bpe``): only its built-in vocabularies."""
+
+    def __init__(self, enc) -> None:
+        self.enc = enc
+
+    @classmethod
+    def load(cls, models: Path) -> "BpeOpenAiAdapter":
+        import bpe_openai
+        vocab = json.loads((models / VOCAB_FILE).read_text(encoding="utf-8"))["vocab"]
+        if vocab not in REAL_VOCABS:
+            raise ValueError("bpe-openai loads only its built-in vocabularies (o200k_base, cl100k_base)")
+        return cls(bpe_openai.get_encoding(vocab))
+
+    def encode(self, line: str) -> list[int]:
+        return self.enc.encode_ordinary(line)
+
+    def encode_batch(self, lines: list[str], threads: int):
+        return self.enc.encode_ordinary_batch(lines, num_threads=threads)
+
+    count = staticmethod(count_tokens)
+
+
+class FastokensAdapter:
+    """fastokens over bpeforge's own ``tokenizer.json`` export."""
+
+    def __init__(self, tk) -> None:
+        self.tk = tk
+
+    @classmethod
+    def load(cls, models: Path) -> "FastokensAdapter":
+        import fastokens
+        return cls(fastokens.Tokenizer.from_file(str(models / EXPORT_FILE)))
+
+    def encode(self, line: str) -> list[int]:
+        return self.tk.encode(line, add_special_tokens=False).ids
+
+    def encode_batch(self, lines: list[str], threads: int):
+        return [e.ids for e in self.tk.encode_batch(lines, add_special_tokens=False)]
+
+    count = staticmethod(count_tokens)
+
+
 class SentencePieceAdapter:
     """SentencePiece's own BPE model (different ids: speed only)."""
 
@@ -470,7 +631,8 @@ class Tool:
     modes: tuple[str, ...]  # the modes it takes part in
 
 
-ALL_MODES = ("encode/line", "encode/batch", "decode/line", "decode/batch")
+ALL_MODES = ("encode/line", "encode/long", "encode/batch", "decode/line", "decode/batch")
+ENCODE_MODES = ("encode/line", "encode/long", "encode/batch")
 #: One decode call over the whole corpus's ids (raw decode throughput).
 FLAT = "decode/flat"
 FLAT_MIN_SECONDS = 0.5
@@ -480,6 +642,8 @@ TOOLS: dict[str, Tool] = {
     "bpeforge-numpy": Tool("bpeforge", "as_numpy", "bpeforge", "bpeforge",
                            ("encode/batch", "decode/batch", FLAT)),
     "tiktoken": Tool("tiktoken", "", "tiktoken", "tiktoken", ALL_MODES + (FLAT,)),
+    "bpe-openai": Tool("bpe-openai", "", "bpe_openai", "bpe-openai", ENCODE_MODES),
+    "fastokens": Tool("fastokens", "bpeforge's tokenizer.json", "fastokens", "fastokens", ENCODE_MODES),
     "hf": Tool("HF tokenizers", "", "tokenizers", "tokenizers", ALL_MODES),
     "sentencepiece": Tool("SentencePiece", "own BPE model", "sentencepiece",
                           "sentencepiece", ALL_MODES),
@@ -489,13 +653,19 @@ ADAPTERS: dict[str, Any] = {
     "bpeforge": BpeforgeAdapter,
     "bpeforge-numpy": BpeforgeNumpyAdapter,
     "tiktoken": TiktokenAdapter,
+    "bpe-openai": BpeOpenAiAdapter,
+    "fastokens": FastokensAdapter,
     "hf": HfAdapter,
     "sentencepiece": SentencePieceAdapter,
 }
 
+#: Tools whose ids must equal bpeforge's (the identical-ids check).
+CHECKED_TOOLS = ("tiktoken", "bpe-openai", "fastokens", "hf")
+
 #: Which setup step builds the model a tool loads.
 MODEL_STEP = {"bpeforge": "bpeforge", "bpeforge-numpy": "bpeforge",
-              "tiktoken": "tiktoken", "hf": "hf", "sentencepiece": "sentencepiece"}
+              "tiktoken": "tiktoken", "bpe-openai": "bpe-openai", "fastokens": "export",
+              "hf": "hf", "sentencepiece": "sentencepiece"}
 
 
 # ==========================================================================
@@ -544,6 +714,14 @@ def _decode_call(adapter, mode: str, ids_list: list[list[int]], threads: int) ->
 
 def _measure(adapter, mode: str, lines: list[str], threads: int) -> dict:
     """Warm up on one line, then time ``mode`` over all lines once."""
+    if mode == "encode/long":
+        # One text: the lines joined by newlines. The warm-up encodes the
+        # first line only, so no cache has seen the text before it is timed.
+        _encode_call(adapter, "encode/line", lines[:1], threads)()
+        text = ["\n".join(lines)]
+        out, wall, cpu = _timed(_encode_call(adapter, "encode/line", text, threads))
+        return {"wall_s": wall, "cpu_s": cpu, "bytes": utf8_bytes(text),
+                "tokens": adapter.count(out)}
     if mode.startswith("encode"):
         _encode_call(adapter, mode, lines[:1], threads)()
         out, wall, cpu = _timed(_encode_call(adapter, mode, lines, threads))
@@ -618,11 +796,13 @@ class Row:
         return [r for r in self.runs if r.get("status") == "ok"]
 
 
-def make_rows(tools: list[str], thread_counts: list[int]) -> list[Row]:
+def make_rows(tools: list[str], thread_counts: list[int], modes: tuple[str, ...] = ALL_MODES + (FLAT,)) -> list[Row]:
     """Every row of the table, grouped by mode and thread count."""
     rows = []
     for mode in ALL_MODES + (FLAT,):
-        counts = [1] if mode.endswith("/line") or mode == FLAT else thread_counts
+        if mode not in modes:
+            continue
+        counts = [1] if mode.endswith(("/line", "/long")) or mode == FLAT else thread_counts
         for threads in counts:
             rows += [Row(mode, threads, t) for t in tools if mode in TOOLS[t].modes]
     return rows
@@ -662,6 +842,7 @@ def run_setup(corpus: Path, models: Path, args) -> dict:
                         str(args.vocab_size), "--workdir", str(models),
                         "--result", str(result_path))
     argv += ["--lines", str(args.lines)] if args.lines else []
+    argv += ["--vocab", args.vocab, "--check-lines", str(args.check_lines)]
     child = H.run_child(argv, _child_env(max(args.threads)), args.timeout,
                         models.parent / "setup-logs")
     return _read_result(child, result_path, args.timeout)
@@ -714,7 +895,9 @@ def mark_unbuilt(rows: list[Row], setup: dict) -> None:
         if setup.get("status") != "ok":
             row.note = f"setup failed: {setup.get('error', '')}"
         elif step is None:
-            row.note = "skipped: its model was not built (bpeforge failed)"
+            row.note = "skipped: no model of this vocabulary (or bpeforge failed)"
+        elif step["status"] == "skipped":
+            row.note = f"skipped: {step.get('error', '')}"
         elif step["status"] != "ok":
             row.note = f"model build failed: {step.get('error', '')}"
 
@@ -785,6 +968,44 @@ def build_table(summaries: list[dict], versions: dict, markdown: bool) -> str:
     return H.format_table(headers, rows, markdown=markdown, right=right)
 
 
+def _target_rows(summaries: list[dict], setup: dict) -> list[list[str]]:
+    """Issue #14's encoding targets: measured ratio, required ratio, pass/miss."""
+    mb = {(s["mode"], s["threads"], s["tool"]): s.get("mb_s") for s in summaries}
+
+    def ratio(num: float | None, den: float | None) -> float | None:
+        return num / den if num and den else None
+
+    line = mb.get(("encode/line", 1, "bpeforge"))
+    tiktoken_line = mb.get(("encode/line", 1, "tiktoken"))
+    peers = [v for t in ("bpe-openai", "fastokens") if (v := mb.get(("encode/line", 1, t)))]
+    batch1, batch2 = mb.get(("encode/batch", 1, "bpeforge")), mb.get(("encode/batch", 2, "bpeforge"))
+    targets = [
+        ("per call / tiktoken per call", ratio(line, tiktoken_line), 2.0),
+        ("per call / fastest of bpe-openai, fastokens", ratio(line, max(peers) if peers else None), 1.2),
+        ("per call / HF tokenizers per call", ratio(line, mb.get(("encode/line", 1, "hf"))), 8.0),
+        ("one long text / tiktoken's", ratio(mb.get(("encode/long", 1, "bpeforge")),
+                                            mb.get(("encode/long", 1, "tiktoken"))), 2.0),
+        ("batch, 1 thread / tiktoken per call", ratio(batch1, tiktoken_line), 2.5),
+        ("batch, 2 threads / batch, 1 thread", ratio(batch2, batch1), 1.85),
+    ]
+    rows = [[name, _fmt(value, ".2f") + ("×" if value is not None else ""), f">= {need:.2f}×",
+             "–" if value is None else ("pass" if value >= need else "MISS")]
+            for name, value, need in targets]
+    check = setup.get("steps", {}).get("check", {})
+    differing = [item["differing_lines"] for key in CHECKED_TOOLS
+                 if isinstance(item := check.get(key), dict) and "differing_lines" in item]
+    rows.append(["same ids as every other tool (check)", f"{sum(differing):,} lines differ",
+                 "0", "–" if not differing else ("pass" if sum(differing) == 0 else "MISS")])
+    return rows
+
+
+def build_targets(summaries: list[dict], setup: dict, markdown: bool) -> str:
+    """The targets table (bpeforge's encoding, issue #14)."""
+    return H.format_table(["target (bpeforge)", "measured", "required", "result"],
+                          _target_rows(summaries, setup), markdown=markdown,
+                          right=[False, True, True, False])
+
+
 def describe_check(setup: dict) -> str:
     """Text block: the identical-ids check, one line per tool."""
     check = setup.get("steps", {}).get("check")
@@ -794,8 +1015,10 @@ def describe_check(setup: dict) -> str:
         return f"identical-ids check: failed: {check.get('error', '')}"
     out = [f"identical-ids check on the first {check['lines']:,} lines "
            f"(bpeforge: {check['bpeforge_tokens']:,} tokens):"]
-    for key in ("tiktoken", "hf"):
-        item = check.get(key, {})
+    for key in CHECKED_TOOLS:
+        item = check.get(key)
+        if item is None:
+            continue
         if "error" in item:
             out.append(f"  {TOOLS[key].name}: failed: {item['error']}")
             continue
@@ -812,6 +1035,8 @@ def _describe_step(name: str, step: dict) -> str:
     """``name: ok (1.2 s)`` or ``name: error: ...`` for one setup step."""
     if step["status"] != "ok":
         return f"{name}: {step['status']}: {step.get('error', '')}"
+    if "import_s" in step:
+        return f"{name}: ok (imported in {step['import_s']:.1f} s)"
     return f"{name}: ok" + (f" (trained in {step['train_s']:.1f} s)" if "train_s" in step else "")
 
 
@@ -833,7 +1058,7 @@ def describe_setup(machine: dict, versions: dict, corpus: dict, setup: dict, arg
         f"timed input: {setup.get('lines', 0):,} lines, "
         f"{setup.get('text_bytes', 0):,} UTF-8 bytes",
         f"models (setup, not timed): {trained or 'none'}",
-        f"settings: vocab_size={args.vocab_size}, repeats={args.repeats}, "
+        f"settings: vocab={args.vocab}, vocab_size={args.vocab_size}, repeats={args.repeats}, "
         f"threads={args.threads}, timeout={args.timeout:g} s",
     ])
 
@@ -854,6 +1079,16 @@ def _int_list(text: str) -> list[int]:
     return list(dict.fromkeys(values))
 
 
+def _mode_list(text: str) -> list[str]:
+    """Parse and validate a comma-separated list of modes."""
+    names = [x.strip() for x in text.split(",") if x.strip()]
+    known = ALL_MODES + (FLAT,)
+    unknown = [n for n in names if n not in known]
+    if unknown or not names:
+        raise argparse.ArgumentTypeError(f"unknown mode(s) {unknown}; choose from {', '.join(known)}")
+    return list(dict.fromkeys(names))
+
+
 def _tool_list(text: str) -> list[str]:
     """Parse and validate a comma-separated list of tool keys."""
     names = [x.strip() for x in text.split(",") if x.strip()]
@@ -870,7 +1105,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         description="Benchmark BPE encoding and decoding throughput: bpeforge "
                     "vs tiktoken, HF tokenizers and SentencePiece.")
     p.add_argument("--corpus", help="corpus file (.xz, .gz or plain), one text per line")
+    p.add_argument("--vocab", choices=("trained",) + REAL_VOCABS, default="trained",
+                   help="trained: train a byte-level gpt2 model of --vocab-size on the corpus; "
+                        "o200k_base / cl100k_base: import the real rank file from the bpe-openai wheel")
     p.add_argument("--vocab-size", type=int, default=32_000)
+    p.add_argument("--modes", type=_mode_list, default=list(ALL_MODES + (FLAT,)),
+                   help=f"comma-separated, from {', '.join(ALL_MODES + (FLAT,))} (default all)")
+    p.add_argument("--check-lines", type=int, default=CHECK_LINES,
+                   help=f"lines in the identical-ids check (default {CHECK_LINES:,}; 0: all timed lines)")
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--threads", type=_int_list, default=[1, 2],
                    help="comma-separated thread counts of the batch modes (default 1,2)")
@@ -922,7 +1164,7 @@ def main(argv: list[str] | None = None) -> int:
         return worker_main(args)
     started = time.perf_counter()
     machine, versions = H.machine_info(), _versions(args.tools)
-    rows = make_rows(args.tools, args.threads)
+    rows = make_rows(args.tools, args.threads, tuple(args.modes))
     with tempfile.TemporaryDirectory(prefix="bpeforge-bench-encode-") as tmp_name:
         tmp = Path(tmp_name)
         models = tmp / "models"
@@ -937,6 +1179,8 @@ def main(argv: list[str] | None = None) -> int:
     summaries = [summarize(r) for r in rows]
     print()
     print(build_table(summaries, versions, args.markdown))
+    print()
+    print(build_targets(summaries, setup, args.markdown))
     elapsed = time.perf_counter() - started
     load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
     print(f"\n(MB/s = median over {args.repeats} run(s) of UTF-8 bytes per second; "

@@ -71,6 +71,12 @@ Reproduce
     python bench/train.py --corpus /work/shared/corpora/multi-200k.txt.xz \\
         --repeats 3 --threads 1,2 --markdown --json bench-train-200k.json
 
+    # issue #14's training targets (printed with pass/miss after the table):
+    # YouTokenToMe at 2 threads and SentencePiece at 1 thread, each >= 4x
+    # bpeforge's training time at the same thread count, on multi-1m
+    python bench/train.py --corpus /work/shared/corpora/multi-1m.txt.xz \\
+        --tools bpeforge,yttm,sentencepiece --repeats 3 --threads 1,2 --markdown
+
 Quote ratios from one run rather than absolute seconds on a shared machine.
 """
 
@@ -507,6 +513,25 @@ def build_table(summaries: list[dict], versions: dict, markdown: bool) -> str:
     return H.format_table(headers, rows, markdown=markdown, right=right)
 
 
+#: Issue #14's training targets: (peer, threads, required peer time / bpeforge time).
+TRAIN_TARGETS = (("yttm", 2, 4.0), ("sentencepiece", 1, 4.0))
+
+
+def build_targets(summaries: list[dict], markdown: bool) -> str:
+    """The targets table: each peer's training time over bpeforge's at the
+    same thread count (the corpus of the issue is multi-1m), pass or miss."""
+    by_key = {(s["tool"], s["threads"]): s for s in summaries}
+    rows = []
+    for peer, threads, need in TRAIN_TARGETS:
+        ours, theirs = by_key.get(("bpeforge", threads), {}), by_key.get((peer, threads), {})
+        value = theirs["wall_s"] / ours["wall_s"] if "wall_s" in ours and "wall_s" in theirs else None
+        rows.append([f"{TOOLS[peer].name} time / bpeforge time, {threads} thread{'s' * (threads > 1)}",
+                     "–" if value is None else f"{value:.2f}×", f">= {need:.2f}×",
+                     "– (not run)" if value is None else ("pass" if value >= need else "MISS")])
+    return H.format_table(["target (training)", "measured", "required", "result"], rows,
+                          markdown=markdown, right=[False, True, True, False])
+
+
 def describe_setup(machine: dict, versions: dict, corpus: dict, args) -> str:
     """Text block: machine, tool versions, corpus and settings."""
     mem = f", {machine['memory_gib']} GiB" if machine["memory_gib"] else ""
@@ -605,6 +630,8 @@ def main(argv: list[str] | None = None) -> int:
     summaries = [summarize(r, stats["text_bytes"]) for r in rows]
     print()
     print(build_table(summaries, versions, args.markdown))
+    print()
+    print(build_targets(summaries, args.markdown))
     elapsed = time.perf_counter() - started
     load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
     print(f"\n(wall = median training time of {args.repeats} run(s); total "

@@ -213,7 +213,7 @@ class Tokenizer:
     learned. A Tokenizer is immutable and safe to share between threads.
     """
 
-    __slots__ = ("_native", "_merges", "_specials", "_textual", "_lengths", "_texts")
+    __slots__ = ("_native", "_merges", "_specials", "_textual", "_lengths", "_texts", "_default_rules")
 
     def __init__(self, native: _native.NativeTokenizer) -> None:
         self._native = native
@@ -225,6 +225,9 @@ class Tokenizer:
         self._textual = [t for t in self._specials if not (fallback and _BYTE_TOKEN.fullmatch(t))]
         self._lengths: list[int] | None = None
         self._texts: list[str] | None = None
+        # The engine's special-token rules for the default policy, made once:
+        # building them on every call was a good part of a short line's cost.
+        self._default_rules = self._rules((), "all") if self._specials else (None, None)
 
     # ---- properties -------------------------------------------------------
     @property
@@ -364,6 +367,8 @@ class Tokenizer:
         """
         if not isinstance(text, str):
             raise TypeError(f"text must be str, got {type(text).__name__}")
+        if _is_default_call(allowed_special, disallowed_special, dropout, seed):
+            return self._native.encode(text, *self._default_rules)
         p, s = _dropout_args(dropout, seed)
         if not self._specials:
             return self._native.encode(text, None, None, p, s)
@@ -474,10 +479,12 @@ class Tokenizer:
             raise ParameterError(f"threads must be a positive integer or None, got {threads!r}")
         if isinstance(texts, str):
             raise ParameterError("texts must be an iterable of str, not a single string")
-        if self._specials:
-            allowed, disallowed = self._rules(allowed_special, disallowed_special)
-        else:
+        if not self._specials:
             allowed, disallowed = None, None
+        elif _is_default_call(allowed_special, disallowed_special, 0.0, None):
+            allowed, disallowed = self._default_rules
+        else:
+            allowed, disallowed = self._rules(allowed_special, disallowed_special)
         p, s = _dropout_args(dropout, seed)
         if p is not None:
             batch = self._native.encode_batch(texts, threads, allowed, disallowed, p, s)
@@ -670,6 +677,14 @@ def _from_model_json(data: bytes) -> Tokenizer:
     """Unpickles a :class:`Tokenizer` pickled by bpeforge before snapshots
     (the model JSON alone); kept so those pickles still load."""
     return Tokenizer(_native.NativeTokenizer.from_json(data))
+
+
+def _is_default_call(allowed_special: object, disallowed_special: object, dropout: object, seed: object) -> bool:
+    """Whether an encode call uses the default special-token policy and no
+    dropout: the common case, answered without building anything."""
+    return (type(allowed_special) is tuple and not allowed_special
+            and isinstance(disallowed_special, str) and disallowed_special == "all"
+            and type(dropout) in (float, int) and dropout == 0 and seed is None)
 
 
 def _dropout_args(dropout: float, seed: int | None) -> tuple[float | None, int]:

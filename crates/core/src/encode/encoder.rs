@@ -2,6 +2,7 @@
 //! rank, for one text or a batch on threads.
 
 use super::index::TokenIndex;
+use super::tables::{PairRanks, PieceIds};
 use super::{Arena, Cache, Encoder, Merging, Prepared, SentencePieceRules, Specials, CACHE_CAPACITY, CACHE_MAX_PIECE, NO_RANK, SHORT};
 use crate::util::{map_with_capacity, new_map, pack};
 use crate::error::{Error, Result};
@@ -48,6 +49,8 @@ impl Encoder {
         for (k, &(a, b)) in model.merges.iter().enumerate() {
             ranks.entry(pack(a, b)).or_insert((k as u32, first_merge + k as u32));
         }
+        let triples: Vec<(u32, u32, u32)> = model.merges.iter().enumerate().map(|(k, &(a, b))| (a, b, k as u32)).collect();
+        let pair_table = PairRanks::new(&triples);
         let (whitespace, suffix) = match &model.scheme {
             Scheme::Bytes => (model.pretokenizer == PreTokenizerSpec::Whitespace, None),
             Scheme::Chars { end_of_word_suffix, .. } => {
@@ -106,29 +109,35 @@ impl Encoder {
             pretok,
             all_specials,
             ranks,
+            byte_pair_ranks: Vec::new(),
+            first_merge,
             token_ids,
-            whole: Vec::new(),
+            whole: PieceIds::new(std::iter::empty()),
+            pair_table,
             symbol_ids,
             whitespace,
             suffix,
             sp,
         };
         if matches!(enc.model.scheme, Scheme::Bytes) {
+            enc.byte_pair_ranks = (0..1u32 << 16)
+                .map(|xy| enc.rank(enc.base_start + (xy >> 8), enc.base_start + (xy & 0xff)).0)
+                .collect();
             let ids = match known_whole {
                 Some(ids) => ids,
                 None => enc.reachable(),
             };
-            enc.whole = vec![false; enc.raw.len()];
-            for id in ids {
-                enc.whole[id as usize] = true;
-            }
+            let whole = PieceIds::new(ids.iter().map(|&id| (enc.raw.get(id as usize), id)));
+            enc.whole = whole;
         }
         Ok(enc)
     }
 
     /// The ids `reachable` found, ascending (what a snapshot stores).
     pub(super) fn whole_ids(&self) -> Vec<u32> {
-        (0..self.whole.len() as u32).filter(|&id| self.whole[id as usize]).collect()
+        let mut ids: Vec<u32> = self.whole.ids().collect();
+        ids.sort_unstable();
+        ids
     }
 
     /// Tokens (bytes scheme) whose own bytes encode to exactly themselves.
@@ -151,17 +160,6 @@ impl Encoder {
             }
         }
         out
-    }
-
-    /// The token a whole piece is, when its bytes encode to just that token.
-    /// (A special token with the same bytes as such a token shadows it in
-    /// `token_ids`; the piece then takes the merge path, to the same ids.)
-    #[inline]
-    fn whole_token(&self, piece: &[u8]) -> Option<u32> {
-        if self.whole.is_empty() {
-            return None;
-        }
-        self.token_ids.get(&self.raw, piece).filter(|&id| self.whole[id as usize])
     }
 
     pub fn model(&self) -> &Model {
@@ -243,7 +241,7 @@ impl Encoder {
                 out.push(self.base_start + p[0] as u32);
                 return;
             }
-            if let Some(id) = self.whole_token(p) {
+            if let Some(id) = self.whole_piece(p) {
                 out.push(id);
                 return;
             }
@@ -276,9 +274,19 @@ impl Encoder {
         }
     }
 
+    /// The id of the token `piece` is, if it is one that BPE reaches whole.
+    #[inline]
+    fn whole_piece(&self, piece: &[u8]) -> Option<u32> {
+        self.whole.get(piece, |id| self.raw.get(id as usize))
+    }
+
+    /// The rank of merging `(a, b)` and the id it makes; `(NO_RANK, 0)` if none.
     #[inline]
     pub(super) fn rank(&self, a: u32, b: u32) -> (u32, u32) {
-        self.ranks.get(&pack(a, b)).copied().unwrap_or((NO_RANK, 0))
+        match &self.pair_table {
+            Some(t) => t.get(a, b).map_or((NO_RANK, 0), |r| (r, self.first_merge + r)),
+            None => self.ranks.get(&pack(a, b)).copied().unwrap_or((NO_RANK, 0)),
+        }
     }
 
     fn bpe_short(&self, syms: &mut Vec<u32>) {
@@ -305,6 +313,47 @@ impl Encoder {
                 r[at - 1] = self.rank(syms[at - 1], syms[at]);
             }
         }
+    }
+
+    /// Exact BPE of a bytes-scheme piece of 2..=SHORT bytes, appended to
+    /// `out`: `bpe_short` on stack arrays (no allocation), with the first
+    /// pass's ranks read from `byte_pair_ranks`. Same merges, same order.
+    fn bpe_bytes_short(&self, piece: &[u8], out: &mut Vec<u32>) {
+        let mut len = piece.len();
+        debug_assert!((2..=SHORT).contains(&len));
+        let mut syms = [0u32; SHORT];
+        let mut ranks = [NO_RANK; SHORT];
+        for (i, &b) in piece.iter().enumerate() {
+            syms[i] = self.base_start + b as u32;
+        }
+        for (i, w) in piece.windows(2).enumerate() {
+            ranks[i] = self.byte_pair_ranks[(w[0] as usize) << 8 | w[1] as usize];
+        }
+        loop {
+            // The lowest rank, leftmost among equals (ranks[..len - 1] are live).
+            let mut best = NO_RANK;
+            let mut at = 0;
+            for (i, &rank) in ranks[..len - 1].iter().enumerate() {
+                if rank < best {
+                    best = rank;
+                    at = i;
+                }
+            }
+            if best == NO_RANK {
+                break;
+            }
+            syms[at] = self.first_merge + best;
+            syms.copy_within(at + 2..len, at + 1);
+            ranks.copy_within(at + 1..len - 1, at);
+            len -= 1;
+            if at + 1 < len {
+                ranks[at] = self.rank(syms[at], syms[at + 1]).0;
+            }
+            if at > 0 {
+                ranks[at - 1] = self.rank(syms[at - 1], syms[at]).0;
+            }
+        }
+        out.extend_from_slice(&syms[..len]);
     }
 
     /// Merges the pair `(a, b)` starting at node `i` of the linked list and
@@ -476,8 +525,13 @@ impl Encoder {
         };
         // `whole` is keyed by a piece's own bytes, so it only applies where
         // the symbols are exactly those bytes (no added space marker).
-        if !self.whitespace {
-            if let Some(id) = self.whole_token(piece) {
+        let plain_bytes = !self.whitespace && !self.byte_pair_ranks.is_empty();
+        if plain_bytes {
+            if piece.len() == 1 {
+                out.push(self.base_start + piece[0] as u32);
+                return;
+            }
+            if let Some(id) = self.whole_piece(piece) {
                 out.push(id);
                 return;
             }
@@ -488,6 +542,17 @@ impl Encoder {
                 out.extend_from_slice(ids);
                 return;
             }
+        }
+        if plain_bytes && piece.len() <= SHORT {
+            let start = out.len();
+            self.bpe_bytes_short(piece, out);
+            if let Some(c) = cache {
+                if c.map.len() >= CACHE_CAPACITY {
+                    c.map.clear();
+                }
+                c.map.insert(piece.into(), out[start..].into());
+            }
+            return;
         }
         let mut syms = Vec::with_capacity(piece.len() + 1);
         self.piece_symbols(piece, &mut syms);
@@ -665,6 +730,11 @@ mod tests {
             enc.bpe_short(&mut s1);
             enc.bpe_long(&mut s2);
             assert_eq!(s1, s2, "n={n}");
+            if text.len() <= SHORT {
+                let mut s3 = Vec::new();
+                enc.bpe_bytes_short(&text, &mut s3);
+                assert_eq!(s1, s3, "n={n}");
+            }
             assert_eq!(enc.decode_bytes(&s1).unwrap(), text);
         }
     }

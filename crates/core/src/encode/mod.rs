@@ -31,6 +31,7 @@ pub mod dropout;
 mod encoder;
 mod index;
 mod snapshot;
+mod tables;
 pub mod file;
 
 pub use dropout::Dropout;
@@ -79,15 +80,21 @@ pub struct Encoder {
     pretok: PreTokenizer,
     all_specials: SpecialSplitter,
     ranks: Map<u64, (u32, u32)>,
+    /// Bytes scheme: the rank of every pair of base bytes (`x * 256 + y`),
+    /// `NO_RANK` if none; a piece's first pass reads only these, so they
+    /// come from a 256 KB table instead of the hash map (empty otherwise).
+    byte_pair_ranks: Vec<u32>,
+    /// Id of the token the merge of rank 0 makes (rank `r` makes `first_merge + r`).
+    first_merge: u32,
     /// Token bytes by id, as stored (`▁`, `</w>` kept).
     raw: Arena,
     /// Token bytes by id as decoded text (`▁` -> space, `</w>` -> space).
     shown: Arena,
     token_ids: TokenIndex,
-    /// By internal id: the token's own bytes encode to exactly it, so a
-    /// piece with those bytes needs no merging (bytes scheme only; empty
-    /// otherwise).
-    whole: Vec<bool>,
+    /// Pieces that are one token: bytes -> id (bytes scheme only).
+    whole: tables::PieceIds,
+    /// `ranks` as a flat table (ranks only), where the ids fit it.
+    pair_table: Option<tables::PairRanks>,
     /// Chars scheme: base symbol string -> id.
     symbol_ids: Map<String, u32>,
     base_start: u32,

@@ -1,0 +1,179 @@
+//! The encoder's two hot look-ups as flat open-addressing tables of `u64`
+//! slots, so that a look-up touches one cache line.
+//!
+//! Profiles of `encode` on the real o200k_base vocabulary (held-apart
+//! multilingual lines, where 4 pieces in 10 are not one token) spent most of
+//! the merge time waiting on memory in `hashbrown` probes: a control-byte
+//! group, then the bucket, then (for byte-string keys) the key's heap bytes.
+//! Here a slot holds the whole key (pairs) or a 32-bit fingerprint (pieces)
+//! next to the value, and tables are kept at most half full, so a miss (most
+//! pair look-ups during merging are misses) usually ends in the first line.
+
+use std::hash::BuildHasher;
+
+use crate::util::Hasher;
+
+const EMPTY: u64 = u64::MAX;
+
+/// Slots for `n` entries: a power of two, at most half full.
+fn capacity(n: usize) -> usize {
+    (2 * n).next_power_of_two().max(16)
+}
+
+/// Token pair -> merge rank. A slot packs `left:21 | right:21 | rank:21`,
+/// so it serves vocabularies of fewer than 2^21 - 1 ids (`new` says `None`
+/// otherwise and the caller keeps its general map).
+pub(super) struct PairRanks {
+    slots: Box<[u64]>,
+    mask: usize,
+}
+
+const FIELD_BITS: u32 = 21;
+const FIELD: u64 = (1 << FIELD_BITS) - 1;
+
+impl PairRanks {
+    /// The table of `(left, right, rank)` triples; the first triple of a pair
+    /// wins, as the merge list's first occurrence does.
+    pub(super) fn new(pairs: &[(u32, u32, u32)]) -> Option<Self> {
+        // All-ones fields are kept out so that no key equals EMPTY's.
+        if pairs.iter().any(|&(a, b, r)| a as u64 >= FIELD || b as u64 >= FIELD || r as u64 >= FIELD) {
+            return None;
+        }
+        let cap = capacity(pairs.len());
+        let mut table = PairRanks { slots: vec![EMPTY; cap].into_boxed_slice(), mask: cap - 1 };
+        for &(a, b, r) in pairs {
+            let key = Self::key(a, b);
+            let mut i = Self::home(key, table.mask);
+            loop {
+                let slot = table.slots[i];
+                if slot == EMPTY {
+                    table.slots[i] = key << FIELD_BITS | r as u64;
+                    break;
+                }
+                if slot >> FIELD_BITS == key {
+                    break;
+                }
+                i = (i + 1) & table.mask;
+            }
+        }
+        Some(table)
+    }
+
+    #[inline]
+    fn key(a: u32, b: u32) -> u64 {
+        (a as u64) << FIELD_BITS | b as u64
+    }
+
+    #[inline]
+    fn home(key: u64, mask: usize) -> usize {
+        (key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32) as usize & mask
+    }
+
+    /// The rank of the pair `(a, b)`, or `None`.
+    #[inline]
+    pub(super) fn get(&self, a: u32, b: u32) -> Option<u32> {
+        let key = Self::key(a, b);
+        let mut i = Self::home(key, self.mask);
+        loop {
+            let slot = self.slots[i];
+            if slot >> FIELD_BITS == key {
+                return Some((slot & FIELD) as u32);
+            }
+            if slot == EMPTY {
+                return None;
+            }
+            i = (i + 1) & self.mask;
+        }
+    }
+}
+
+/// Byte string -> id, for the pieces that are one token. A slot packs a
+/// 32-bit fingerprint of the bytes with the id; the bytes themselves are
+/// compared (in the caller's token arena) only when the fingerprint matches.
+pub(super) struct PieceIds {
+    slots: Box<[u64]>,
+    mask: usize,
+    hasher: Hasher,
+}
+
+impl PieceIds {
+    /// The table of `(bytes, id)` entries (ids below `u32::MAX`; each bytes once).
+    pub(super) fn new<'a>(entries: impl ExactSizeIterator<Item = (&'a [u8], u32)>) -> Self {
+        let cap = capacity(entries.len());
+        let mut table =
+            PieceIds { slots: vec![EMPTY; cap].into_boxed_slice(), mask: cap - 1, hasher: Hasher::with_seed(0x9d1e_ce5) };
+        for (bytes, id) in entries {
+            let (mut i, tag) = table.place(bytes);
+            while table.slots[i] != EMPTY {
+                i = (i + 1) & table.mask;
+            }
+            table.slots[i] = tag << 32 | id as u64;
+        }
+        table
+    }
+
+    /// Home slot and fingerprint of `bytes`.
+    #[inline]
+    fn place(&self, bytes: &[u8]) -> (usize, u64) {
+        let h = self.hasher.hash_one(bytes);
+        (h as usize & self.mask, h >> 32)
+    }
+
+    /// The id of `bytes`, where `bytes_of(id)` gives an id's bytes.
+    #[inline]
+    pub(super) fn get<'t>(&self, bytes: &[u8], bytes_of: impl Fn(u32) -> &'t [u8]) -> Option<u32> {
+        let (mut i, tag) = self.place(bytes);
+        loop {
+            let slot = self.slots[i];
+            if slot == EMPTY {
+                return None;
+            }
+            if slot >> 32 == tag && bytes_of(slot as u32) == bytes {
+                return Some(slot as u32);
+            }
+            i = (i + 1) & self.mask;
+        }
+    }
+
+    /// The ids in the table, in slot order.
+    pub(super) fn ids(&self) -> impl Iterator<Item = u32> + '_ {
+        self.slots.iter().filter(|&&slot| slot != EMPTY).map(|&slot| slot as u32)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pair_ranks_find_every_pair_and_no_other() {
+        let pairs: Vec<(u32, u32, u32)> = (0..5000u32).map(|k| (k % 300, (k * 7919) % 4000, k)).collect();
+        let table = PairRanks::new(&pairs).unwrap();
+        let mut first = std::collections::HashMap::new();
+        for &(a, b, r) in &pairs {
+            first.entry((a, b)).or_insert(r);
+        }
+        for (&(a, b), &r) in &first {
+            assert_eq!(table.get(a, b), Some(r));
+        }
+        for a in 0..300 {
+            for b in [4000, 4001, 123_456] {
+                assert_eq!(table.get(a, b), None);
+            }
+        }
+        assert!(PairRanks::new(&[(0, FIELD as u32, 0)]).is_none());
+    }
+
+    #[test]
+    fn piece_ids_find_every_piece_and_no_other() {
+        let words: Vec<Vec<u8>> = (0..3000u32).map(|k| format!("w{k}").into_bytes()).collect();
+        let table = PieceIds::new(words.iter().enumerate().map(|(i, w)| (w.as_slice(), i as u32)));
+        for (i, w) in words.iter().enumerate() {
+            assert_eq!(table.get(w, |id| &words[id as usize]), Some(i as u32));
+        }
+        for k in 3000..4000u32 {
+            assert_eq!(table.get(format!("w{k}").as_bytes(), |id| &words[id as usize]), None);
+        }
+        assert_eq!(table.get(b"", |id| &words[id as usize]), None);
+    }
+}

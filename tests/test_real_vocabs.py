@@ -1,0 +1,147 @@
+"""bpeforge's import of the real production vocabularies gives tiktoken's ids
+on every line (issue 14), for the three byte-level presets.
+
+The ``o200k_base`` and ``cl100k_base`` rank files ship in the ``bpe-openai``
+wheel (``bpe_openai/data/*.tiktoken.gz``; nothing else here can download
+them). Each is imported once with ``bpeforge.from_tiktoken`` and compared
+with a ``tiktoken.Encoding`` over the same ranks and tiktoken's own pattern.
+The ``gpt2`` preset has no rank file here, so it is checked with the
+cl100k_base ranks under GPT-2's pattern (on both sides): a real vocabulary
+through the gpt2 scanner.
+
+Normal suite: the first QUICK_LINES lines of multi-200k with cl100k_base
+ranks (cl100k and gpt2 cases: one import, about a minute under load).
+``pytest -m slow tests/test_real_vocabs.py``: all three cases on every line
+of multi-200k and of multi-1m (the imports alone take half a minute each).
+"""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import json
+import lzma
+from functools import lru_cache
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+bpeforge = pytest.importorskip("bpeforge", reason="bpeforge is not built/installed (maturin develop)")
+from bpeforge import interop  # noqa: E402
+
+tiktoken = pytest.importorskip("tiktoken")
+bpe_openai = pytest.importorskip("bpe_openai", reason="the real rank files ship in the bpe-openai wheel")
+
+CORPORA_DIR = Path(__file__).resolve().parents[2] / "shared" / "corpora"
+#: Lines compared per call (bounds the memory of the id lists on multi-1m).
+CHUNK = 50_000
+#: Lines of multi-200k in the normal suite's check.
+QUICK_LINES = 20_000
+
+#: (case, rank file, bpeforge pattern, tiktoken pattern)
+CASES = {
+    "o200k_base": ("o200k_base", "o200k_base", interop.O200K_PATTERN),
+    "cl100k_base": ("cl100k_base", "cl100k_base", interop.CL100K_PATTERN),
+    "gpt2 (cl100k ranks)": ("cl100k_base", "gpt2", interop.GPT2_PATTERN),
+}
+
+
+@lru_cache(maxsize=2)
+def _ranks(name: str) -> dict[bytes, int]:
+    path = Path(bpe_openai.__file__).parent / "data" / f"{name}.tiktoken.gz"
+    if not path.is_file():
+        pytest.skip(f"{path} not found (bpe-openai without its rank files)")
+    ranks = {}
+    with gzip.open(path, "rt", encoding="ascii") as f:
+        for line in f:
+            if line.strip():
+                token, rank = line.split()
+                ranks[base64.b64decode(token)] = int(rank)
+    return ranks
+
+
+@lru_cache(maxsize=2)
+def _imported(name: str) -> bpeforge.Tokenizer:
+    """bpeforge's import of a rank file (with its own pattern)."""
+    return bpeforge.from_tiktoken(_ranks(name), pattern=name)
+
+
+@lru_cache(maxsize=3)
+def _pair(case: str) -> tuple[bpeforge.Tokenizer, object]:
+    """(bpeforge, tiktoken) for one case, both over the same ranks and pattern."""
+    rank_file, preset, pattern = CASES[case]
+    tok = _imported(rank_file)
+    if preset != rank_file:
+        # The same merges under another preset: swap the pre-tokenizer in the
+        # model document rather than importing the ranks again.
+        doc = json.loads(tok.to_json())
+        doc["pretokenizer"] = {"type": preset}
+        tok = bpeforge.Tokenizer.from_json(json.dumps(doc))
+    enc = tiktoken.Encoding(name=case, pat_str=pattern, mergeable_ranks=_ranks(rank_file), special_tokens={})
+    return tok, enc
+
+
+def _chunks(corpus: str, limit: int | None = None) -> Iterator[list[str]]:
+    """The corpus lines (split at ``\\n`` exactly as files are read), CHUNK
+    at a time; the first ``limit`` lines only if given."""
+    path = CORPORA_DIR / f"{corpus}.txt.xz"
+    if not path.exists():
+        pytest.skip(f"shared corpus not found at {path}")
+    chunk: list[str] = []
+    with lzma.open(path, "rb") as f:
+        for n, raw in enumerate(f):
+            if limit is not None and n >= limit:
+                break
+            chunk.append(raw[:-1].decode("utf-8") if raw.endswith(b"\n") else raw.decode("utf-8"))
+            if len(chunk) == CHUNK:
+                yield chunk
+                chunk = []
+    if chunk:
+        yield chunk
+
+
+def check_corpus(case: str, corpus: str, limit: int | None = None) -> None:
+    """Zero differing lines between bpeforge and tiktoken on the corpus (its
+    first ``limit`` lines if given)."""
+    tok, enc = _pair(case)
+    lines = differing = 0
+    first: list[str] = []
+    for chunk in _chunks(corpus, limit):
+        ours = tok.encode_batch(chunk)
+        theirs = enc.encode_ordinary_batch(chunk, num_threads=2)
+        for text, a, b in zip(chunk, ours, theirs):
+            if a != b:
+                differing += 1
+                if len(first) < 3:
+                    first.append(f"{text[:80]!r}: bpeforge {a[:12]} vs tiktoken {b[:12]}")
+        lines += len(chunk)
+    assert lines > 0
+    assert differing == 0, f"{case} on {corpus}: {differing:,} of {lines:,} lines differ, e.g. " + "; ".join(first)
+
+
+@pytest.mark.parametrize("case", ["cl100k_base", "gpt2 (cl100k ranks)"])
+def test_import_gives_tiktokens_ids_quick(case):
+    check_corpus(case, "multi-200k", QUICK_LINES)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", list(CASES))
+def test_import_gives_tiktokens_ids_multi_200k(case):
+    check_corpus(case, "multi-200k")
+
+
+@pytest.mark.slow
+def test_per_call_equals_batch():
+    """``encode`` (one call per line) gives the batch's ids (it takes another
+    path through the bindings), on real text with the real vocabulary."""
+    tok, enc = _pair("o200k_base")
+    chunk = next(_chunks("multi-200k"))[:5_000]
+    assert [tok.encode(t) for t in chunk] == [enc.encode_ordinary(t) for t in chunk]
+    assert [tok.encode_ordinary(t) for t in chunk] == tok.encode_batch(chunk)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", list(CASES))
+def test_import_gives_tiktokens_ids_multi_1m(case):
+    check_corpus(case, "multi-1m")
