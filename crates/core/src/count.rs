@@ -444,7 +444,8 @@ const COUNTS_MAGIC_V1: &[u8; 8] = b"BPFCNT01";
 impl WordCounts {
     /// A compact binary form (for sending counts between processes, e.g. Ray
     /// tasks): magic, 5 stats, the number of types, then `len u32, bytes,
-    /// count u64` per type.
+    /// count u64` per type; then, for SuperBPE, the stage-2 table
+    /// (`superword`) in the same form.
     pub fn to_bytes(&self) -> Vec<u8> {
         let mut out = Vec::with_capacity(56 + self.len() * 20);
         out.extend_from_slice(COUNTS_MAGIC);
@@ -457,6 +458,9 @@ impl WordCounts {
             out.extend_from_slice(k);
             out.extend_from_slice(&v.to_le_bytes());
         });
+        if let Some(units) = &self.superword {
+            out.extend_from_slice(&units.to_bytes());
+        }
         out
     }
 
@@ -485,8 +489,8 @@ impl WordCounts {
             p += 8;
             counts.add(key, v);
         }
-        if p != data.len() {
-            return Err(bad());
+        if p < data.len() {
+            counts.superword = Some(Box::new(WordCounts::from_bytes(&data[p..])?));
         }
         Ok(counts)
     }
