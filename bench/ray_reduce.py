@@ -52,8 +52,8 @@ def reduce_in_this_process(mode: str, folder: str, vocab_size: int) -> dict:
             with open(os.path.join(folder, n), "rb") as f:
                 parts.append(f.read())
         held = sum(map(len, parts))
+        summed_at = None  # the tables are summed inside train_counts, after a copy of them all
         tok = _native.train_counts(parts, args, "off", [])
-        summed_at = None
     else:
         total = _native.CountSum()
         held = 0

@@ -94,18 +94,20 @@ impl CountSum {
         if *self.weighted.get_or_insert(weight.is_some()) != weight.is_some() {
             return Err(Error::parameter("CountSum: give a weight for every part or for none"));
         }
-        let mut table = WordCounts::from_bytes(part)?;
-        if let Some(w) = weight {
-            if !(w > 0.0 && w <= balance::MAX_LANGUAGE_WEIGHT) {
+        let factor = match weight {
+            None => 1,
+            Some(w) if w > 0.0 && w <= balance::MAX_LANGUAGE_WEIGHT => {
+                (w * balance::WEIGHT_SCALE as f64).round().max(1.0) as u64
+            }
+            Some(w) => {
                 return Err(Error::parameter(format!(
                     "weights[{}] must be in (0, {}], got {w}",
                     self.parts,
                     balance::MAX_LANGUAGE_WEIGHT
-                )));
+                )))
             }
-            table.multiply((w * balance::WEIGHT_SCALE as f64).round().max(1.0) as u64);
-        }
-        total.merge(table);
+        };
+        total.add_bytes(part, factor)?;
         self.parts += 1;
         self.seconds += start.elapsed().as_secs_f64();
         Ok(())
