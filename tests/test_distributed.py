@@ -54,12 +54,17 @@ def corpus(tmp_path_factory) -> dict[str, Path]:
 
 
 def comparable(tok: bpeforge.Tokenizer) -> dict:
-    """The whole model file except measurements: the wall-clock timings and
-    the memory of the count table (hash-table capacity depends on how the
-    table was filled, not on its contents)."""
+    """The whole model file except measurements: the wall-clock timings (also
+    of each parity round) and the memory of the count table (hash-table
+    capacity depends on how the table was filled, not on its contents)."""
     model = json.loads(tok.to_json())
     model["metadata"].pop("timings")
     model["metadata"].pop("word_count_table", None)
+    for r in model["metadata"].get("language_balance", {}).get("rounds", []):
+        r.pop("seconds")
+    superbpe = model["metadata"].get("superbpe", {})
+    for k in [k for k in superbpe if k.endswith("seconds") or k.endswith("breakdown")]:
+        superbpe.pop(k)
     return model
 
 
@@ -177,13 +182,89 @@ def test_bad_settings_fail_before_any_task(corpus):
         distributed.train([corpus["small"]], shard_bytes=0, progress=False)
     with pytest.raises(bpeforge.ParameterError, match="vocab_size"):
         distributed.train([corpus["small"]], vocab_size=0, progress=False)
-    with pytest.raises(bpeforge.ParameterError, match="SuperBPE"):
-        distributed.train([corpus["small"]], superbpe_transition=400, vocab_size=500, progress=False)
-    with pytest.raises(bpeforge.ParameterError, match="language-balanced"):
-        distributed.train([corpus["small"]], file_languages=["en"], progress=False)
+    # The engine's own cross-option checks, on the driver.
+    with pytest.raises(bpeforge.ParameterError, match="superbpe_transition 600 must be below vocab_size"):
+        distributed.train([corpus["small"]], superbpe_transition=600, vocab_size=500, progress=False)
+    with pytest.raises(bpeforge.ParameterError, match="temperature needs langs"):
+        distributed.train([corpus["small"]], temperature=3.0, progress=False)
+    with pytest.raises(bpeforge.ParameterError, match="file_languages: 1 tag"):
+        distributed.train([corpus["small"], corpus["big"]], file_languages=["en"], progress=False)
     with pytest.raises(bpeforge.ParameterError, match="format"):
         distributed.encode(bpeforge.train([corpus["small"]], vocab_size=300, progress=False),
                            [corpus["small"]], "out", format="txt")
+
+
+# ---- every option on the real corpus: balancing and SuperBPE ---------------------
+# multi-200k, decompressed so that it is cut into byte ranges (several per
+# worker), with its language file read compressed by the workers.
+
+
+@pytest.fixture(scope="module")
+def multi200k(tmp_path_factory) -> tuple[Path, Path]:
+    import lzma
+
+    from conftest import CORPORA_DIR
+
+    text, langs = CORPORA_DIR / "multi-200k.txt.xz", CORPORA_DIR / "multi-200k.langs.txt.xz"
+    if not (text.exists() and langs.exists()):
+        pytest.skip(f"the shared corpus is not at {CORPORA_DIR}")
+    plain = tmp_path_factory.mktemp("multi200k") / "multi-200k.txt"
+    with lzma.open(text) as f, open(plain, "wb") as out:
+        shutil.copyfileobj(f, out, 1 << 20)
+    return plain, langs
+
+
+MULTI_SHARD_BYTES = 4 << 20  # 7 byte ranges of multi-200k (28 MB)
+
+MULTI_RUNS = {
+    "plain": dict(vocab_size=3000),
+    "temperature": dict(vocab_size=3000, temperature=3.0),
+    "parity": dict(vocab_size=2000, max_premium=1.2, balance_rounds=2),
+    "superbpe": dict(vocab_size=3000, superbpe_transition=2000),
+}
+
+
+@pytest.mark.parametrize("run", sorted(MULTI_RUNS))
+def test_multi200k_on_ray_equals_local(multi200k, run):
+    text, langs = multi200k
+    kw = dict(MULTI_RUNS[run], progress=False)
+    if run in ("temperature", "parity"):
+        kw["langs"] = [langs]
+    local = bpeforge.train([text], **kw)
+    dist = distributed.train([text], shard_bytes=MULTI_SHARD_BYTES, **kw)
+    assert dist.metadata["timings"]["count_shards"] >= 6
+    assert comparable(dist) == comparable(local)
+    if run == "superbpe":
+        assert dist.metadata["superbpe"]["stage2_units"] > 0
+    if "langs" in kw:
+        assert len(dist.metadata["language_balance"]["languages"]) > 20
+
+
+def test_balanced_grouped_and_split_files_on_ray_equal_local(corpus, tmp_path):
+    """Language files per input, with inputs both grouped into one shard and
+    cut into ranges; a tag per input file (file_languages); SuperBPE with
+    temperature balancing (weighted stage-2 units); parity balancing."""
+    paths = [corpus["big"], corpus["small"], corpus["gz"]]
+    lang_files = []
+    for i, p in enumerate(paths):
+        opener = gzip.open if str(p).endswith(".gz") else open
+        with opener(p, "rb") as f:
+            data = f.read()
+        n = data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)
+        lang_files.append(tmp_path / f"{i}.langs")
+        lang_files[-1].write_text("".join(("xx\n" if k % 7 == 0 else f"l{i}\n") for k in range(n)))
+    for balance in (dict(langs=lang_files), dict(file_languages=["en", "de", "en"]),
+                    dict(langs=lang_files, superbpe_transition=600), dict(langs=lang_files, max_premium=1.1)):
+        kw = dict(vocab_size=700, temperature=2.0, progress=False, **balance)
+        local = bpeforge.train(paths, **kw)
+        assert comparable(distributed.train(paths, shard_bytes=9_000, **kw)) == comparable(local)
+
+
+def test_a_short_language_file_is_named_on_ray(corpus, tmp_path):
+    short = tmp_path / "short.langs"
+    short.write_text("en\n" * 100)
+    with pytest.raises(bpeforge.InputError, match="short.langs has only"):
+        distributed.train([corpus["big"]], langs=[short], shard_bytes=9_000, progress=False)
 
 
 # ---- encoding -------------------------------------------------------------------

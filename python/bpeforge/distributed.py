@@ -20,13 +20,14 @@ Shards:
 * for training, small files are grouped into shards of about ``shard_bytes``;
   ``documents=True`` and ``separator=...`` never cut a file.
 
-Where things run: input paths are made absolute against the driver's working
-directory and then opened *by the workers*: on a cluster, put the corpus on
-storage every node mounts at the same path (NFS, a shared volume, ...).
-Shard planning, counting, encoding and the output files (including the
-manifest) all happen on the workers; only the summed word counts come back to
-the driver, which needs memory for them (about the size of all serialized
-shard tables, plus the merged table).
+Where things run: input paths (and language files) are made absolute against
+the driver's working directory and then opened *by the workers*: on a
+cluster, put the corpus on storage every node mounts at the same path (NFS, a
+shared volume, ...). Shard planning, the language table, counting, encoding
+and the output files (including the manifest) all happen on the workers; each
+shard's serialized word counts come back to the driver, which adds each to a
+running sum as it arrives and drops it: the driver holds the summed table
+plus one shard's table at a time, never every shard's table at once.
 """
 
 from __future__ import annotations
@@ -70,7 +71,8 @@ def _compressed(path: str) -> bool:
 
 
 def plan_shards(
-    paths: Sequence[str], shard_bytes: int = DEFAULT_SHARD_BYTES, *, split: bool = True, group: bool = False
+    paths: Sequence[str], shard_bytes: int = DEFAULT_SHARD_BYTES, *, split: bool = True, group: bool = False,
+    files: bool = False, lines: bool = False,
 ) -> list[dict[str, Any]]:
     """The shards of ``paths``, in input order: a list of
     ``{"paths": [...], "byte_range": [start, end] | None, "bytes": size}``.
@@ -79,19 +81,28 @@ def plan_shards(
     ``split``); compressed files, directories and paths that cannot be
     stat'ed stay whole (the task that reads them reports the problem, naming
     the file). With ``group``, consecutive whole files are packed into shards
-    of about ``shard_bytes``. Runs where the files are: on a worker.
+    of about ``shard_bytes``. With ``files``, each shard also lists the
+    positions of its paths in ``paths`` (``"files"``: which language file or
+    tag is theirs); with ``lines``, each byte range also says how many lines
+    of its file come before it (``"lines_before"``: the language tags it
+    skips), counted in one pass over each split file. Runs where the files
+    are: on a worker.
     """
     shards: list[dict[str, Any]] = []
     group_paths: list[str] = []
+    group_files: list[int] = []
     group_size = 0
 
-    def flush() -> None:
-        nonlocal group_paths, group_size
-        if group_paths:
-            shards.append({"paths": group_paths, "byte_range": None, "bytes": group_size})
-        group_paths, group_size = [], 0
+    def add(shard: dict[str, Any], indices: list[int]) -> None:
+        shards.append(dict(shard, files=indices) if files else shard)
 
-    for path in paths:
+    def flush() -> None:
+        nonlocal group_paths, group_files, group_size
+        if group_paths:
+            add({"paths": group_paths, "byte_range": None, "bytes": group_size}, group_files)
+        group_paths, group_files, group_size = [], [], 0
+
+    for index, path in enumerate(paths):
         try:
             st = os.stat(path)
             size = st.st_size if os.path.isfile(path) else None
@@ -99,24 +110,50 @@ def plan_shards(
             size = None
         if size is None:
             flush()
-            shards.append({"paths": [path], "byte_range": None, "bytes": 0})
+            add({"paths": [path], "byte_range": None, "bytes": 0}, [index])
             continue
         if split and size > shard_bytes and not _compressed(path):
             flush()
             n = math.ceil(size / shard_bytes)
             cuts = [size * i // n for i in range(n + 1)]
-            for a, b in zip(cuts, cuts[1:]):
-                shards.append({"paths": [path], "byte_range": [a, b], "bytes": b - a})
+            before = _lines_before(path, cuts[:-1]) if lines else None
+            for k, (a, b) in enumerate(zip(cuts, cuts[1:])):
+                shard = {"paths": [path], "byte_range": [a, b], "bytes": b - a}
+                add(dict(shard, lines_before=before[k]) if before is not None else shard, [index])
             continue
         if not group:
-            shards.append({"paths": [path], "byte_range": None, "bytes": size})
+            add({"paths": [path], "byte_range": None, "bytes": size}, [index])
             continue
         if group_paths and group_size + size > shard_bytes:
             flush()
         group_paths.append(path)
+        group_files.append(index)
         group_size += size
     flush()
     return shards
+
+
+def _lines_before(path: str, cuts: list[int]) -> list[int]:
+    """For each byte offset in ``cuts`` (ascending), how many lines of
+    ``path`` start before it: the lines of the byte ranges before that one
+    (a range holds the lines that start in it; see :func:`_copy_lines`).
+    A line starts at 0 and after every newline, so for a cut ``a > 0`` that
+    is one more than the newlines in bytes ``[0, a - 1)``."""
+    out = []
+    newlines = pos = 0
+    with open(path, "rb") as f:
+        for a in cuts:
+            if a == 0:
+                out.append(0)
+                continue
+            while pos < a - 1:
+                block = f.read(min(a - 1 - pos, 1 << 22))
+                if not block:
+                    break
+                newlines += block.count(b"\n")
+                pos += len(block)
+            out.append(1 + newlines)
+    return out
 
 
 def _copy_lines(src: str, byte_range: tuple[int, int], dst: str) -> None:
@@ -233,24 +270,32 @@ class _Progress:
         sys.stderr.flush()
 
 
-def _gather(refs: list[Any], sizes: list[int], progress: _Progress) -> list[Any]:
+def _gather(refs: list[Any], sizes: list[int], progress: _Progress, use: Any = None) -> list[Any]:
     """Results of ``refs`` in order, reporting shards as they finish; on an
     error (or Ctrl-C) the other tasks are cancelled and the task's own
-    exception is raised."""
+    exception is raised. With ``use``, each result is handed to
+    ``use(index, result)`` as soon as it is ready and not kept (nor is its
+    reference, so Ray frees it): the list returned is then all None.
+    ``refs`` is emptied (the references are held here only)."""
     ray = _ray()
     index = {ref: i for i, ref in enumerate(refs)}
     results: list[Any] = [None] * len(refs)
     pending = list(refs)
+    refs.clear()
     done = done_bytes = 0
     progress.update(0, 0)
     try:
         while pending:
             ready, pending = ray.wait(pending, num_returns=len(pending), timeout=0.5)
             for ref in ready:
-                i = index[ref]
-                results[i] = _get(ref)
+                i = index.pop(ref)
+                if use is None:
+                    results[i] = _get(ref)
+                else:
+                    use(i, _get(ref))
                 done += 1
                 done_bytes += sizes[i]
+            ready = ref = None  # no reference outlives its use
             progress.update(done, done_bytes)
     except BaseException:
         for ref in pending:
@@ -277,13 +322,22 @@ def _check_task_settings(shard_bytes: int, num_cpus_per_task: float) -> None:
 # ---- tasks (run on the workers) ---------------------------------------------
 
 
-def _plan_task(paths: list[str], shard_bytes: int, split: bool, group: bool) -> list[dict[str, Any]]:
-    return plan_shards(paths, shard_bytes, split=split, group=group)
+def _plan_task(paths: list[str], shard_bytes: int, split: bool, group: bool, files: bool = False,
+               lines: bool = False) -> list[dict[str, Any]]:
+    return plan_shards(paths, shard_bytes, split=split, group=group, files=files, lines=lines)
 
 
-def _count_task(paths: list[str], byte_range: list[int] | None, args: dict[str, Any]) -> bytes:
-    rng = (byte_range[0], byte_range[1]) if byte_range is not None else None
-    return _native.count_files(paths, args, "off", rng)
+def _language_table_task(paths: list[str], args: dict[str, Any]) -> tuple[list[str], list[int]]:
+    return _native.language_table(paths, args)
+
+
+def _count_task(shard: dict[str, Any], args: dict[str, Any],
+                languages: tuple[list[str], list[int]] | None) -> tuple[bytes, list[int]]:
+    rng = shard["byte_range"]
+    # Positions among the inputs matter only to language-balanced runs.
+    files = shard.get("files", [0] * len(shard["paths"]))
+    return _native.count_shard(shard["paths"], files, args, "off", None if rng is None else (rng[0], rng[1]),
+                               shard.get("lines_before", 0), languages)
 
 
 _MODEL_CACHE: dict[str, Tokenizer] = {}
@@ -343,14 +397,23 @@ def train(
     """Train like :func:`bpeforge.train`, counting on a Ray cluster.
 
     One Ray task per shard (see the module docs) counts the word types of its
-    shard with ``num_cpus_per_task`` threads; the driver sums the tables and
-    runs the merge loop (``threads`` is only recorded, as in
-    :func:`bpeforge.train`). The model equals ``bpeforge.train(paths, ...)``
-    with the same keywords, merge for merge and count for count; its
-    metadata lists ``paths`` as given. Its ``timings`` say how long counting
-    took from the first task to the summed table (``count_seconds``, Ray
-    start-up excluded), of which ``count_sum_seconds`` on the driver, and in
-    how many shards (``count_shards``).
+    shard with ``num_cpus_per_task`` threads; the driver adds each shard's
+    table to a running sum as it arrives, then runs the merge loop
+    (``threads`` is only recorded, as in :func:`bpeforge.train`). The model
+    equals ``bpeforge.train(paths, ...)`` with the same keywords, merge for
+    merge and count for count, for every option; its metadata lists
+    ``paths`` as given. Its ``timings`` say how long counting took from the
+    first task to the summed table (``count_seconds``, Ray start-up
+    excluded), of which ``count_sum_seconds`` adding tables on the driver,
+    and in how many shards (``count_shards``).
+
+    Language balancing (``langs`` or ``file_languages``): one task builds
+    the language table (line counts per language, as the local run does),
+    then every shard tags its lines from it and counts them weighted
+    (``temperature``) or keyed by language (``max_premium``), exactly as the
+    local run counts; a byte range skips the tags of the lines before it.
+    SuperBPE (``superbpe_transition``): each shard also counts the stage-2
+    units in the same pass, and they travel in its table.
 
     Args:
         paths: a path or a list of paths; relative paths are resolved against
@@ -373,11 +436,7 @@ def train(
         options: the keywords of :func:`bpeforge.train`
             (:class:`bpeforge.options.TrainOptions`), checked the same way;
             ``checkpoint_path`` and ``progress_csv`` are written by the
-            driver. Refused with :class:`bpeforge.ParameterError` (never
-            dropped): SuperBPE (``superbpe_transition``) and language
-            balancing (``langs``, ``file_languages``, ``temperature``,
-            ``max_premium`` and its settings), whose stage-2 units and
-            per-language weights the shard tables do not carry.
+            driver; ``langs`` files are read by the workers.
 
     Example:
         >>> import bpeforge, bpeforge.distributed
@@ -387,29 +446,43 @@ def train(
     inputs = _paths(paths)
     _check_task_settings(shard_bytes, num_cpus_per_task)
     opts = TrainOptions(**options)
-    opts.refuse(sorted(NOT_ON_RAY), "in bpeforge.distributed.train",
-                "the shard tables carry neither SuperBPE's stage-2 units nor the per-language counts of "
-                "language-balanced training; use bpeforge.train")
+    opts.refuse(sorted(NOT_ON_RAY), "in bpeforge.distributed.train", "use bpeforge.train")
     args = opts.engine_args()
+    _native.check_train_options(args)  # a bad setting fails here, before any task
     prog = _progress_arg(progress)
     ray = _connect(address)
     start = time.perf_counter()
     worker_args = dict(args, threads=max(1, math.ceil(num_cpus_per_task)), checkpoint_path=None, progress_csv=None)
+    if args["langs"] is not None:
+        worker_args["langs"] = _abspaths(args["langs"])
+    balanced = args["langs"] is not None or args["file_languages"] is not None
     split = not opts.documents and opts.separator is None
-    shards = _get(_remote(_plan_task, 0.1).remote(_abspaths(inputs), shard_bytes, split, True))
-    args_ref = ray.put(worker_args)
+    abs_inputs = _abspaths(inputs)
+    plan = _remote(_plan_task, 0.1).remote(abs_inputs, shard_bytes, split, True, balanced, args["langs"] is not None)
+    languages = None
+    if balanced:
+        languages = _get(_remote(_language_table_task, num_cpus_per_task).remote(abs_inputs, worker_args))
+    shards = _get(plan)
+    args_ref, languages_ref = ray.put(worker_args), ray.put(languages)
     count = _remote(_count_task, num_cpus_per_task)
-    refs = [count.remote(s["paths"], s["byte_range"], args_ref) for s in shards]
     sizes = [s["bytes"] for s in shards]
-    parts = _gather(refs, sizes, _Progress(prog, "counting", len(refs), sum(sizes)))
-    del refs
+    total = _native.CountSum()
+    lang_bytes = [0] * (len(languages[0]) if languages else 0)
+
+    def add(_: int, result: tuple[bytes, list[int]]) -> None:
+        table, shard_lang_bytes = result
+        total.add(table)
+        lang_bytes[:] = [a + b for a, b in zip(lang_bytes, shard_lang_bytes)]
+
+    _gather([count.remote(s, args_ref, languages_ref) for s in shards], sizes,
+            _Progress(prog, "counting", len(shards), sum(sizes)), add)
     cluster_seconds = time.perf_counter() - start
-    tok = Tokenizer(_native.train_counts(parts, args, prog, inputs))
-    # The engine timed only the summing of the tables: record the whole count.
+    tok = Tokenizer(_native.train_count_sum(total, args, prog, inputs, languages, lang_bytes if balanced else None))
+    # The engine timed only the adding of the tables: record the whole count.
     model = json.loads(tok.to_json())
     timings = model["metadata"]["timings"]
     timings["count_sum_seconds"] = timings["count_seconds"]
-    timings["count_seconds"] = round(cluster_seconds + timings["count_seconds"], 3)
+    timings["count_seconds"] = round(cluster_seconds, 3)
     timings["count_shards"] = len(shards)
     return Tokenizer.from_json(json.dumps(model, ensure_ascii=False))
 

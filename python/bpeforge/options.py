@@ -355,7 +355,6 @@ class TrainOptions:
                                           "span several words (stage 2 pre-tokenizer ``\"superword\"``). Bytes "
                                           "scheme only. The model encodes with the stage-2 pre-tokenizer, "
                                           "exactly as trained.", _int("superbpe_transition", 1, none_ok=True),
-                                          on_ray=False,
                                           cli={"type": int, "metavar": "T",
                                                "help": "SuperBPE: plain BPE up to vocabulary size T, then "
                                                        "multi-word tokens"})
@@ -367,13 +366,13 @@ class TrainOptions:
                                          "help": "SuperBPE: no token spans ': ' (default on)"})
     langs: Sequence[PathLike] | None = opt(None, "language-balanced training: one file of language tags per "
                                            "input file, one tag per line (``.xz``/``.gz`` ok).",
-                                           _paths_or_none("langs"), files_only=True, on_ray=False,
+                                           _paths_or_none("langs"), files_only=True,
                                            cli={"action": "append", "metavar": "FILE",
                                                 "help": "language tags, one per line, aligned with each INPUT "
                                                         "(repeat per input); enables --temperature"})
     file_languages: Sequence[str] | None = opt(None, "one language tag per input file (instead of ``langs``).",
                                                _strings("file_languages", "language tags, one per input file"),
-                                               files_only=True, on_ray=False,
+                                               files_only=True,
                                                cli={"flags": ["--file-language"], "action": "append",
                                                     "metavar": "TAG",
                                                     "help": "the language of each INPUT (repeat per input), "
@@ -382,7 +381,7 @@ class TrainOptions:
                              "becomes p^(1/T) (normalised): low-resource languages weigh more, and no line is "
                              "dropped (every word type keeps a count of at least 1).",
                              _number("temperature", lambda x: 0.0 < x < math.inf, "a positive number"),
-                             files_only=True, on_ray=False,
+                             files_only=True,
                              cli={"type": float, "help": "language balancing: share p becomes p^(1/T) "
                                                          "(1: off; 3-5 is common)"})
     max_premium: float | None = opt(None, "parity balancing (with ``langs`` or ``file_languages``): a "
@@ -396,27 +395,27 @@ class TrainOptions:
                                     "over the corpus. ``language_balance`` in the metadata records every round.",
                                     _number("max_premium", lambda x: 1.0 < x < math.inf,
                                             "a number above 1 (e.g. 1.2)", none_ok=True),
-                                    files_only=True, on_ray=False,
+                                    files_only=True,
                                     cli={"type": float, "metavar": "P",
                                          "help": "parity balancing: lift languages until none needs more than P "
                                                  "times the reference's tokens per byte (e.g. 1.2; needs --langs)"})
     balance_rounds: int = opt(3, "reweighting rounds for ``max_premium`` (0-20).", _int("balance_rounds", 0, 20),
-                              files_only=True, on_ray=False,
+                              files_only=True,
                               cli={"type": int, "help": "with --max-premium: retraining rounds at most"})
     premium_reference: str | None = opt(None, "the reference language (default: the one with the most bytes).",
                                         _str("premium_reference", none_ok=True, nonblank=True),
-                                        files_only=True, on_ray=False,
+                                        files_only=True,
                                         cli={"metavar": "LANG", "help": "with --max-premium: the reference "
                                              "language (default: the one with the most bytes)"})
     balance_min_lines: int = opt(500, "languages with fewer lines keep their weight (too little text to "
                                  "measure reliably).", _int("balance_min_lines", 0, what="a non-negative integer"),
-                                 files_only=True, on_ray=False,
+                                 files_only=True,
                                  cli={"type": int, "help": "with --max-premium: languages with fewer lines "
                                                            "keep their weight"})
     balance_max_lift: float = opt(16.0, "the most a language's weight is multiplied by (default 16): a "
                                   "language that needs more gains little per merge it takes from all the others.",
                                   _number("balance_max_lift", lambda x: 1.0 <= x <= 1024.0, "a number from 1 to 1024"),
-                                  files_only=True, on_ray=False,
+                                  files_only=True,
                                   cli={"type": float, "help": "with --max-premium: the most a language's "
                                                               "weight is multiplied by"})
     progress_csv: PathLike | None = opt(None, "write ``merge,pair_count,elapsed_s`` rows live while merging "

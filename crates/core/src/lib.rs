@@ -38,6 +38,7 @@ pub mod pipeline;
 pub mod pretok;
 pub mod progress;
 mod scan;
+pub mod shard;
 pub mod train;
 pub mod util;
 

@@ -3,6 +3,7 @@
 //! knows both `train` and `balance`; neither knows it.
 
 use crate::balance::{self, LanguageTable, Tagger};
+use crate::count::WordCounts;
 use crate::error::{Error, Result};
 use crate::input::{read_chunks, total_size};
 use crate::model::Model;
@@ -26,17 +27,11 @@ pub fn train_files(paths: &[PathBuf], config: &TrainConfig, observer: &mut dyn O
         Some(b) => Some(LanguageTable::build(paths, b)?),
         None => None,
     };
-    let parity = config.balance.as_ref().and_then(|b| b.parity.as_ref());
     // UTF-8 bytes of each language's texts (what parity measures against).
     let mut lang_bytes = vec![0u64; languages.as_ref().map_or(0, |t| t.names.len())];
     let counts = {
         let raw = raw.clone();
-        let weights = languages.as_ref().map(|t| t.weights.clone());
-        let mode = match (parity, &weights) {
-            (Some(_), _) => CountMode::Tagged,
-            (None, Some(w)) => CountMode::Weighted(w),
-            (None, None) => CountMode::Plain,
-        };
+        let mode = count_mode(config, languages.as_ref());
         let languages = &languages;
         let lang_bytes = &mut lang_bytes;
         count_words_mode(config, observer, mode, move |sink, observer| {
@@ -75,11 +70,34 @@ pub fn train_files(paths: &[PathBuf], config: &TrainConfig, observer: &mut dyn O
     };
     let inputs: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
     let count_seconds = start.elapsed().as_secs_f64();
-    match (&languages, &config.balance) {
-        (Some(table), Some(b)) => {
-            balance::train_balanced(counts, table, &lang_bytes, b, config, observer, serde_json::json!(inputs), count_seconds)
-        }
-        _ => train_from_counts(counts, config, observer, serde_json::json!(inputs), count_seconds),
+    train_counted(counts, languages.as_ref(), &lang_bytes, config, observer, serde_json::json!(inputs), count_seconds)
+}
+
+/// How texts are counted: keyed by language for parity balancing, weighted
+/// by language for temperature balancing, else plainly.
+pub(crate) fn count_mode<'t>(config: &TrainConfig, languages: Option<&'t LanguageTable>) -> CountMode<'t> {
+    let parity = config.balance.as_ref().and_then(|b| b.parity.as_ref());
+    match (parity, languages) {
+        (Some(_), _) => CountMode::Tagged,
+        (None, Some(t)) => CountMode::Weighted(&t.weights),
+        (None, None) => CountMode::Plain,
+    }
+}
+
+/// The step after counting (`count_mode`'s counts): the plain driver, or
+/// the balancing method with the language table and each language's bytes.
+pub fn train_counted(
+    counts: WordCounts,
+    languages: Option<&LanguageTable>,
+    lang_bytes: &[u64],
+    config: &TrainConfig,
+    observer: &mut dyn Observer,
+    inputs: serde_json::Value,
+    count_seconds: f64,
+) -> Result<Model> {
+    match (languages, &config.balance) {
+        (Some(table), Some(b)) => balance::train_balanced(counts, table, lang_bytes, b, config, observer, inputs, count_seconds),
+        _ => train_from_counts(counts, config, observer, inputs, count_seconds),
     }
 }
 

@@ -4,8 +4,8 @@
 //! converting arguments and releasing the GIL; they share the error mapping
 //! and the observer, so they stay one layer in one file, as tiktoken's py.rs.)
 
-use bpeforge_core::balance::{self, BalanceRound};
-use bpeforge_core::count::{CountStats, WordCounts};
+use bpeforge_core::balance::BalanceRound;
+use bpeforge_core::count::CountStats;
 use bpeforge_core::encode::{Cache, Encoder, Specials};
 use bpeforge_core::encode::file::{encode_file, IdFormat};
 use bpeforge_core::error::{Error, ErrorKind};
@@ -21,6 +21,8 @@ use pyo3::types::{PyBytes, PyList, PyString};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
+
+mod shards;
 
 /// Maps an engine error to the Python class of the same name in
 /// `bpeforge.errors` (the one place the hierarchy is declared).
@@ -176,64 +178,6 @@ fn count_files<'py>(
             _ => to_pyerr(e),
         }),
     }
-}
-
-/// Sums serialized word counts (from `count_files`), each part times its
-/// weight if `weights` is given, and runs the merge loop.
-#[pyfunction]
-#[pyo3(signature = (parts, args, progress, inputs, weights=None))]
-fn train_counts(
-    py: Python<'_>,
-    parts: Vec<Vec<u8>>,
-    args: &Bound<'_, PyAny>,
-    progress: &str,
-    inputs: Vec<String>,
-    weights: Option<Vec<f64>>,
-) -> PyResult<NativeTokenizer> {
-    let config = train_config(args)?;
-    let scaled = match &weights {
-        None => None,
-        Some(w) if w.len() != parts.len() => {
-            return Err(to_pyerr(Error::parameter(format!(
-                "weights: {} weight(s) for {} part(s)",
-                w.len(),
-                parts.len()
-            ))))
-        }
-        Some(w) => Some(
-            w.iter()
-                .enumerate()
-                .map(|(i, &x)| {
-                    if x > 0.0 && x <= balance::MAX_LANGUAGE_WEIGHT {
-                        Ok((x * balance::WEIGHT_SCALE as f64).round().max(1.0) as u64)
-                    } else {
-                        Err(to_pyerr(Error::parameter(format!(
-                            "weights[{i}] must be in (0, {}], got {x}",
-                            balance::MAX_LANGUAGE_WEIGHT
-                        ))))
-                    }
-                })
-                .collect::<PyResult<Vec<u64>>>()?,
-        ),
-    };
-    let mut observer = PyObserver::new(progress)?;
-    let start = Instant::now();
-    let result = py.detach(|| {
-        let mut total = WordCounts::new();
-        for (i, p) in parts.iter().enumerate() {
-            let mut part = WordCounts::from_bytes(p)?;
-            if let Some(w) = &scaled {
-                part.multiply(w[i]);
-            }
-            total.merge(part);
-        }
-        if scaled.is_some() {
-            total.rescale(balance::WEIGHT_SCALE);
-        }
-        let seconds = start.elapsed().as_secs_f64();
-        train::train_from_counts(total, &config, &mut observer, serde_json::json!(inputs), seconds)
-    });
-    finish(result, observer)
 }
 
 /// Texts pulled from the iterator per chunk (bounded memory, few GIL trips).
@@ -744,7 +688,12 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(train_files, m)?)?;
     m.add_function(wrap_pyfunction!(train_iterator, m)?)?;
     m.add_function(wrap_pyfunction!(count_files, m)?)?;
-    m.add_function(wrap_pyfunction!(train_counts, m)?)?;
+    m.add_function(wrap_pyfunction!(shards::train_counts, m)?)?;
+    m.add_function(wrap_pyfunction!(shards::check_train_options, m)?)?;
+    m.add_function(wrap_pyfunction!(shards::language_table, m)?)?;
+    m.add_function(wrap_pyfunction!(shards::count_shard, m)?)?;
+    m.add_function(wrap_pyfunction!(shards::train_count_sum, m)?)?;
+    m.add_class::<shards::CountSum>()?;
     m.add_function(wrap_pyfunction!(pretokenize, m)?)?;
     m.add_function(wrap_pyfunction!(_pretokenize_reference, m)?)?;
     m.add_function(wrap_pyfunction!(_pretokenize_count, m)?)?;

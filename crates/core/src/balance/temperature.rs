@@ -100,21 +100,32 @@ impl LanguageTable {
                 }
             }
         }
-        let total: u64 = table.lines.iter().sum();
+        Self::from_lines(table.names, table.lines, balance.temperature)
+    }
+
+    /// The table of languages `names` (ids in that order) with these line
+    /// counts, weighted for `temperature`: what `build` gives, rebuilt from
+    /// its names and lines (a distributed run builds it once and sends those).
+    pub fn from_lines(names: Vec<String>, lines: Vec<u64>, temperature: f64) -> Result<Self> {
+        if names.len() != lines.len() || names.len() > u16::MAX as usize {
+            return Err(Error::parameter(format!("language table: {} names for {} line counts", names.len(), lines.len())));
+        }
+        let total: u64 = lines.iter().sum();
         if total == 0 {
             return Err(Error::training("language balancing: the language files are empty"));
         }
-        let t = balance.temperature;
-        let p: Vec<f64> = table.lines.iter().map(|&l| l as f64 / total as f64).collect();
+        let t = temperature;
+        let p: Vec<f64> = lines.iter().map(|&l| l as f64 / total as f64).collect();
         let z: f64 = p.iter().map(|&x| x.powf(1.0 / t)).sum();
-        table.weights = p
+        let weights = p
             .iter()
             .map(|&x| {
                 let q = x.powf(1.0 / t) / z;
                 ((q / x) * WEIGHT_SCALE as f64).round().max(1.0) as u64
             })
             .collect();
-        Ok(table)
+        let ids = names.iter().enumerate().map(|(i, n)| (n.clone(), i as u16)).collect();
+        Ok(LanguageTable { names, ids, lines, weights })
     }
 
     fn metadata(&self, temperature: f64) -> serde_json::Value {
@@ -204,6 +215,32 @@ impl<'a> Tagger<'a> {
         }
         chunk.langs = tags;
         Ok(())
+    }
+
+    /// Skips the tags of the first `lines` lines of the input file: a shard
+    /// that starts inside its file (`crate::shard`).
+    pub(crate) fn skip_lines(&mut self, lines: u64) -> Result<()> {
+        use std::io::BufRead;
+        let Some((reader, path)) = self.reader.as_mut() else { return Ok(()) };
+        let mut buf = Vec::new();
+        for _ in 0..lines {
+            buf.clear();
+            if reader.read_until(b'\n', &mut buf).map_err(|e| Error::io_read(path, &e))? == 0 {
+                return Err(Error::input(format!(
+                    "{} has only {} line(s) but its input file has more lines: the language file must have one tag per input line",
+                    path.display(),
+                    self.line
+                )));
+            }
+            self.line += 1;
+        }
+        Ok(())
+    }
+
+    /// The bytes per language so far, without `finish`'s check for extra
+    /// lines (a shard that ends before its file does).
+    pub(crate) fn into_bytes(self) -> Vec<u64> {
+        self.bytes
     }
 
     /// Checks the language file has no extra lines; returns the bytes per language.

@@ -1,0 +1,218 @@
+//! The native half of `bpeforge.distributed.train`: the language table (one
+//! worker task), one shard's count (one task per shard), and the driver's
+//! running sum of the shards' tables (`CountSum`), which takes each
+//! serialized table as it arrives, so the driver never holds every shard's
+//! table at once, and then trains exactly as the local file path does.
+
+use super::{finish, to_pyerr, train_config, NativeTokenizer, PyObserver};
+use bpeforge_core::balance::{self, LanguageTable};
+use bpeforge_core::count::WordCounts;
+use bpeforge_core::error::{Error, ErrorKind};
+use bpeforge_core::pipeline::train_counted;
+use bpeforge_core::shard::{count_shard as count_one_shard, Shard};
+use bpeforge_core::train::TrainConfig;
+use pyo3::prelude::*;
+use pyo3::types::PyBytes;
+use std::path::PathBuf;
+use std::time::Instant;
+
+/// Checks the training options (as every entry point does), so that a bad
+/// one fails on the driver before any task starts.
+#[pyfunction]
+pub(crate) fn check_train_options(args: &Bound<'_, PyAny>) -> PyResult<()> {
+    train_config(args).map(|_| ())
+}
+
+/// The run's languages and their line counts (`LanguageTable::build`, which
+/// reads the language files, or with `file_languages` the inputs): built
+/// once, by one task, and sent to every shard and to the driver's training.
+#[pyfunction]
+pub(crate) fn language_table(py: Python<'_>, paths: Vec<PathBuf>, args: &Bound<'_, PyAny>) -> PyResult<(Vec<String>, Vec<u64>)> {
+    let config = train_config(args)?;
+    let Some(b) = config.balance.clone() else {
+        return Err(to_pyerr(Error::parameter("language_table needs langs or file_languages")));
+    };
+    let table = py.detach(|| LanguageTable::build(&paths, &b)).map_err(to_pyerr)?;
+    Ok((table.names, table.lines))
+}
+
+/// The language table of `languages` (names, lines) for `config`'s temperature.
+fn table_of(config: &TrainConfig, languages: Option<(Vec<String>, Vec<u64>)>) -> Result<Option<LanguageTable>, Error> {
+    match (languages, &config.balance) {
+        (Some((names, lines)), Some(b)) => LanguageTable::from_lines(names, lines, b.temperature).map(Some),
+        (None, None) => Ok(None),
+        (Some(_), None) => Err(Error::parameter("languages given for a run without langs or file_languages")),
+        (None, Some(_)) => Err(Error::parameter("a language-balanced run needs its language table (languages=...)")),
+    }
+}
+
+/// Counts one shard (see `bpeforge_core::shard`) and returns its table
+/// serialized, with the UTF-8 bytes of each language's texts (balanced runs).
+#[pyfunction]
+#[pyo3(signature = (paths, file_indices, args, progress, byte_range=None, lines_before=0, languages=None))]
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn count_shard<'py>(
+    py: Python<'py>,
+    paths: Vec<PathBuf>,
+    file_indices: Vec<usize>,
+    args: &Bound<'_, PyAny>,
+    progress: &str,
+    byte_range: Option<(u64, u64)>,
+    lines_before: u64,
+    languages: Option<(Vec<String>, Vec<u64>)>,
+) -> PyResult<(Bound<'py, PyBytes>, Vec<u64>)> {
+    let config = train_config(args)?;
+    let table = table_of(&config, languages).map_err(to_pyerr)?;
+    let mut observer = PyObserver::new(progress)?;
+    let shard = Shard { paths, file_indices, byte_range, lines_before };
+    let result = py.detach(|| {
+        count_one_shard(&shard, table.as_ref(), &config, &mut observer).map(|c| (c.counts.to_bytes(), c.lang_bytes))
+    });
+    match result {
+        Ok((bytes, lang_bytes)) => Ok((PyBytes::new(py, &bytes), lang_bytes)),
+        Err(e) => Err(match (e.kind(), observer.signal) {
+            (ErrorKind::Interrupted, Some(sig)) => sig,
+            _ => to_pyerr(e),
+        }),
+    }
+}
+
+/// The sum of serialized count tables, added one at a time (each part can
+/// be dropped once added). Parts are all plain or all weighted.
+#[pyclass(module = "bpeforge._native")]
+pub(crate) struct CountSum {
+    total: Option<WordCounts>,
+    parts: usize,
+    weighted: Option<bool>,
+    seconds: f64,
+}
+
+impl CountSum {
+    fn add_part(&mut self, part: &[u8], weight: Option<f64>) -> Result<(), Error> {
+        let start = Instant::now();
+        let total = self.total.as_mut().ok_or_else(|| Error::parameter("this CountSum was already trained on"))?;
+        if *self.weighted.get_or_insert(weight.is_some()) != weight.is_some() {
+            return Err(Error::parameter("CountSum: give a weight for every part or for none"));
+        }
+        let factor = match weight {
+            None => 1,
+            Some(w) if w > 0.0 && w <= balance::MAX_LANGUAGE_WEIGHT => {
+                (w * balance::WEIGHT_SCALE as f64).round().max(1.0) as u64
+            }
+            Some(w) => {
+                return Err(Error::parameter(format!(
+                    "weights[{}] must be in (0, {}], got {w}",
+                    self.parts,
+                    balance::MAX_LANGUAGE_WEIGHT
+                )))
+            }
+        };
+        total.add_bytes(part, factor)?;
+        self.parts += 1;
+        self.seconds += start.elapsed().as_secs_f64();
+        Ok(())
+    }
+
+    /// The summed table (weighted parts rescaled); the sum is then used up.
+    fn take(&mut self) -> Result<WordCounts, Error> {
+        let mut total = self.total.take().ok_or_else(|| Error::parameter("this CountSum was already trained on"))?;
+        if self.weighted == Some(true) {
+            total.rescale(balance::WEIGHT_SCALE);
+        }
+        Ok(total)
+    }
+}
+
+#[pymethods]
+impl CountSum {
+    #[new]
+    fn new() -> Self {
+        CountSum { total: Some(WordCounts::new()), parts: 0, weighted: None, seconds: 0.0 }
+    }
+
+    /// Adds one serialized table (from `count_shard` or `count_files`),
+    /// times `weight` if given.
+    #[pyo3(signature = (part, weight=None))]
+    fn add(&mut self, py: Python<'_>, part: &[u8], weight: Option<f64>) -> PyResult<()> {
+        py.detach(|| self.add_part(part, weight)).map_err(to_pyerr)
+    }
+
+    /// Tables added so far.
+    #[getter]
+    fn parts(&self) -> usize {
+        self.parts
+    }
+
+    /// Word types in the sum so far.
+    #[getter]
+    fn word_types(&self) -> usize {
+        self.total.as_ref().map_or(0, |t| t.len())
+    }
+
+    /// Seconds spent adding tables.
+    #[getter]
+    fn seconds(&self) -> f64 {
+        self.seconds
+    }
+}
+
+/// Trains on a `CountSum` (which is used up) as the local file path trains
+/// on its counts: the plain driver, or with `languages` (names, lines) and
+/// `lang_bytes` the run's language balancing. The counting time recorded is
+/// the time spent summing.
+#[pyfunction]
+#[pyo3(signature = (sum, args, progress, inputs, languages=None, lang_bytes=None))]
+pub(crate) fn train_count_sum(
+    py: Python<'_>,
+    sum: &Bound<'_, CountSum>,
+    args: &Bound<'_, PyAny>,
+    progress: &str,
+    inputs: Vec<String>,
+    languages: Option<(Vec<String>, Vec<u64>)>,
+    lang_bytes: Option<Vec<u64>>,
+) -> PyResult<NativeTokenizer> {
+    let config = train_config(args)?;
+    let table = table_of(&config, languages).map_err(to_pyerr)?;
+    let lang_bytes = lang_bytes.unwrap_or_else(|| vec![0; table.as_ref().map_or(0, |t| t.names.len())]);
+    if table.as_ref().is_some_and(|t| t.names.len() != lang_bytes.len()) {
+        return Err(to_pyerr(Error::parameter("lang_bytes: one byte count per language is needed")));
+    }
+    let (counts, seconds) = {
+        let mut sum = sum.borrow_mut();
+        (sum.take().map_err(to_pyerr)?, sum.seconds)
+    };
+    let mut observer = PyObserver::new(progress)?;
+    let result = py.detach(|| {
+        train_counted(counts, table.as_ref(), &lang_bytes, &config, &mut observer, serde_json::json!(inputs), seconds)
+    });
+    finish(result, observer)
+}
+
+/// Sums serialized word counts (from `count_files`), each part times its
+/// weight if `weights` is given, and runs the merge loop: `CountSum` and
+/// `train_count_sum` in one call, for parts already in memory.
+#[pyfunction]
+#[pyo3(signature = (parts, args, progress, inputs, weights=None))]
+pub(crate) fn train_counts(
+    py: Python<'_>,
+    parts: Vec<Vec<u8>>,
+    args: &Bound<'_, PyAny>,
+    progress: &str,
+    inputs: Vec<String>,
+    weights: Option<Vec<f64>>,
+) -> PyResult<NativeTokenizer> {
+    let config = train_config(args)?;
+    if let Some(w) = weights.as_ref().filter(|w| w.len() != parts.len()) {
+        return Err(to_pyerr(Error::parameter(format!("weights: {} weight(s) for {} part(s)", w.len(), parts.len()))));
+    }
+    let mut sum = CountSum::new();
+    let mut observer = PyObserver::new(progress)?;
+    let result = py.detach(|| {
+        for (i, part) in parts.iter().enumerate() {
+            sum.add_part(part, weights.as_ref().map(|w| w[i]))?;
+        }
+        let seconds = sum.seconds;
+        bpeforge_core::train::train_from_counts(sum.take()?, &config, &mut observer, serde_json::json!(inputs), seconds)
+    });
+    finish(result, observer)
+}
