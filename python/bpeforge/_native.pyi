@@ -3,15 +3,19 @@ in `bpeforge` instead; this module's surface may change between versions."""
 
 from collections.abc import Iterable, Sequence
 from os import PathLike
-from typing import Any, final
+from typing import Any, Callable, Union, final
+
+# A format name (text on fd 2), a (format, stream) pair (text through
+# stream.write) or a callable taking one event dict (see bpeforge._progress).
+_NativeProgress = Union[str, tuple[str, Any], Callable[[dict[str, Any]], object]]
 
 __all__ = ["train_files", "train_iterator", "count_files", "train_counts", "pretokenize", "_pretokenize_reference", "_pretokenize_count", "default_threads", "train_option_names", "script_of", "NativeTokenizer", "__version__"]
 __version__: str
 
-def train_files(paths: list[str], args: dict[str, Any], progress: str) -> NativeTokenizer: ...
-def train_iterator(texts: Iterable[str], args: dict[str, Any], progress: str) -> NativeTokenizer: ...
-def count_files(paths: list[str], args: dict[str, Any], progress: str, byte_range: tuple[int, int] | None = None) -> bytes: ...
-def train_counts(parts: list[bytes], args: dict[str, Any], progress: str, inputs: list[str], weights: list[float] | None = None) -> NativeTokenizer: ...
+def train_files(paths: list[str], args: dict[str, Any], progress: _NativeProgress) -> NativeTokenizer: ...
+def train_iterator(texts: Iterable[str], args: dict[str, Any], progress: _NativeProgress) -> NativeTokenizer: ...
+def count_files(paths: list[str], args: dict[str, Any], progress: _NativeProgress, byte_range: tuple[int, int] | None = None) -> bytes: ...
+def train_counts(parts: list[bytes], args: dict[str, Any], progress: _NativeProgress, inputs: list[str], weights: list[float] | None = None) -> NativeTokenizer: ...
 def pretokenize(text: str, preset: str = "gpt2") -> list[str]: ...
 # The presets on the regex path (the scanners' reference) and a piece count
 # without building strings: for tests, fuzz targets and bench/pretok.py.
@@ -65,6 +69,7 @@ class NativeTokenizer:
         disallowed: list[int] | None = None,
         dropout: float | None = None,
         seed: int = 0,
+        progress: _NativeProgress | None = None,
     ) -> list[list[int]]: ...
     def encode_file(
         self,
@@ -74,7 +79,7 @@ class NativeTokenizer:
         threads: int | None = None,
         allowed: list[int] | None = None,
         disallowed: list[int] | None = None,
-        progress: str = "off",
+        progress: _NativeProgress | None = None,
     ) -> tuple[int, int, int, float, int]: ...
     def encode_batch_flat(
         self,
@@ -82,6 +87,7 @@ class NativeTokenizer:
         threads: int | None = None,
         allowed: list[int] | None = None,
         disallowed: list[int] | None = None,
+        progress: _NativeProgress | None = None,
     ) -> tuple[bytes, bytes]: ...
     def decode_bytes(self, ids: list[int]) -> bytes: ...
     def decode_raw(self, ids: bytes) -> bytes: ...
