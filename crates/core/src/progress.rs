@@ -157,12 +157,17 @@ impl ProgressPrinter {
                 let total = p.raw_bytes_total.map_or(String::new(), |t| format!(" / {:.1} MB", mb(t)));
                 let left = p.raw_bytes_total.map_or("-".into(), |t| eta(p.raw_bytes_done as f64, t as f64, p.elapsed));
                 let all = format!("{:.1} MB{total} read ({rate:.1} MB/s, ETA {left})", mb(p.raw_bytes_done));
+                // The file's name only: the live line must fit a terminal.
+                let name = |f: &crate::observe::FileProgress| {
+                    let path = std::path::Path::new(&*f.path);
+                    path.file_name().map_or(f.path.to_string(), |n| n.to_string_lossy().into_owned())
+                };
                 let text = match &p.file {
                     // One file: its figures are the total's.
-                    Some(f) if f.files == 1 => format!("{phase} {}: {all}", f.path),
+                    Some(f) if f.files == 1 => format!("{phase} {}: {all}", name(f)),
                     Some(f) => format!(
                         "{phase} {} ({}/{}): {:.1} / {:.1} MB ({:.1} MB/s, ETA {}); all: {all}",
-                        f.path,
+                        name(f),
                         f.index + 1,
                         f.files,
                         mb(f.bytes_done),
