@@ -89,13 +89,13 @@ def _is_process_stderr(stream: Any) -> bool:
         return False
 
 
-def native_progress(progress: Progress, *, default_off: bool = False) -> Any:
+def native_progress(progress: Progress) -> Any:
     """``progress`` as the native module takes it: a format name, a
     ``(format, stream)`` pair, or a callable taking one dict per event."""
     if progress is None or progress is False:
         return "off"
     if progress is True:
-        progress = "off" if default_off else "auto"
+        progress = "auto"
     if isinstance(progress, str):
         if progress == "tqdm":
             return _to_native(TqdmProgress())
