@@ -19,6 +19,7 @@ from importlib import resources as _resources
 from pathlib import Path as _Path
 
 from ._native import __version__
+from ._progress import ProgressEvent, TqdmProgress
 from ._tokenizer import Tokenizer, load, pretokenize, train, train_from_iterator
 from .errors import (
     BpeforgeError,
@@ -48,6 +49,8 @@ __all__ = [
     "pretokenize",
     "Regex",
     "TrainOptions",
+    "ProgressEvent",
+    "TqdmProgress",
     "sample_corpus",
     "from_huggingface",
     "from_tiktoken",

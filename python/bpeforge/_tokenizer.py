@@ -21,6 +21,7 @@ from .errors import ModelFormatError, ParameterError
 from ._bytelevel import token_text
 from ._io import check_output, model_format
 from ._offsets import token_offsets
+from ._progress import Progress, native_progress
 from .interop import huggingface_export, sentencepiece_export, tiktoken_export
 from .options import Regex, TrainOptions, check_pretokenizer, option_docs, paths
 
@@ -36,6 +37,8 @@ __all__ = ["Tokenizer", "train", "train_from_iterator", "load", "pretokenize"]
 
 
 def _progress_arg(progress: bool | str) -> str:
+    """``progress`` as a format name for the process's stderr (the
+    distributed trainer prints its own lines there)."""
     if progress is True:
         return "auto"
     if progress is False or progress is None:
@@ -55,7 +58,7 @@ def train(
     min_frequency: int = 2,
     max_token_length: int | None = None,
     threads: int | None = None,
-    progress: bool | str = True,
+    progress: Progress = True,
     character_coverage: float = 1.0,
     end_of_word_suffix: str | None = None,
     unk_token: str = "<unk>",
@@ -93,8 +96,13 @@ def train(
 
     Args:
         files: a path or a list of paths.
-        progress: True (a live line on terminals, JSON lines otherwise),
-            False, or one of "human", "json", "off".
+        progress: True (a live line on terminals and in notebooks, JSON
+            lines when stderr is a file or pipe), False, one of "human",
+            "json", "off", "tqdm" (a tqdm bar per phase), or a callable
+            that gets a :class:`bpeforge.ProgressEvent` per update. Text goes
+            to ``sys.stderr`` (through it when it is redirected, e.g. in
+            Jupyter). An exception raised by the callable stops training and
+            is raised here.
 {options}
 
     Returns:
@@ -108,7 +116,7 @@ def train(
         'hello world'
     """
     options = TrainOptions(**_keywords(locals(), "files", "progress"))
-    return Tokenizer(_native.train_files(paths(files), options.engine_args(), _progress_arg(progress)))
+    return Tokenizer(_native.train_files(paths(files), options.engine_args(), native_progress(progress)))
 
 
 def train_from_iterator(
@@ -121,7 +129,7 @@ def train_from_iterator(
     min_frequency: int = 2,
     max_token_length: int | None = None,
     threads: int | None = None,
-    progress: bool | str = True,
+    progress: Progress = True,
     character_coverage: float = 1.0,
     end_of_word_suffix: str | None = None,
     unk_token: str = "<unk>",
@@ -150,7 +158,7 @@ def train_from_iterator(
     if isinstance(texts, (str, bytes)):
         raise ParameterError("texts must be an iterable of str, not a single string (wrap it in a list)")
     options = TrainOptions(**_keywords(locals(), "texts", "progress"))
-    return Tokenizer(_native.train_iterator(texts, options.engine_args(), _progress_arg(progress)))
+    return Tokenizer(_native.train_iterator(texts, options.engine_args(), native_progress(progress)))
 
 
 def _keywords(call: dict[str, Any], *skip: str) -> dict[str, Any]:
@@ -420,7 +428,7 @@ class Tokenizer:
         threads: int | None = None,
         allowed_special: SpecialSet = (),
         disallowed_special: SpecialSet = "all",
-        progress: bool | str = False,
+        progress: Progress = False,
     ) -> dict[str, Any]:
         """Stream a corpus of any size (plain or compressed, one text per line)
         into ids, with bounded memory, on all cores.
@@ -433,6 +441,9 @@ class Tokenizer:
         Special tokens as in :meth:`encode` (the same policy everywhere):
         their text is an error unless ``allowed_special`` names them.
 
+        ``progress`` as in :func:`train` (off by default): bytes read, rate
+        and ETA, on ``sys.stderr``, to a callable, or as a tqdm bar.
+
         Returns ``{"lines", "tokens", "bytes", "seconds", "id_bytes"}``.
         """
         if threads is not None and (not isinstance(threads, int) or threads < 1):
@@ -442,19 +453,19 @@ class Tokenizer:
             check_output(os.fspath(dst) + ".offsets.npy", "offsets")
         allowed, disallowed = self._rules(allowed_special, disallowed_special) if self._specials else (None, None)
         lines, tokens, nbytes, seconds, id_bytes = self._native.encode_file(
-            paths(src), os.fspath(dst), format, threads, allowed, disallowed, _progress_arg(progress)
+            paths(src), os.fspath(dst), format, threads, allowed, disallowed, native_progress(progress)
         )
         return {"lines": lines, "tokens": tokens, "bytes": nbytes, "seconds": seconds, "id_bytes": id_bytes}
 
     @overload
     def encode_batch(self, texts: Iterable[str], *, threads: int | None = ..., allowed_special: SpecialSet = ...,
                      disallowed_special: SpecialSet = ..., as_numpy: Literal[False] = ..., dropout: float = ...,
-                     seed: int | None = ...) -> list[list[int]]: ...
+                     seed: int | None = ..., progress: Progress = ...) -> list[list[int]]: ...
 
     @overload
     def encode_batch(self, texts: Iterable[str], *, threads: int | None = ..., allowed_special: SpecialSet = ...,
                      disallowed_special: SpecialSet = ..., as_numpy: Literal[True], dropout: float = ...,
-                     seed: int | None = ...) -> tuple[np.ndarray, np.ndarray]: ...
+                     seed: int | None = ..., progress: Progress = ...) -> tuple[np.ndarray, np.ndarray]: ...
 
     def encode_batch(
         self,
@@ -466,6 +477,7 @@ class Tokenizer:
         as_numpy: bool = False,
         dropout: float = 0.0,
         seed: int | None = None,
+        progress: Progress = False,
     ) -> list[list[int]] | tuple[np.ndarray, np.ndarray]:
         """Encode many texts on ``threads`` threads (None: all cores), GIL released.
 
@@ -474,6 +486,8 @@ class Tokenizer:
         array and an int64 array of ``len(texts) + 1`` offsets, so text ``i``
         is ``ids[offsets[i]:offsets[i + 1]]`` (no Python object per token).
         With ``dropout``, text ``i`` uses seed ``seed + i`` (thread-independent).
+        ``progress`` as in :func:`train` (off by default): the texts' bytes
+        encoded, reported after each slice of about 1% of the batch.
         """
         if threads is not None and (not isinstance(threads, int) or threads < 1):
             raise ParameterError(f"threads must be a positive integer or None, got {threads!r}")
@@ -486,8 +500,10 @@ class Tokenizer:
         else:
             allowed, disallowed = self._rules(allowed_special, disallowed_special)
         p, s = _dropout_args(dropout, seed)
+        native = native_progress(progress)
+        prog = None if native == "off" else native
         if p is not None:
-            batch = self._native.encode_batch(texts, threads, allowed, disallowed, p, s)
+            batch = self._native.encode_batch(texts, threads, allowed, disallowed, p, s, prog)
             if not as_numpy:
                 return batch
             import numpy as np
@@ -498,9 +514,9 @@ class Tokenizer:
         if as_numpy:
             import numpy as np
 
-            flat, ends = self._native.encode_batch_flat(texts, threads, allowed, disallowed)
+            flat, ends = self._native.encode_batch_flat(texts, threads, allowed, disallowed, prog)
             return np.frombuffer(flat, dtype="<u4"), np.frombuffer(ends, dtype="<u8").astype(np.int64)
-        return self._native.encode_batch(texts, threads, allowed, disallowed)
+        return self._native.encode_batch(texts, threads, allowed, disallowed, progress=prog)
 
     # ---- decoding ---------------------------------------------------------
     def decode_bytes(self, ids: Iterable[int]) -> bytes:

@@ -17,8 +17,9 @@
 //!   (compressed) inputs, the pre-tokenizers and the special-token splitter.
 //!   (`pretok` is over 600 lines: the presets and their published-regex
 //!   equivalence tests belong together.)
-//! * [`observe`] and [`progress`]: what a caller sees (progress, Ctrl-C) and
-//!   the stderr printer; [`util`]: the hash map, thread counts and joins;
+//! * [`observe`], [`steps`] and [`progress`]: what a caller sees (progress,
+//!   Ctrl-C), the merge phase's setup steps, and the progress printer;
+//!   [`util`]: the hash map, thread counts and joins;
 //!   [`error`]: the one error type.
 //!
 //! The contract that training and encoding follow is written out in
@@ -39,6 +40,7 @@ pub mod pretok;
 pub mod progress;
 mod scan;
 pub mod shard;
+pub mod steps;
 pub mod train;
 pub mod util;
 

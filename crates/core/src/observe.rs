@@ -4,13 +4,43 @@
 //! the progress printer can all name it without depending on each other.
 
 use crate::count::CountStats;
+use std::sync::Arc;
 
-/// Progress while counting.
+/// Progress while counting (or encoding a file).
 #[derive(Debug, Clone)]
 pub struct CountProgress {
     pub raw_bytes_done: u64,
     pub raw_bytes_total: Option<u64>,
     pub elapsed: f64,
+    /// The file being read, when the input is a list of files.
+    pub file: Option<FileProgress>,
+}
+
+/// One input file's progress: on-disk bytes, so a compressed file's ETA
+/// comes from the compressed bytes read against its size.
+#[derive(Debug, Clone)]
+pub struct FileProgress {
+    pub path: Arc<str>,
+    /// 0-based position in the input list, and the list's length.
+    pub index: usize,
+    pub files: usize,
+    pub bytes_done: u64,
+    pub bytes_total: u64,
+    /// Seconds since this file was opened.
+    pub elapsed: f64,
+}
+
+/// A setup step of the merge phase ("word table", "pair index"): items
+/// done of `total`, reported live and once more with `finished` set.
+#[derive(Debug, Clone)]
+pub struct StepProgress {
+    pub step: &'static str,
+    /// What the items are ("word types", "words").
+    pub unit: &'static str,
+    pub done: u64,
+    pub total: u64,
+    pub elapsed: f64,
+    pub finished: bool,
 }
 
 /// Progress while merging.
@@ -23,7 +53,10 @@ pub struct MergeProgress {
 }
 
 /// What the caller sees during training.
-pub trait Observer {
+///
+/// `Send`: while the merge phase sets up, a watcher thread reports the
+/// setup steps (`crate::steps`), so the observer must be able to move there.
+pub trait Observer: Send {
     /// Polled every few milliseconds on the training thread; `true` stops the
     /// run with an `Interrupted` error.
     fn should_stop(&mut self) -> bool {
@@ -31,6 +64,8 @@ pub trait Observer {
     }
     fn counting(&mut self, _p: &CountProgress) {}
     fn counted(&mut self, _stats: &CountStats, _word_types: usize, _seconds: f64) {}
+    /// A setup step of the merge phase (see `crate::steps`).
+    fn step(&mut self, _p: &StepProgress) {}
     fn merging(&mut self, _p: &MergeProgress) {}
     fn merged(&mut self, _merges: usize, _seconds: f64) {}
     /// Progress of `encode_file`.

@@ -7,7 +7,7 @@ use crate::count::WordCounts;
 use crate::error::{Error, Result};
 use crate::input::{read_chunks, total_size};
 use crate::model::Model;
-use crate::observe::{CountProgress, Observer};
+use crate::observe::{CountProgress, FileProgress, Observer};
 use crate::train::{count_words_mode, train_from_counts, CountMode, TrainConfig, POLL_SECONDS};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -41,6 +41,7 @@ pub fn train_files(paths: &[PathBuf], config: &TrainConfig, observer: &mut dyn O
                     (Some(b), Some(table)) => Some(Tagger::new(&b.source, i, table)?),
                     _ => None,
                 };
+                let file = FileStart::new(path, i, paths.len(), raw.load(Ordering::Relaxed), start.elapsed().as_secs_f64());
                 read_chunks(std::slice::from_ref(path), &config.text_mode, raw.clone(), &mut |mut chunk| {
                     if let Some(t) = tagger.as_mut() {
                         t.tag(&mut chunk)?;
@@ -51,10 +52,12 @@ pub fn train_files(paths: &[PathBuf], config: &TrainConfig, observer: &mut dyn O
                         if observer.should_stop() {
                             return Err(Error::interrupted());
                         }
+                        let done = raw.load(Ordering::Relaxed);
                         observer.counting(&CountProgress {
-                            raw_bytes_done: raw.load(Ordering::Relaxed),
+                            raw_bytes_done: done,
                             raw_bytes_total: Some(total),
                             elapsed: t,
+                            file: Some(file.progress(done, t)),
                         });
                     }
                     sink(chunk)
@@ -101,3 +104,33 @@ pub fn train_counted(
     }
 }
 
+
+/// Where one input file started, for its own bytes, rate and ETA.
+struct FileStart {
+    path: Arc<str>,
+    index: usize,
+    files: usize,
+    size: u64,
+    raw_before: u64,
+    started: f64,
+}
+
+impl FileStart {
+    fn new(path: &std::path::Path, index: usize, files: usize, raw_before: u64, started: f64) -> Self {
+        // `total_size` has read every size already; a file that vanished
+        // since fails when it is opened, so 0 here is never shown.
+        let size = std::fs::metadata(path).map_or(0, |m| m.len());
+        FileStart { path: Arc::from(path.display().to_string()), index, files, size, raw_before, started }
+    }
+
+    fn progress(&self, raw_done: u64, elapsed: f64) -> FileProgress {
+        FileProgress {
+            path: self.path.clone(),
+            index: self.index,
+            files: self.files,
+            bytes_done: raw_done.saturating_sub(self.raw_before).min(self.size),
+            bytes_total: self.size,
+            elapsed: elapsed - self.started,
+        }
+    }
+}

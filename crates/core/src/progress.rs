@@ -1,14 +1,34 @@
-//! Progress on stderr: a live line on terminals, JSON lines for logs.
+//! Progress as text: a live line on terminals, JSON lines for logs.
 //!
-//! Counting reports bytes read, rate and ETA (from the on-disk size, so
-//! compressed inputs get an honest ETA); merging reports merges done, the
-//! current pair count and an ETA. Both phases end with a summary that carries
-//! their time, so counting and merging can be optimised separately.
+//! Counting reports bytes read, rate and ETA, for the whole input and for
+//! the file being read (from on-disk sizes, so compressed inputs get an
+//! honest ETA); the merge phase reports its setup steps (word table, pair
+//! index) and then merges done, the current pair count and an ETA. Each
+//! phase ends with a summary that carries its time, so they can be
+//! optimised separately. The text goes to the process's stderr, or to any
+//! `TextSink` (the Python bindings pass `sys.stderr` when it is not fd 2).
 
 use crate::count::CountStats;
-use crate::observe::{BalanceRound, CountProgress, EncodeStats, MergeProgress, Observer};
+use crate::observe::{BalanceRound, CountProgress, EncodeStats, MergeProgress, Observer, StepProgress};
 use std::io::{IsTerminal, Write};
 use std::time::Instant;
+
+/// Where progress text goes. `write` gets whole updates (a live line with
+/// its carriage return, or finished lines), one call per update.
+pub trait TextSink: Send {
+    fn write(&mut self, text: &str);
+}
+
+/// The process's stderr (fd 2).
+struct Stderr;
+
+impl TextSink for Stderr {
+    fn write(&mut self, text: &str) {
+        let mut err = std::io::stderr().lock();
+        let _ = err.write_all(text.as_bytes());
+        let _ = err.flush();
+    }
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ProgressFormat {
@@ -36,18 +56,31 @@ pub struct ProgressPrinter {
     format: ProgressFormat,
     last: Option<Instant>,
     interval: f64,
-    open_line: bool,
+    /// Characters of the live line now shown (0: none).
+    open_line: usize,
+    sink: Box<dyn TextSink>,
+    /// Erase lines with ANSI codes (a terminal) or by overwriting them with
+    /// spaces (notebooks and other streams, which may not know ANSI).
+    ansi: bool,
 }
 
 fn mb(x: u64) -> f64 {
     x as f64 / 1e6
 }
 
-fn eta(done: f64, total: f64, elapsed: f64) -> String {
-    if done <= 0.0 || total <= done {
-        return "-".into();
+/// Seconds left at the rate so far (None before any progress).
+pub fn eta_seconds(done: f64, total: f64, elapsed: f64) -> Option<f64> {
+    if done <= 0.0 {
+        return None;
     }
-    let s = elapsed / done * (total - done);
+    Some(elapsed / done * (total - done).max(0.0))
+}
+
+fn eta(done: f64, total: f64, elapsed: f64) -> String {
+    let s = match eta_seconds(done, total, elapsed) {
+        Some(s) if total > done => s,
+        _ => return "-".into(),
+    };
     if s >= 3600.0 {
         format!("{:.1}h", s / 3600.0)
     } else if s >= 60.0 {
@@ -58,9 +91,15 @@ fn eta(done: f64, total: f64, elapsed: f64) -> String {
 }
 
 impl ProgressPrinter {
+    /// A printer to the process's stderr.
     pub fn new(format: ProgressFormat) -> Self {
+        Self::with_sink(format, Box::new(Stderr), true)
+    }
+
+    /// A printer to `sink`; `ansi` if it is a terminal.
+    pub fn with_sink(format: ProgressFormat, sink: Box<dyn TextSink>, ansi: bool) -> Self {
         let interval = if format == ProgressFormat::Json { 2.0 } else { 0.25 };
-        ProgressPrinter { format, last: None, interval, open_line: false }
+        ProgressPrinter { format, last: None, interval, open_line: 0, sink, ansi }
     }
 
     fn due(&mut self) -> bool {
@@ -77,20 +116,30 @@ impl ProgressPrinter {
         }
     }
 
+    /// What erases the live line.
+    fn erase(&self) -> String {
+        match (self.open_line, self.ansi) {
+            (0, _) => String::new(),
+            (_, true) => "\r\x1b[2K".into(),
+            (n, false) => format!("\r{:n$}\r", ""),
+        }
+    }
+
     fn live(&mut self, text: &str) {
-        let mut err = std::io::stderr().lock();
-        let _ = write!(err, "\r\x1b[2K{text}");
-        let _ = err.flush();
-        self.open_line = true;
+        let width = text.chars().count();
+        let out = if self.ansi {
+            format!("\r\x1b[2K{text}")
+        } else {
+            format!("\r{text}{:pad$}", "", pad = self.open_line.saturating_sub(width))
+        };
+        self.sink.write(&out);
+        self.open_line = width.max(1);
     }
 
     fn line(&mut self, text: &str) {
-        let mut err = std::io::stderr().lock();
-        if self.open_line {
-            let _ = write!(err, "\r\x1b[2K");
-            self.open_line = false;
-        }
-        let _ = writeln!(err, "{text}");
+        let out = format!("{}{text}\n", self.erase());
+        self.open_line = 0;
+        self.sink.write(&out);
     }
 
     fn json(&mut self, value: serde_json::Value) {
@@ -106,19 +155,108 @@ impl ProgressPrinter {
         match self.format {
             ProgressFormat::Human => {
                 let total = p.raw_bytes_total.map_or(String::new(), |t| format!(" / {:.1} MB", mb(t)));
-                let eta = p.raw_bytes_total.map_or("-".into(), |t| eta(p.raw_bytes_done as f64, t as f64, p.elapsed));
-                self.live(&format!("{phase}: {:.1} MB{total} read ({rate:.1} MB/s, ETA {eta})", mb(p.raw_bytes_done)));
+                let left = p.raw_bytes_total.map_or("-".into(), |t| eta(p.raw_bytes_done as f64, t as f64, p.elapsed));
+                let all = format!("{:.1} MB{total} read ({rate:.1} MB/s, ETA {left})", mb(p.raw_bytes_done));
+                // The file's name only: the live line must fit a terminal.
+                let name = |f: &crate::observe::FileProgress| {
+                    let path = std::path::Path::new(&*f.path);
+                    path.file_name().map_or(f.path.to_string(), |n| n.to_string_lossy().into_owned())
+                };
+                let text = match &p.file {
+                    // One file: its figures are the total's.
+                    Some(f) if f.files == 1 => format!("{phase} {}: {all}", name(f)),
+                    Some(f) => format!(
+                        "{phase} {} ({}/{}): {:.1} / {:.1} MB ({:.1} MB/s, ETA {}); all: {all}",
+                        name(f),
+                        f.index + 1,
+                        f.files,
+                        mb(f.bytes_done),
+                        mb(f.bytes_total),
+                        mb(f.bytes_done) / f.elapsed.max(1e-9),
+                        eta(f.bytes_done as f64, f.bytes_total as f64, f.elapsed)
+                    ),
+                    None => format!("{phase}: {all}"),
+                };
+                self.live(&text);
             }
-            ProgressFormat::Json => self.json(serde_json::json!({
-                "phase": phase, "bytes_read": p.raw_bytes_done, "bytes_total": p.raw_bytes_total,
-                "mb_per_s": (rate * 10.0).round() / 10.0, "elapsed_s": (p.elapsed * 100.0).round() / 100.0,
-            })),
+            ProgressFormat::Json => {
+                let mut v = serde_json::json!({
+                    "phase": phase, "bytes_read": p.raw_bytes_done, "bytes_total": p.raw_bytes_total,
+                    "mb_per_s": round(rate, 1), "elapsed_s": round(p.elapsed, 2),
+                    "eta_s": p.raw_bytes_total.and_then(|t| eta_seconds(p.raw_bytes_done as f64, t as f64, p.elapsed)).map(|s| round(s, 1)),
+                });
+                if let Some(f) = &p.file {
+                    let extra = serde_json::json!({
+                        "file": &*f.path, "file_index": f.index + 1, "files": f.files,
+                        "file_bytes_read": f.bytes_done, "file_bytes_total": f.bytes_total,
+                        "file_mb_per_s": round(mb(f.bytes_done) / f.elapsed.max(1e-9), 1),
+                        "file_eta_s": eta_seconds(f.bytes_done as f64, f.bytes_total as f64, f.elapsed).map(|s| round(s, 1)),
+                    });
+                    if let (Some(v), serde_json::Value::Object(e)) = (v.as_object_mut(), extra) {
+                        v.extend(e);
+                    }
+                }
+                self.json(v)
+            }
             ProgressFormat::Off => {}
         }
     }
 }
 
+/// `x` rounded to `digits` decimals (JSON lines stay short).
+fn round(x: f64, digits: i32) -> f64 {
+    let f = 10f64.powi(digits);
+    (x * f).round() / f
+}
+
+/// A count with a magnitude suffix ("17.0M").
+fn items(n: u64) -> String {
+    match n {
+        0..=9_999 => n.to_string(),
+        10_000..=999_999 => format!("{:.1}k", n as f64 / 1e3),
+        1_000_000..=999_999_999 => format!("{:.1}M", n as f64 / 1e6),
+        _ => format!("{:.2}G", n as f64 / 1e9),
+    }
+}
+
 impl Observer for ProgressPrinter {
+    fn step(&mut self, p: &StepProgress) {
+        if p.finished {
+            match self.format {
+                ProgressFormat::Human => {
+                    self.line(&format!("{}: {} {} in {:.2}s", p.step, items(p.total), p.unit, p.elapsed))
+                }
+                ProgressFormat::Json => self.json(serde_json::json!({
+                    "phase": p.step, "done": true, "items": p.total, "unit": p.unit, "seconds": round(p.elapsed, 3),
+                })),
+                ProgressFormat::Off => {}
+            }
+            self.last = None;
+            return;
+        }
+        if !self.due() {
+            return;
+        }
+        let rate = p.done as f64 / p.elapsed.max(1e-9);
+        match self.format {
+            ProgressFormat::Human => self.live(&format!(
+                "{}: {} / {} {} ({}/s, ETA {})",
+                p.step,
+                items(p.done),
+                items(p.total),
+                p.unit,
+                items(rate as u64),
+                eta(p.done as f64, p.total as f64, p.elapsed)
+            )),
+            ProgressFormat::Json => self.json(serde_json::json!({
+                "phase": p.step, "items_done": p.done, "items_total": p.total, "unit": p.unit,
+                "elapsed_s": round(p.elapsed, 2),
+                "eta_s": eta_seconds(p.done as f64, p.total as f64, p.elapsed).map(|s| round(s, 1)),
+            })),
+            ProgressFormat::Off => {}
+        }
+    }
+
     fn counting(&mut self, p: &CountProgress) {
         self.reading("counting", p)
     }
@@ -157,6 +295,7 @@ impl Observer for ProgressPrinter {
             ProgressFormat::Json => self.json(serde_json::json!({
                 "phase": "merging", "merges": p.done, "target": p.target, "pair_count": p.pair_count,
                 "elapsed_s": (p.elapsed * 100.0).round() / 100.0,
+                "eta_s": eta_seconds(p.done as f64, p.target as f64, p.elapsed).map(|s| round(s, 1)),
             })),
             ProgressFormat::Off => {}
         }

@@ -4,16 +4,13 @@
 //! converting arguments and releasing the GIL; they share the error mapping
 //! and the observer, so they stay one layer in one file, as tiktoken's py.rs.)
 
-use bpeforge_core::balance::BalanceRound;
-use bpeforge_core::count::CountStats;
 use bpeforge_core::encode::{Cache, Encoder, Specials};
 use bpeforge_core::encode::file::{encode_file, IdFormat};
 use bpeforge_core::error::{Error, ErrorKind};
 use bpeforge_core::input::{Chunk, Layout};
 use bpeforge_core::model::Model;
 use bpeforge_core::pretok::{PreTokenizer, PreTokenizerSpec};
-use bpeforge_core::progress::{ProgressFormat, ProgressPrinter};
-use bpeforge_core::observe::{CountProgress, EncodeStats, MergeProgress, Observer};
+use bpeforge_core::observe::CountProgress;
 use bpeforge_core::train::{self, TrainConfig, TrainOptions};
 use pyo3::exceptions::{PyRuntimeError, PyTypeError};
 use pyo3::prelude::*;
@@ -23,6 +20,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 mod shards;
+mod progress;
+use progress::PyObserver;
 
 /// Maps an engine error to the Python class of the same name in
 /// `bpeforge.errors` (the one place the hierarchy is declared).
@@ -50,67 +49,12 @@ fn to_pyerr(e: Error) -> PyErr {
     })
 }
 
-/// Progress printer plus Ctrl-C: polls Python's signal handlers.
-struct PyObserver {
-    printer: ProgressPrinter,
-    signal: Option<PyErr>,
-}
-
-impl PyObserver {
-    fn new(progress: &str) -> PyResult<Self> {
-        let format = ProgressFormat::parse(progress).ok_or_else(|| {
-            to_pyerr(Error::parameter(format!(
-                "progress must be one of 'auto', 'human', 'json', 'off' (or True/False), got {progress:?}"
-            )))
-        })?;
-        Ok(PyObserver { printer: ProgressPrinter::new(format), signal: None })
-    }
-}
-
-impl Observer for PyObserver {
-    fn should_stop(&mut self) -> bool {
-        if self.signal.is_some() {
-            return true;
-        }
-        Python::attach(|py| match py.check_signals() {
-            Ok(()) => false,
-            Err(e) => {
-                self.signal = Some(e);
-                true
-            }
-        })
-    }
-    fn counting(&mut self, p: &CountProgress) {
-        self.printer.counting(p)
-    }
-    fn counted(&mut self, stats: &CountStats, word_types: usize, seconds: f64) {
-        self.printer.counted(stats, word_types, seconds)
-    }
-    fn merging(&mut self, p: &MergeProgress) {
-        self.printer.merging(p)
-    }
-    fn merged(&mut self, merges: usize, seconds: f64) {
-        self.printer.merged(merges, seconds)
-    }
-    fn encoding(&mut self, p: &CountProgress) {
-        self.printer.encoding(p)
-    }
-    fn encoded(&mut self, stats: &EncodeStats) {
-        self.printer.encoded(stats)
-    }
-    fn balancing(&mut self, round: &BalanceRound) {
-        self.printer.balancing(round)
-    }
-}
-
-/// Finishes a training call: a stored Ctrl-C wins over the engine's error.
-fn finish(result: Result<Model, Error>, observer: PyObserver) -> PyResult<NativeTokenizer> {
-    match result {
-        Ok(model) => NativeTokenizer::from_model(model),
-        Err(e) => Err(match (e.kind(), observer.signal) {
-            (ErrorKind::Interrupted, Some(sig)) => sig,
-            _ => to_pyerr(e),
-        }),
+/// Finishes a call: what Python raised meanwhile (Ctrl-C, the progress
+/// callback's exception) wins over the engine's result.
+fn finish<T>(result: Result<T, Error>, mut observer: PyObserver) -> PyResult<T> {
+    match observer.take_failure() {
+        Some(err) => Err(err),
+        None => result.map_err(to_pyerr),
     }
 }
 
@@ -130,11 +74,11 @@ fn train_option_names() -> Vec<&'static str> {
 
 /// Trains on files (the engine reads and decompresses them itself).
 #[pyfunction]
-fn train_files(py: Python<'_>, paths: Vec<PathBuf>, args: &Bound<'_, PyAny>, progress: &str) -> PyResult<NativeTokenizer> {
+fn train_files(py: Python<'_>, paths: Vec<PathBuf>, args: &Bound<'_, PyAny>, progress: &Bound<'_, PyAny>) -> PyResult<NativeTokenizer> {
     let config = train_config(args)?;
     let mut observer = PyObserver::new(progress)?;
     let result = py.detach(|| bpeforge_core::train_files(&paths, &config, &mut observer));
-    finish(result, observer)
+    NativeTokenizer::from_model(finish(result, observer)?)
 }
 
 /// Counts the word types of files (or of a byte range of one plain file) and
@@ -145,7 +89,7 @@ fn count_files<'py>(
     py: Python<'py>,
     paths: Vec<PathBuf>,
     args: &Bound<'_, PyAny>,
-    progress: &str,
+    progress: &Bound<'_, PyAny>,
     byte_range: Option<(u64, u64)>,
 ) -> PyResult<Bound<'py, PyBytes>> {
     let config = train_config(args)?;
@@ -171,13 +115,7 @@ fn count_files<'py>(
         })
         .map(|c| c.to_bytes())
     });
-    match result {
-        Ok(bytes) => Ok(PyBytes::new(py, &bytes)),
-        Err(e) => Err(match (e.kind(), observer.signal) {
-            (ErrorKind::Interrupted, Some(sig)) => sig,
-            _ => to_pyerr(e),
-        }),
-    }
+    Ok(PyBytes::new(py, &finish(result, observer)?))
 }
 
 /// Texts pulled from the iterator per chunk (bounded memory, few GIL trips).
@@ -188,7 +126,7 @@ const ITER_CHUNK_ITEMS: usize = 65_536;
 /// the GIL while worker threads count earlier chunks without it. (Over 80
 /// lines: the pull loop keeps the Python error it met for after counting.)
 #[pyfunction]
-fn train_iterator(py: Python<'_>, texts: &Bound<'_, PyAny>, args: &Bound<'_, PyAny>, progress: &str) -> PyResult<NativeTokenizer> {
+fn train_iterator(py: Python<'_>, texts: &Bound<'_, PyAny>, args: &Bound<'_, PyAny>, progress: &Bound<'_, PyAny>) -> PyResult<NativeTokenizer> {
     let config = train_config(args)?;
     let mut observer = PyObserver::new(progress)?;
     let iter = texts.try_iter().map_err(|_| {
@@ -256,7 +194,7 @@ fn train_iterator(py: Python<'_>, texts: &Bound<'_, PyAny>, args: &Bound<'_, PyA
                 if observer.should_stop() {
                     return Err(Error::interrupted());
                 }
-                observer.counting(&CountProgress { raw_bytes_done: read, raw_bytes_total: None, elapsed: t });
+                observer.counting(&CountProgress { raw_bytes_done: read, raw_bytes_total: None, elapsed: t, file: None });
             }
             if exhausted {
                 return Ok(());
@@ -270,14 +208,14 @@ fn train_iterator(py: Python<'_>, texts: &Bound<'_, PyAny>, args: &Bound<'_, PyA
             if let Some(err) = py_error {
                 return Err(err);
             }
-            return finish(Err(e), observer);
+            return NativeTokenizer::from_model(finish(Err(e), observer)?);
         }
     };
     let count_seconds = start.elapsed().as_secs_f64();
     let result = py.detach(|| {
         train::train_from_counts(counts, &config, &mut observer, serde_json::json!(["<iterator>"]), count_seconds)
     });
-    finish(result, observer)
+    NativeTokenizer::from_model(finish(result, observer)?)
 }
 
 /// A trained model, ready to encode and decode.
@@ -471,7 +409,7 @@ impl NativeTokenizer {
         result.map_err(to_pyerr)
     }
 
-    #[pyo3(signature = (texts, threads=None, allowed=None, disallowed=None, dropout=None, seed=0))]
+    #[pyo3(signature = (texts, threads=None, allowed=None, disallowed=None, dropout=None, seed=0, progress=None))]
     #[allow(clippy::too_many_arguments)]
     fn encode_batch(
         &self,
@@ -482,11 +420,18 @@ impl NativeTokenizer {
         disallowed: Option<Vec<usize>>,
         dropout: Option<f64>,
         seed: u64,
+        progress: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Vec<Vec<u32>>> {
         let rule = specials_rule(&self.enc, allowed, disallowed)?;
         let owned = collect_strs(texts)?;
         let borrowed = borrow_texts(&owned)?;
         let threads = check_threads(threads)?;
+        if let Some(progress) = progress {
+            let mut observer = PyObserver::new(progress)?;
+            let dropout = check_dropout(dropout)?.map(|p| (p, seed));
+            let result = py.detach(|| progress::encode_batch(&self.enc, &borrowed, &rule, threads, dropout, &mut observer));
+            return finish(result, observer);
+        }
         match check_dropout(dropout)? {
             Some(p) => py.detach(|| self.enc.encode_batch_dropout(&borrowed, &rule, threads, p, seed)),
             None => py.detach(|| self.enc.encode_batch(&borrowed, &rule, threads)),
@@ -495,7 +440,7 @@ impl NativeTokenizer {
     }
 
     /// Streams text files into ids; returns (lines, tokens, bytes, seconds, id_bytes).
-    #[pyo3(signature = (src, dst, format, threads=None, allowed=None, disallowed=None, progress="off"))]
+    #[pyo3(signature = (src, dst, format, threads=None, allowed=None, disallowed=None, progress=None))]
     #[allow(clippy::too_many_arguments)]
     fn encode_file(
         &self,
@@ -506,24 +451,19 @@ impl NativeTokenizer {
         threads: Option<usize>,
         allowed: Option<Vec<usize>>,
         disallowed: Option<Vec<usize>>,
-        progress: &str,
+        progress: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<(u64, u64, u64, f64, usize)> {
         let rule = specials_rule(&self.enc, allowed, disallowed)?;
         let format = IdFormat::parse(format).map_err(to_pyerr)?;
         let threads = check_threads(threads)?;
-        let mut observer = PyObserver::new(progress)?;
+        let mut observer = PyObserver::new(&progress.cloned().unwrap_or_else(|| PyString::new(py, "off").into_any()))?;
         let result = py.detach(|| encode_file(&self.enc, &src, &dst, format, &rule, threads, &mut observer));
-        match result {
-            Ok(s) => Ok((s.lines, s.tokens, s.bytes, s.seconds, s.id_bytes)),
-            Err(e) => Err(match (e.kind(), observer.signal) {
-                (ErrorKind::Interrupted, Some(sig)) => sig,
-                _ => to_pyerr(e),
-            }),
-        }
+        let s = finish(result, observer)?;
+        Ok((s.lines, s.tokens, s.bytes, s.seconds, s.id_bytes))
     }
 
     /// One flat little-endian u32 id buffer and u64 offsets, for numpy.
-    #[pyo3(signature = (texts, threads=None, allowed=None, disallowed=None))]
+    #[pyo3(signature = (texts, threads=None, allowed=None, disallowed=None, progress=None))]
     fn encode_batch_flat<'py>(
         &self,
         py: Python<'py>,
@@ -531,12 +471,20 @@ impl NativeTokenizer {
         threads: Option<usize>,
         allowed: Option<Vec<usize>>,
         disallowed: Option<Vec<usize>>,
+        progress: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)> {
         let rule = specials_rule(&self.enc, allowed, disallowed)?;
         let owned = collect_strs(texts)?;
         let borrowed = borrow_texts(&owned)?;
         let threads = check_threads(threads)?;
-        let (ids, offsets) = py.detach(|| self.enc.encode_batch_flat(&borrowed, &rule, threads)).map_err(to_pyerr)?;
+        let (ids, offsets) = match progress {
+            Some(progress) => {
+                let mut observer = PyObserver::new(progress)?;
+                let result = py.detach(|| progress::encode_batch_flat(&self.enc, &borrowed, &rule, threads, &mut observer));
+                finish(result, observer)?
+            }
+            None => py.detach(|| self.enc.encode_batch_flat(&borrowed, &rule, threads)).map_err(to_pyerr)?,
+        };
         let id_bytes: Vec<u8> = ids.iter().flat_map(|x| x.to_le_bytes()).collect();
         let off_bytes: Vec<u8> = offsets.iter().flat_map(|x| x.to_le_bytes()).collect();
         Ok((PyBytes::new(py, &id_bytes), PyBytes::new(py, &off_bytes)))

@@ -7,7 +7,7 @@
 use super::{finish, to_pyerr, train_config, NativeTokenizer, PyObserver};
 use bpeforge_core::balance::{self, LanguageTable};
 use bpeforge_core::count::WordCounts;
-use bpeforge_core::error::{Error, ErrorKind};
+use bpeforge_core::error::Error;
 use bpeforge_core::pipeline::train_counted;
 use bpeforge_core::shard::{count_shard as count_one_shard, Shard};
 use bpeforge_core::train::TrainConfig;
@@ -56,7 +56,7 @@ pub(crate) fn count_shard<'py>(
     paths: Vec<PathBuf>,
     file_indices: Vec<usize>,
     args: &Bound<'_, PyAny>,
-    progress: &str,
+    progress: &Bound<'_, PyAny>,
     byte_range: Option<(u64, u64)>,
     lines_before: u64,
     languages: Option<(Vec<String>, Vec<u64>)>,
@@ -68,13 +68,8 @@ pub(crate) fn count_shard<'py>(
     let result = py.detach(|| {
         count_one_shard(&shard, table.as_ref(), &config, &mut observer).map(|c| (c.counts.to_bytes(), c.lang_bytes))
     });
-    match result {
-        Ok((bytes, lang_bytes)) => Ok((PyBytes::new(py, &bytes), lang_bytes)),
-        Err(e) => Err(match (e.kind(), observer.signal) {
-            (ErrorKind::Interrupted, Some(sig)) => sig,
-            _ => to_pyerr(e),
-        }),
-    }
+    let (bytes, lang_bytes) = finish(result, observer)?;
+    Ok((PyBytes::new(py, &bytes), lang_bytes))
 }
 
 /// The sum of serialized count tables, added one at a time (each part can
@@ -166,7 +161,7 @@ pub(crate) fn train_count_sum(
     py: Python<'_>,
     sum: &Bound<'_, CountSum>,
     args: &Bound<'_, PyAny>,
-    progress: &str,
+    progress: &Bound<'_, PyAny>,
     inputs: Vec<String>,
     languages: Option<(Vec<String>, Vec<u64>)>,
     lang_bytes: Option<Vec<u64>>,
@@ -185,7 +180,7 @@ pub(crate) fn train_count_sum(
     let result = py.detach(|| {
         train_counted(counts, table.as_ref(), &lang_bytes, &config, &mut observer, serde_json::json!(inputs), seconds)
     });
-    finish(result, observer)
+    NativeTokenizer::from_model(finish(result, observer)?)
 }
 
 /// Sums serialized word counts (from `count_files`), each part times its
@@ -197,7 +192,7 @@ pub(crate) fn train_counts(
     py: Python<'_>,
     parts: Vec<Vec<u8>>,
     args: &Bound<'_, PyAny>,
-    progress: &str,
+    progress: &Bound<'_, PyAny>,
     inputs: Vec<String>,
     weights: Option<Vec<f64>>,
 ) -> PyResult<NativeTokenizer> {
@@ -214,5 +209,5 @@ pub(crate) fn train_counts(
         let seconds = sum.seconds;
         bpeforge_core::train::train_from_counts(sum.take()?, &config, &mut observer, serde_json::json!(inputs), seconds)
     });
-    finish(result, observer)
+    NativeTokenizer::from_model(finish(result, observer)?)
 }

@@ -100,6 +100,9 @@ impl Observer for Rounds<'_> {
             self.inner.counted(stats, word_types, seconds)
         }
     }
+    fn step(&mut self, p: &crate::observe::StepProgress) {
+        self.inner.step(p)
+    }
     fn merging(&mut self, p: &MergeProgress) {
         self.inner.merging(p)
     }

@@ -183,7 +183,7 @@ pub fn encode_file(
             if observer.should_stop() {
                 return Err(Error::interrupted());
             }
-            observer.encoding(&CountProgress { raw_bytes_done: raw.load(Ordering::Relaxed), raw_bytes_total: Some(total), elapsed: t });
+            observer.encoding(&CountProgress { raw_bytes_done: raw.load(Ordering::Relaxed), raw_bytes_total: Some(total), elapsed: t, file: None });
         }
         Ok(())
     })?;

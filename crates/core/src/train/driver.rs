@@ -55,10 +55,13 @@ pub(crate) fn train_with_stats(
     let specials = config.all_special_tokens();
     let merge_start = Instant::now();
     let resume = Resume::new(config, &specials)?;
-    let base = words::build(counts, config, &specials, &resume)?;
-    let plan = merge_target(config, &specials, base, &resume)?;
-    let table_seconds = merge_start.elapsed().as_secs_f64();
-    let run = run_merges(config, observer, plan, &resume, merge_start)?;
+    // The setup steps report their own progress (`steps`).
+    let (table_seconds, run) = crate::steps::watch(observer, |observer| -> Result<_> {
+        let base = words::build(counts, config, &specials, &resume)?;
+        let plan = merge_target(config, &specials, base, &resume)?;
+        let table_seconds = merge_start.elapsed().as_secs_f64();
+        Ok((table_seconds, run_merges(config, observer, plan, &resume, merge_start)?))
+    })?;
     let merge_seconds = merge_start.elapsed().as_secs_f64();
     observer.merged(run.learned.merges.len(), merge_seconds);
     let model = run.assemble(config, &specials, &resume, &run.learned.merges);

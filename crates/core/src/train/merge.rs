@@ -912,10 +912,13 @@ fn build_index<S: Sym>(
     candidate: &(dyn Fn(u32, u32) -> bool + Sync),
 ) -> Result<(Map<u64, PairInfo>, Cold)> {
     let n = words.len();
+    let step = crate::steps::begin("pair index", "words", n as u64);
     let parts = if threads <= 1 || syms.len() < 1 << 20 { 1 } else { threads };
     let build_part = |p: usize| -> Map<u64, Collecting> {
         let mut map: Map<u64, Collecting> = new_map();
+        let mut tick = step.ticker();
         for w in n * p / parts..n * (p + 1) / parts {
+            tick.tick();
             let word = &syms[words.offset(w)..words.offset(w + 1)];
             let weight = words.weight(w);
             for pair in word.windows(2) {

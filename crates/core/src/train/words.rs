@@ -58,6 +58,7 @@ fn bytes_base(
     let min_count = config.min_word_count.max(1);
     tokens.extend((0..=255u8).map(|b| vec![b]));
     let lead = if whitespace { Some(base_start + b' ' as u32) } else { None };
+    let mut step = crate::steps::begin("word table", "word types", counts.len() as u64);
     let (table, pruned) = match &resume.replay {
         // No per-type symbol vectors are kept.
         Some(enc) => replay_bytes_table(&counts, enc, whitespace, min_count, threads_or_default(config.threads))?,
@@ -73,6 +74,7 @@ fn bytes_base(
             let mut pruned = 0usize;
             let mut result = Ok(());
             counts.for_each(|piece, count| {
+                step.tick();
                 if count < min_count {
                     pruned += 1;
                     return;
@@ -144,7 +146,9 @@ fn intern_symbols(counts: &WordCounts, whitespace: bool, suffix: Option<&str>, m
     let mut interned: Map<String, u32> = new_map();
     let mut out = Interned { names: Vec::new(), freq: Vec::new(), words: Vec::with_capacity(counts.len()), pruned: 0 };
     let mut buf = Vec::new();
+    let mut step = crate::steps::begin("word table", "word types", counts.len() as u64);
     counts.for_each(|piece, count| {
+        step.tick();
         if count < min_count {
             out.pruned += 1;
             return;

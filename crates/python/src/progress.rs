@@ -1,0 +1,386 @@
+//! Progress for Python callers, and Ctrl-C.
+//!
+//! `progress` arrives from the Python facade (`bpeforge._progress`) as one
+//! of three forms:
+//! * a format name ("human", "json", "auto", "off"): text on the process's
+//!   fd 2 from the core's printer, exactly the Rust-only path (the CLI);
+//! * a `(format, stream)` pair: the same text written through
+//!   `stream.write`, for a `sys.stderr` that is not fd 2 (Jupyter,
+//!   `contextlib.redirect_stderr`, pytest's capsys);
+//! * a callable: called with one dict per event (`_progress.ProgressEvent`
+//!   documents the keys).
+//!
+//! The engine reports at most every few tens of milliseconds and this side
+//! rate-limits live events further, so Python is entered at a bounded rate,
+//! never per item. Anything the Python code raises (the callback's own
+//! exception, a `KeyboardInterrupt` delivered while it runs) is kept, stops
+//! the run at the engine's next poll, and is what the call raises.
+
+use bpeforge_core::count::CountStats;
+use bpeforge_core::encode::{Encoder, Specials};
+use bpeforge_core::error::{Error, Result};
+use bpeforge_core::observe::{BalanceRound, CountProgress, EncodeStats, MergeProgress, Observer, StepProgress};
+use bpeforge_core::progress::{eta_seconds, ProgressFormat, ProgressPrinter, TextSink};
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyString, PyTuple};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+/// The first error Python code raised during a run (shared with the text
+/// sink, which lives inside the printer).
+type Failure = Arc<Mutex<Option<PyErr>>>;
+
+fn keep(failure: &Failure, err: PyErr) {
+    let mut slot = failure.lock().unwrap_or_else(|e| e.into_inner());
+    slot.get_or_insert(err);
+}
+
+fn failed(failure: &Failure) -> bool {
+    failure.lock().unwrap_or_else(|e| e.into_inner()).is_some()
+}
+
+/// Least time between two live events to a callback.
+const CALLBACK_INTERVAL: f64 = 0.1;
+
+/// Progress printer or callback, plus Ctrl-C: polls Python's signal handlers.
+pub(crate) struct PyObserver {
+    printer: Option<ProgressPrinter>,
+    events: Option<Events>,
+    failure: Failure,
+}
+
+impl PyObserver {
+    pub(crate) fn new(progress: &Bound<'_, PyAny>) -> PyResult<Self> {
+        let failure: Failure = Arc::default();
+        let mut observer = PyObserver { printer: None, events: None, failure: failure.clone() };
+        if let Ok(name) = progress.cast::<PyString>() {
+            observer.printer = Some(ProgressPrinter::new(parse_format(name.to_str()?)?));
+        } else if let Ok(pair) = progress.cast::<PyTuple>() {
+            let (name, stream): (String, Py<PyAny>) = pair.extract()?;
+            // A stream's "auto" is human: notebooks show a live line.
+            let format = match parse_format(&name)? {
+                ProgressFormat::Off => ProgressFormat::Off,
+                _ if name == "auto" => ProgressFormat::Human,
+                f => f,
+            };
+            observer.printer = Some(ProgressPrinter::with_sink(format, Box::new(PyStream { stream, failure }), false));
+        } else if progress.is_callable() {
+            observer.events = Some(Events::new(progress.clone().unbind()));
+        } else {
+            return Err(crate::to_pyerr(Error::parameter(format!(
+                "progress must be a format name, a (format, stream) pair or a callable, got {}",
+                progress.get_type().name().map(|n| n.to_string()).unwrap_or_default()
+            ))));
+        }
+        Ok(observer)
+    }
+
+    /// What Python raised during the run, if anything: it wins over the
+    /// engine's result (an `Interrupted` error, or even success).
+    pub(crate) fn take_failure(&mut self) -> Option<PyErr> {
+        self.failure.lock().unwrap_or_else(|e| e.into_inner()).take()
+    }
+
+    fn emit(&mut self, live: bool, event: impl FnOnce(&Bound<'_, PyDict>) -> PyResult<()>) {
+        let Some(events) = self.events.as_mut() else { return };
+        if failed(&self.failure) {
+            return;
+        }
+        if live {
+            let now = Instant::now();
+            if events.last_live.is_some_and(|t| now.duration_since(t).as_secs_f64() < CALLBACK_INTERVAL) {
+                return;
+            }
+            events.last_live = Some(now);
+        } else {
+            events.last_live = None;
+        }
+        let result = Python::attach(|py| {
+            let d = PyDict::new(py);
+            event(&d)?;
+            events.callback.call1(py, (d,)).map(drop)
+        });
+        if let Err(e) = result {
+            keep(&self.failure, e);
+        }
+    }
+
+    fn printer(&mut self) -> Option<&mut ProgressPrinter> {
+        self.printer.as_mut()
+    }
+}
+
+fn parse_format(name: &str) -> PyResult<ProgressFormat> {
+    ProgressFormat::parse(name).ok_or_else(|| {
+        crate::to_pyerr(Error::parameter(format!(
+            "progress must be one of 'auto', 'human', 'json', 'off' (or True/False), got {name:?}"
+        )))
+    })
+}
+
+/// Progress text through a Python stream's `write` (and `flush`).
+struct PyStream {
+    stream: Py<PyAny>,
+    failure: Failure,
+}
+
+impl TextSink for PyStream {
+    fn write(&mut self, text: &str) {
+        if failed(&self.failure) {
+            return;
+        }
+        let result = Python::attach(|py| {
+            let s = self.stream.bind(py);
+            s.call_method1("write", (text,))?;
+            s.call_method0("flush").map(drop)
+        });
+        if let Err(e) = result {
+            keep(&self.failure, e);
+        }
+    }
+}
+
+/// A callback and what its events need to stay monotone.
+struct Events {
+    callback: Py<PyAny>,
+    last_live: Option<Instant>,
+    /// The last reading event's bytes and total, for the phase's final event.
+    read_done: u64,
+    read_total: Option<u64>,
+    /// The merge loop's first count (a resumed model's merges) and target.
+    merge_first: Option<u64>,
+    merge_target: Option<u64>,
+}
+
+impl Events {
+    fn new(callback: Py<PyAny>) -> Self {
+        Events { callback, last_live: None, read_done: 0, read_total: None, merge_first: None, merge_target: None }
+    }
+}
+
+/// The keys every event has.
+#[allow(clippy::too_many_arguments)]
+fn base(d: &Bound<'_, PyDict>, phase: &str, done: u64, total: Option<u64>, unit: &str, elapsed: f64, finished: bool) -> PyResult<()> {
+    d.set_item("phase", phase)?;
+    d.set_item("done", done)?;
+    d.set_item("total", total)?;
+    d.set_item("unit", unit)?;
+    d.set_item("elapsed", elapsed)?;
+    d.set_item("rate", if elapsed > 0.0 { done as f64 / elapsed } else { 0.0 })?;
+    d.set_item("eta", if finished { Some(0.0) } else { total.and_then(|t| eta_seconds(done as f64, t as f64, elapsed)) })?;
+    d.set_item("finished", finished)
+}
+
+impl PyObserver {
+    fn reading(&mut self, phase: &'static str, p: &CountProgress) {
+        if let Some(e) = self.events.as_mut() {
+            e.read_done = p.raw_bytes_done;
+            e.read_total = p.raw_bytes_total;
+        }
+        self.emit(true, |d| {
+            base(d, phase, p.raw_bytes_done, p.raw_bytes_total, "B", p.elapsed, false)?;
+            if let Some(f) = &p.file {
+                d.set_item("file", &*f.path)?;
+                d.set_item("file_index", f.index)?;
+                d.set_item("files", f.files)?;
+                d.set_item("file_done", f.bytes_done)?;
+                d.set_item("file_total", f.bytes_total)?;
+                d.set_item("file_rate", f.bytes_done as f64 / f.elapsed.max(1e-9))?;
+                d.set_item("file_eta", eta_seconds(f.bytes_done as f64, f.bytes_total as f64, f.elapsed))?;
+            }
+            Ok(())
+        })
+    }
+
+    /// A reading phase's last event: all of it read.
+    fn read_all(&mut self, phase: &'static str, bytes: u64, seconds: f64, extra: impl FnOnce(&Bound<'_, PyDict>) -> PyResult<()>) {
+        let (done, total) = match &self.events {
+            Some(e) => match e.read_total {
+                Some(t) => (t, Some(t)),
+                None => {
+                    let done = e.read_done.max(bytes);
+                    (done, Some(done))
+                }
+            },
+            None => return,
+        };
+        self.emit(false, |d| {
+            base(d, phase, done, total, "B", seconds, true)?;
+            extra(d)
+        });
+        if let Some(e) = self.events.as_mut() {
+            e.read_done = 0;
+            e.read_total = None;
+        }
+    }
+}
+
+impl Observer for PyObserver {
+    fn should_stop(&mut self) -> bool {
+        if failed(&self.failure) {
+            return true;
+        }
+        Python::attach(|py| match py.check_signals() {
+            Ok(()) => false,
+            Err(e) => {
+                keep(&self.failure, e);
+                true
+            }
+        })
+    }
+    fn counting(&mut self, p: &CountProgress) {
+        if let Some(printer) = self.printer() {
+            printer.counting(p)
+        }
+        self.reading("counting", p)
+    }
+    fn counted(&mut self, stats: &CountStats, word_types: usize, seconds: f64) {
+        if let Some(printer) = self.printer() {
+            printer.counted(stats, word_types, seconds)
+        }
+        self.read_all("counting", stats.bytes, seconds, |d| {
+            d.set_item("texts", stats.texts)?;
+            d.set_item("pretokens", stats.pieces)?;
+            d.set_item("word_types", word_types)
+        })
+    }
+    fn step(&mut self, p: &StepProgress) {
+        if let Some(printer) = self.printer() {
+            printer.step(p)
+        }
+        self.emit(!p.finished, |d| base(d, p.step, p.done, Some(p.total), p.unit, p.elapsed, p.finished))
+    }
+    fn merging(&mut self, p: &MergeProgress) {
+        if let Some(printer) = self.printer() {
+            printer.merging(p)
+        }
+        if let Some(e) = self.events.as_mut() {
+            e.merge_first.get_or_insert(p.done as u64);
+            e.merge_target = Some(p.target as u64);
+        }
+        self.emit(true, |d| {
+            base(d, "merging", p.done as u64, Some(p.target as u64), "merges", p.elapsed, false)?;
+            d.set_item("pair_count", p.pair_count)
+        })
+    }
+    fn merged(&mut self, merges: usize, seconds: f64) {
+        if let Some(printer) = self.printer() {
+            printer.merged(merges, seconds)
+        }
+        // `merges` are this run's; `done` also counts a resumed model's (the
+        // loop's first report), and a run that ran out of pairs ends short
+        // of its target.
+        let Some(e) = self.events.as_mut() else { return };
+        let done = e.merge_first.take().unwrap_or(0) + merges as u64;
+        let total = e.merge_target.take().unwrap_or(done).max(done);
+        self.emit(false, |d| {
+            base(d, "merging", done, Some(total), "merges", seconds, true)?;
+            d.set_item("merges", merges)
+        })
+    }
+    fn encoding(&mut self, p: &CountProgress) {
+        if let Some(printer) = self.printer() {
+            printer.encoding(p)
+        }
+        self.reading("encoding", p)
+    }
+    fn encoded(&mut self, s: &EncodeStats) {
+        if let Some(printer) = self.printer() {
+            printer.encoded(s)
+        }
+        self.read_all("encoding", s.bytes, s.seconds, |d| {
+            d.set_item("lines", s.lines)?;
+            d.set_item("tokens", s.tokens)
+        })
+    }
+    fn balancing(&mut self, r: &BalanceRound) {
+        if let Some(printer) = self.printer() {
+            printer.balancing(r)
+        }
+        self.emit(false, |d| {
+            base(d, "balancing", r.round as u64 + 1, Some(r.rounds as u64 + 1), "rounds", r.seconds, false)?;
+            d.set_item("reference", &r.reference)?;
+            d.set_item("reference_bytes_per_token", r.reference_bytes_per_token)?;
+            d.set_item("worst_premium", r.worst_premium)?;
+            d.set_item("worst_language", &r.worst_language)?;
+            d.set_item("above_band", r.above)
+        })
+    }
+}
+
+/// Bytes of text per progress report of `encode_batch` (at least; a
+/// hundredth of the batch when that is more).
+const BATCH_SLICE_BYTES: usize = 1 << 20;
+
+/// `encode_batch` in slices, reporting after each and stopping on Ctrl-C
+/// (or a failed callback). Each slice runs on all threads as a whole batch
+/// would; `dropout` seeds by position in the whole batch, as unsliced.
+pub(crate) fn encode_batch(
+    enc: &Encoder,
+    texts: &[&[u8]],
+    rule: &Specials,
+    threads: usize,
+    dropout: Option<(f64, u64)>,
+    observer: &mut PyObserver,
+) -> Result<Vec<Vec<u32>>> {
+    let mut out = Vec::with_capacity(texts.len());
+    in_slices(texts, observer, |slice, first| {
+        let ids = match dropout {
+            Some((p, seed)) => enc.encode_batch_dropout(slice, rule, threads, p, seed.wrapping_add(first as u64))?,
+            None => enc.encode_batch(slice, rule, threads)?,
+        };
+        let tokens = ids.iter().map(|v| v.len() as u64).sum();
+        out.extend(ids);
+        Ok(tokens)
+    })?;
+    Ok(out)
+}
+
+/// `encode_batch_flat` in slices (see `encode_batch`).
+pub(crate) fn encode_batch_flat(
+    enc: &Encoder,
+    texts: &[&[u8]],
+    rule: &Specials,
+    threads: usize,
+    observer: &mut PyObserver,
+) -> Result<(Vec<u32>, Vec<u64>)> {
+    let mut ids: Vec<u32> = Vec::new();
+    let mut offsets: Vec<u64> = Vec::with_capacity(texts.len() + 1);
+    offsets.push(0);
+    in_slices(texts, observer, |slice, _| {
+        let (part, ends) = enc.encode_batch_flat(slice, rule, threads)?;
+        let base = ids.len() as u64;
+        ids.extend_from_slice(&part);
+        offsets.extend(ends.iter().skip(1).map(|e| e + base));
+        Ok(part.len() as u64)
+    })?;
+    Ok((ids, offsets))
+}
+
+/// Runs `f(slice, index of its first text)` over consecutive slices of
+/// `texts`; `f` returns the slice's token count.
+fn in_slices(texts: &[&[u8]], observer: &mut PyObserver, mut f: impl FnMut(&[&[u8]], usize) -> Result<u64>) -> Result<()> {
+    let start = Instant::now();
+    let total: u64 = texts.iter().map(|t| t.len() as u64).sum();
+    let slice_bytes = (total as usize / 100).max(BATCH_SLICE_BYTES);
+    let (mut first, mut done, mut tokens) = (0usize, 0u64, 0u64);
+    while first < texts.len() {
+        let mut end = first;
+        let mut bytes = 0usize;
+        while end < texts.len() && (end == first || bytes < slice_bytes) {
+            bytes += texts[end].len();
+            end += 1;
+        }
+        tokens += f(&texts[first..end], first)?;
+        done += bytes as u64;
+        first = end;
+        if observer.should_stop() {
+            return Err(Error::interrupted());
+        }
+        let elapsed = start.elapsed().as_secs_f64();
+        observer.encoding(&CountProgress { raw_bytes_done: done, raw_bytes_total: Some(total), elapsed, file: None });
+    }
+    let seconds = start.elapsed().as_secs_f64();
+    observer.encoded(&EncodeStats { lines: texts.len() as u64, tokens, bytes: total, seconds, id_bytes: 4 });
+    Ok(())
+}
