@@ -781,7 +781,8 @@ impl Cold {
         heap: &mut PairHeap,
         tokens: &[Vec<u8>],
         min_keep: u64,
-    ) {
+        threads: usize,
+    ) -> Result<()> {
         self.threshold = threshold;
         let old = std::mem::take(&mut self.arena);
         // Pass 1: the pairs that may reach the threshold, and all their
@@ -809,28 +810,23 @@ impl Cold {
         }
         drop(old);
         rising.push((0, all.len()));
-        // Pass 2: exact counts, and the words each pair still occurs in.
-        for pair in rising.windows(2) {
-            let (key, from, to) = (pair[0].0, pair[0].1, pair[1].1);
-            let (x, y) = (S::of((key >> 32) as u32), S::of(key as u32));
-            let (mut exact, mut still) = (0u64, WordList::new());
-            for i in from..to {
-                if let Some(&far) = all.get(i + 2 * PREFETCH_AHEAD) {
-                    prefetch(&words.recs, far as usize);
-                    prefetch(&words.recs, far as usize + 1);
-                }
-                if let Some(&near) = all.get(i + PREFETCH_AHEAD) {
-                    prefetch(syms, words.offset(near as usize));
-                    prefetch(syms, words.offset(near as usize + 1) - 1);
-                }
-                let w = all[i] as usize;
-                let word = &syms[words.offset(w)..words.offset(w + 1)];
-                let n = word.windows(2).filter(|p| p[0] == x && p[1] == y).count() as u64;
-                if n > 0 {
-                    exact += n * words.weight(w);
-                    still.add(w as u32);
-                }
-            }
+        // Pass 2: exact counts, and the words each pair still occurs in; the
+        // pairs in `threads` shares of about equal words, read-only, so on
+        // one thread per share (a thaw visits millions of words on s10).
+        let shares = if threads > 1 && all.len() >= PARALLEL_WORDS { threads } else { 1 };
+        let pairs_n = rising.len() - 1;
+        let cut = |k: usize| if k == shares { pairs_n } else { rising.partition_point(|r| r.1 < all.len() * k / shares).min(pairs_n) };
+        let recount = |k: usize| -> Vec<(u64, u64, WordList)> {
+            rising[cut(k)..cut(k + 1) + 1]
+                .windows(2)
+                .map(|pair| {
+                    let (key, from, to) = (pair[0].0, pair[0].1, pair[1].1);
+                    let (exact, still) = recount_pair::<S>(key, &all[from..to], syms, words);
+                    (key, exact, still)
+                })
+                .collect()
+        };
+        for (key, exact, mut still) in on_shards(shares, &recount)?.into_iter().flatten() {
             if exact >= threshold {
                 still.bytes.shrink_to_fit();
                 heap.push(Entry { count: exact, a: (key >> 32) as u32, b: key as u32 }, tokens);
@@ -839,7 +835,33 @@ impl Cold {
                 self.park(key, exact, &still.bytes);
             }
         }
+        Ok(())
     }
+}
+
+/// The exact count of pair `key` in words `list` (ascending), and the words
+/// it still occurs in.
+fn recount_pair<S: Sym>(key: u64, list: &[u32], syms: &[S], words: &Words) -> (u64, WordList) {
+    let (x, y) = (S::of((key >> 32) as u32), S::of(key as u32));
+    let (mut exact, mut still) = (0u64, WordList::new());
+    for (i, &w) in list.iter().enumerate() {
+        if let Some(&far) = list.get(i + 2 * PREFETCH_AHEAD) {
+            prefetch(&words.recs, far as usize);
+            prefetch(&words.recs, far as usize + 1);
+        }
+        if let Some(&near) = list.get(i + PREFETCH_AHEAD) {
+            prefetch(syms, words.offset(near as usize));
+            prefetch(syms, words.offset(near as usize + 1) - 1);
+        }
+        let w = w as usize;
+        let word = &syms[words.offset(w)..words.offset(w + 1)];
+        let n = word.windows(2).filter(|p| p[0] == x && p[1] == y).count() as u64;
+        if n > 0 {
+            exact += n * words.weight(w);
+            still.add(w as u32);
+        }
+    }
+    (exact, still)
 }
 
 fn put_varint64(out: &mut Vec<u8>, mut v: u64) {
@@ -924,13 +946,15 @@ fn run<S: Sym>(
     let setup_seconds = setup_start.elapsed().as_secs_f64();
     let mut merges: Vec<(u32, u32, u64)> = Vec::with_capacity(params.max_merges.min(1 << 20));
     // Per-step deltas (see `apply_step`): small, so they stay in cache.
-    let mut step = Step { dec: new_map(), new: new_map() };
+    let mut step = Step::new();
+    // The other threads' steps for large merges (see `merge_in_shares`).
+    let mut spare_steps: Vec<Step> = Vec::new();
     // The merged pair's words, decoded (reused: no allocation per merge).
     let mut list: Vec<u32> = Vec::new();
     while merges.len() < params.max_merges {
         let Some(top) = heap.pop(tokens) else {
             if cold.threshold > min_keep {
-                cold.thaw(min_keep, &syms, words, &mut pairs, &mut heap, tokens, min_keep);
+                cold.thaw(min_keep, &syms, words, &mut pairs, &mut heap, tokens, min_keep, params.threads)?;
                 continue;
             }
             break;
@@ -948,7 +972,7 @@ fn run<S: Sym>(
             // A cold pair may count more: bring in those above 1/8 of this one.
             heap.push(top, tokens);
             let lower = (top.count / 8).max(min_keep);
-            cold.thaw(lower, &syms, words, &mut pairs, &mut heap, tokens, min_keep);
+            cold.thaw(lower, &syms, words, &mut pairs, &mut heap, tokens, min_keep, params.threads)?;
             continue;
         }
         if top.count < min_keep {
@@ -979,21 +1003,10 @@ fn run<S: Sym>(
         let merge = Merge { a, b, r, candidate: |x, y| candidate(x, y, token_len, extra) };
         info.words.decode_into(&mut list);
         drop(info);
-        for (k, &w) in list.iter().enumerate() {
-            // Two-stage prefetch: the word's record 2D words ahead; D ahead
-            // (by then usually in cache) its first and last symbol.
-            if let Some(&far) = list.get(k + 2 * PREFETCH_AHEAD) {
-                prefetch(&words.recs, far as usize);
-                prefetch(&words.recs, far as usize + 1);
-            }
-            if let Some(&near) = list.get(k + PREFETCH_AHEAD) {
-                let near = near as usize;
-                prefetch(&syms, words.offset(near));
-                prefetch(&syms, words.offset(near + 1) - 1);
-            }
-            let w = w as usize;
-            let word = &mut syms[words.offset(w)..words.offset(w + 1)];
-            merge.word(word, w as u32, words.weight(w), &mut step);
+        if params.threads > 1 && list.len() >= PARALLEL_WORDS {
+            merge_in_shares(&merge, &list, &mut syms, words, &mut step, &mut spare_steps, params.threads);
+        } else {
+            merge.visit(&list, &mut syms, 0, words, &mut step);
         }
         step.apply(&mut pairs, &mut cold, &mut heap, tokens, min_keep);
         merges.push((a, b, top.count));
@@ -1138,6 +1151,27 @@ struct Merge<F: Fn(u32, u32) -> bool> {
 }
 
 impl<F: Fn(u32, u32) -> bool> Merge<F> {
+    /// Merges the words `list` (ascending), whose symbols are `syms` from
+    /// symbol offset `base` on.
+    fn visit<S: Sym>(&self, list: &[u32], syms: &mut [S], base: usize, words: &Words, step: &mut Step) {
+        for (k, &w) in list.iter().enumerate() {
+            // Two-stage prefetch: the word's record 2D words ahead; D ahead
+            // (by then usually in cache) its first and last symbol.
+            if let Some(&far) = list.get(k + 2 * PREFETCH_AHEAD) {
+                prefetch(&words.recs, far as usize);
+                prefetch(&words.recs, far as usize + 1);
+            }
+            if let Some(&near) = list.get(k + PREFETCH_AHEAD) {
+                let near = near as usize;
+                prefetch(syms, words.offset(near) - base);
+                prefetch(syms, words.offset(near + 1) - 1 - base);
+            }
+            let w = w as usize;
+            let word = &mut syms[words.offset(w) - base..words.offset(w + 1) - base];
+            self.word(word, w as u32, words.weight(w), step);
+        }
+    }
+
     /// Merges every occurrence of `(a, b)` in `word` (word number `w`, of
     /// count `weight`) left to right, in place: the word shifts left and
     /// its freed tail is `END`. Records the count changes of the pairs
@@ -1195,6 +1229,29 @@ struct Step {
 }
 
 impl Step {
+    fn new() -> Self {
+        Step { dec: new_map(), new: new_map() }
+    }
+
+    /// Adds `later`'s changes, whose words all come after this step's.
+    fn absorb(&mut self, later: &mut Step) {
+        for (key, d) in later.dec.drain() {
+            *self.dec.entry(key).or_insert(0) += d;
+        }
+        for (key, c) in later.new.drain() {
+            match self.new.entry(key) {
+                hashbrown::hash_map::Entry::Occupied(mut o) => {
+                    let mine = o.get_mut();
+                    mine.count += c.count;
+                    mine.words.append(c.words);
+                }
+                hashbrown::hash_map::Entry::Vacant(v) => {
+                    v.insert(c);
+                }
+            }
+        }
+    }
+
     #[inline(always)]
     fn dec(&mut self, key: u64, weight: u64) {
         *self.dec.entry(key).or_insert(0) += weight;
@@ -1235,6 +1292,55 @@ impl Step {
                 pairs.insert(key, PairInfo { count: c.count, words });
             }
         }
+    }
+}
+
+/// A merge's words from this many on are shared among the threads (and so
+/// are a thaw's): each share is a contiguous range of words, so each thread
+/// rewrites its own part of the symbols; the steps are summed in word order.
+/// Below it, starting threads costs more than it saves.
+#[cfg(not(test))]
+const PARALLEL_WORDS: usize = 1 << 15;
+/// Tests share even tiny merges, so that the threaded paths meet every case.
+#[cfg(test)]
+const PARALLEL_WORDS: usize = 4;
+
+/// `merge.visit` on `threads` threads, each on a contiguous share of
+/// `list`; their count changes end up in `step` as if one thread had
+/// visited the words in order.
+fn merge_in_shares<S: Sym, F: Fn(u32, u32) -> bool + Sync>(
+    merge: &Merge<F>,
+    list: &[u32],
+    syms: &mut [S],
+    words: &Words,
+    step: &mut Step,
+    spare: &mut Vec<Step>,
+    threads: usize,
+) {
+    spare.resize_with(threads - 1, Step::new);
+    // Share k: list[cuts[k]..cuts[k + 1]], whose symbols start at the
+    // offset of its first word and end before the next share's first word.
+    let cuts: Vec<usize> = (0..=threads).map(|k| list.len() * k / threads).collect();
+    let mut shares = Vec::with_capacity(threads);
+    let mut rest = syms;
+    let mut base = 0;
+    for k in 0..threads {
+        let end = if k + 1 == threads { base + rest.len() } else { words.offset(list[cuts[k + 1]] as usize) };
+        let (mine, later) = std::mem::take(&mut rest).split_at_mut(end - base);
+        shares.push((&list[cuts[k]..cuts[k + 1]], mine, base));
+        rest = later;
+        base = end;
+    }
+    let mut shares = shares.into_iter();
+    let Some((first, first_syms, first_base)) = shares.next() else { return };
+    std::thread::scope(|scope| {
+        for ((part, part_syms, part_base), part_step) in shares.zip(spare.iter_mut()) {
+            scope.spawn(move || merge.visit(part, part_syms, part_base, words, part_step));
+        }
+        merge.visit(first, first_syms, first_base, words, step);
+    });
+    for later in spare.iter_mut() {
+        step.absorb(later);
     }
 }
 
