@@ -405,6 +405,22 @@ impl WordCounts {
         }
     }
 
+    /// `for_each` over share `part` of `parts` (one per thread): the short
+    /// keys' slots in contiguous ranges, the long keys with the last share.
+    /// The shares, in order, visit the word types in `for_each`'s order.
+    pub fn for_each_part(&self, part: usize, parts: usize, mut f: impl FnMut(&[u8], u64)) {
+        let n = self.short.slots.len();
+        for s in self.short.slots[n * part / parts..n * (part + 1) / parts].iter().filter(|s| s.key != 0) {
+            let b = s.key.to_le_bytes();
+            f(&b[..b[15] as usize], s.count);
+        }
+        if part + 1 == parts {
+            for (k, &v) in self.long.iter() {
+                f(k, v);
+            }
+        }
+    }
+
     /// Every word type as `(key, count)`, borrowing the table: short keys
     /// are copied (16 bytes), long ones point into it. Lets several threads
     /// share the word types without copying their bytes.

@@ -23,6 +23,15 @@ pub(crate) fn filled_vec<T: Clone>(len: usize, value: T) -> Vec<T> {
     v
 }
 
+/// `len` zeros advised as in `filled_vec`, whose pages are not touched
+/// here (fresh zero pages from the allocator): threads that fill their own
+/// parts fault their pages in at the same time.
+pub(crate) fn zeroed_u16(len: usize) -> Vec<u16> {
+    let mut v = vec![0u16; len];
+    advise_huge(v.as_mut_ptr() as *mut u8, len * 2);
+    v
+}
+
 /// An empty vector with room for `cap` elements, advised as in `filled_vec`.
 pub(crate) fn vec_with_capacity<T>(cap: usize) -> Vec<T> {
     let mut v: Vec<T> = Vec::with_capacity(cap);

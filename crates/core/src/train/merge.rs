@@ -297,9 +297,7 @@ impl WordTable {
     /// Closes the word that ends at symbol offset `end`.
     fn end_word(&mut self, end: usize, count: u64) -> Result<()> {
         if self.len() >= MAX_WORDS {
-            return Err(Error::training(format!(
-                "the word-type table exceeds {MAX_WORDS} word types (the merge index numbers them with 32 bits); prune rare word types (min_word_count) or shard the corpus"
-            )));
+            return Err(too_many_words());
         }
         let weight = if count < BIG as u64 {
             count as u32
@@ -315,6 +313,73 @@ impl WordTable {
         }
         self.starts.push(&mut self.recs, end);
         Ok(())
+    }
+
+    /// A table of `u16` symbols written on one thread per part: part `p`
+    /// holds `sizes[p] = (words, symbols)` (words of two symbols or more,
+    /// every id below `u16::MAX`) and `fill(p, writer)` writes exactly those,
+    /// in order; the parts follow each other. Each thread also faults in its
+    /// own share of the symbols' pages, which one thread did before.
+    pub(crate) fn build_in_parts(
+        sizes: &[(usize, usize)],
+        fill: &(dyn Fn(usize, &mut PartWriter) -> Result<()> + Sync),
+    ) -> Result<WordTable> {
+        let words: usize = sizes.iter().map(|s| s.0).sum();
+        let symbols: usize = sizes.iter().map(|s| s.1).sum();
+        if words > MAX_WORDS {
+            return Err(too_many_words());
+        }
+        let mut syms = crate::mem::zeroed_u16(symbols);
+        let mut recs = crate::mem::filled_vec(words + 1, WordRec::default());
+        // Hand each part its own slices (through a lock taken once each).
+        let mut writers = Vec::with_capacity(sizes.len());
+        let (mut sym_rest, mut rec_rest, mut base) = (&mut syms[..], &mut recs[..words], 0usize);
+        for &(w, n) in sizes {
+            let (s, sr) = std::mem::take(&mut sym_rest).split_at_mut(n);
+            let (r, rr) = std::mem::take(&mut rec_rest).split_at_mut(w);
+            (sym_rest, rec_rest) = (sr, rr);
+            writers.push(std::sync::Mutex::new(Some(PartWriter { syms: s, recs: r, at: 0, word: 0, base, big: Vec::new() })));
+            base += n;
+        }
+        let bigs = on_shards(sizes.len(), &|p| -> Result<Vec<u64>> {
+            let mut writer = writers[p].lock().map_err(|_| crate::util::worker_crashed())?.take().ok_or_else(crate::util::worker_crashed)?;
+            fill(p, &mut writer)?;
+            if writer.at != writer.syms.len() || writer.word != writer.recs.len() {
+                return Err(Error::training("word table parts changed while they were written (a bug)"));
+            }
+            Ok(writer.big)
+        })?;
+        drop(writers);
+        recs[words] = WordRec { start: symbols as u32, weight: 0 };
+        // Counts of 2^31 or more: renumber each part's into one list.
+        let mut big = Vec::new();
+        let mut first_word = 0;
+        for (part, &(w, _)) in bigs.into_iter().zip(sizes) {
+            let part = part?;
+            if !part.is_empty() {
+                for rec in recs[first_word..first_word + w].iter_mut().filter(|r| r.weight & BIG != 0) {
+                    rec.weight = BIG | ((rec.weight & !BIG) + big.len() as u32);
+                }
+                big.extend(part);
+            }
+            first_word += w;
+        }
+        if big.len() > BIG as usize {
+            return Err(Error::training("more than 2^31 word types with counts of 2^31 or more"));
+        }
+        // Past 2^32 symbols: where the high part of the offsets grows (the
+        // records hold the low 32 bits; no word is 2^32 symbols long).
+        let mut starts = Starts::default();
+        if symbols as u64 >= 1 << 32 {
+            let mut at = 0u64;
+            for (i, r) in recs.iter().enumerate().skip(1) {
+                at += (r.start.wrapping_sub(recs[i - 1].start)) as u64;
+                while ((starts.high.len() as u64 + 1) << 32) <= at {
+                    starts.high.push(i as u32);
+                }
+            }
+        }
+        Ok(WordTable { syms: Symbols::Narrow(syms), recs, starts, big })
     }
 
     /// Appends the words of `other` (after this table's words).
@@ -347,6 +412,49 @@ impl WordTable {
     /// The count of word `w`.
     fn count(&self, w: usize) -> u64 {
         weight_of(self.recs[w].weight, &self.big)
+    }
+}
+
+fn too_many_words() -> Error {
+    Error::training(format!(
+        "the word-type table exceeds {MAX_WORDS} word types (the merge index numbers them with 32 bits); prune rare word types (min_word_count) or shard the corpus"
+    ))
+}
+
+/// One part's share of a table built by `WordTable::build_in_parts`.
+pub(crate) struct PartWriter<'a> {
+    syms: &'a mut [u16],
+    recs: &'a mut [WordRec],
+    /// Symbols and words written so far.
+    at: usize,
+    word: usize,
+    /// The part's first symbol offset in the whole table.
+    base: usize,
+    /// Counts of 2^31 or more, numbered within the part.
+    big: Vec<u64>,
+}
+
+impl PartWriter<'_> {
+    /// Writes the next word (two symbols or more, each below `u16::MAX`).
+    pub(crate) fn push(&mut self, symbols: impl IntoIterator<Item = u32>, count: u64) -> Result<()> {
+        let start = self.at;
+        for s in symbols {
+            match self.syms.get_mut(self.at) {
+                Some(slot) if s < NARROW_IDS => *slot = s as u16,
+                _ => return Err(Error::training("a word table part outgrew its size (a bug)")),
+            }
+            self.at += 1;
+        }
+        let weight = if count < BIG as u64 {
+            count as u32
+        } else {
+            self.big.push(count);
+            BIG | (self.big.len() - 1) as u32
+        };
+        let rec = self.recs.get_mut(self.word).ok_or_else(|| Error::training("a word table part outgrew its size (a bug)"))?;
+        *rec = WordRec { start: (self.base + start) as u32, weight };
+        self.word += 1;
+        Ok(())
     }
 }
 
@@ -673,7 +781,8 @@ impl Cold {
         heap: &mut PairHeap,
         tokens: &[Vec<u8>],
         min_keep: u64,
-    ) {
+        threads: usize,
+    ) -> Result<()> {
         self.threshold = threshold;
         let old = std::mem::take(&mut self.arena);
         // Pass 1: the pairs that may reach the threshold, and all their
@@ -701,28 +810,23 @@ impl Cold {
         }
         drop(old);
         rising.push((0, all.len()));
-        // Pass 2: exact counts, and the words each pair still occurs in.
-        for pair in rising.windows(2) {
-            let (key, from, to) = (pair[0].0, pair[0].1, pair[1].1);
-            let (x, y) = (S::of((key >> 32) as u32), S::of(key as u32));
-            let (mut exact, mut still) = (0u64, WordList::new());
-            for i in from..to {
-                if let Some(&far) = all.get(i + 2 * PREFETCH_AHEAD) {
-                    prefetch(&words.recs, far as usize);
-                    prefetch(&words.recs, far as usize + 1);
-                }
-                if let Some(&near) = all.get(i + PREFETCH_AHEAD) {
-                    prefetch(syms, words.offset(near as usize));
-                    prefetch(syms, words.offset(near as usize + 1) - 1);
-                }
-                let w = all[i] as usize;
-                let word = &syms[words.offset(w)..words.offset(w + 1)];
-                let n = word.windows(2).filter(|p| p[0] == x && p[1] == y).count() as u64;
-                if n > 0 {
-                    exact += n * words.weight(w);
-                    still.add(w as u32);
-                }
-            }
+        // Pass 2: exact counts, and the words each pair still occurs in; the
+        // pairs in `threads` shares of about equal words, read-only, so on
+        // one thread per share (a thaw visits millions of words on s10).
+        let shares = if threads > 1 && all.len() >= PARALLEL_WORDS { threads } else { 1 };
+        let pairs_n = rising.len() - 1;
+        let cut = |k: usize| if k == shares { pairs_n } else { rising.partition_point(|r| r.1 < all.len() * k / shares).min(pairs_n) };
+        let recount = |k: usize| -> Vec<(u64, u64, WordList)> {
+            rising[cut(k)..cut(k + 1) + 1]
+                .windows(2)
+                .map(|pair| {
+                    let (key, from, to) = (pair[0].0, pair[0].1, pair[1].1);
+                    let (exact, still) = recount_pair::<S>(key, &all[from..to], syms, words);
+                    (key, exact, still)
+                })
+                .collect()
+        };
+        for (key, exact, mut still) in on_shards(shares, &recount)?.into_iter().flatten() {
             if exact >= threshold {
                 still.bytes.shrink_to_fit();
                 heap.push(Entry { count: exact, a: (key >> 32) as u32, b: key as u32 }, tokens);
@@ -731,7 +835,33 @@ impl Cold {
                 self.park(key, exact, &still.bytes);
             }
         }
+        Ok(())
     }
+}
+
+/// The exact count of pair `key` in words `list` (ascending), and the words
+/// it still occurs in.
+fn recount_pair<S: Sym>(key: u64, list: &[u32], syms: &[S], words: &Words) -> (u64, WordList) {
+    let (x, y) = (S::of((key >> 32) as u32), S::of(key as u32));
+    let (mut exact, mut still) = (0u64, WordList::new());
+    for (i, &w) in list.iter().enumerate() {
+        if let Some(&far) = list.get(i + 2 * PREFETCH_AHEAD) {
+            prefetch(&words.recs, far as usize);
+            prefetch(&words.recs, far as usize + 1);
+        }
+        if let Some(&near) = list.get(i + PREFETCH_AHEAD) {
+            prefetch(syms, words.offset(near as usize));
+            prefetch(syms, words.offset(near as usize + 1) - 1);
+        }
+        let w = w as usize;
+        let word = &syms[words.offset(w)..words.offset(w + 1)];
+        let n = word.windows(2).filter(|p| p[0] == x && p[1] == y).count() as u64;
+        if n > 0 {
+            exact += n * words.weight(w);
+            still.add(w as u32);
+        }
+    }
+    (exact, still)
 }
 
 fn put_varint64(out: &mut Vec<u8>, mut v: u64) {
@@ -805,7 +935,8 @@ fn run<S: Sym>(
     let min_keep = params.min_frequency.max(1);
     let (mut pairs, mut cold) = {
         let (token_len, extra) = (&token_len[..], limited.then_some(&token_edges[..]));
-        build_index(&syms, words, params.threads, min_keep, first_threshold, &|a, b| candidate(a, b, token_len, extra))?
+        let ids = tokens.len();
+        build_index(&syms, words, params.threads, min_keep, first_threshold, ids, &|a, b| candidate(a, b, token_len, extra))?
     };
     let mut heap = PairHeap::default();
     heap.v.reserve(pairs.len());
@@ -815,13 +946,15 @@ fn run<S: Sym>(
     let setup_seconds = setup_start.elapsed().as_secs_f64();
     let mut merges: Vec<(u32, u32, u64)> = Vec::with_capacity(params.max_merges.min(1 << 20));
     // Per-step deltas (see `apply_step`): small, so they stay in cache.
-    let mut step = Step { dec: new_map(), new: new_map() };
+    let mut step = Step::new();
+    // The other threads' steps for large merges (see `merge_in_shares`).
+    let mut spare_steps: Vec<Step> = Vec::new();
     // The merged pair's words, decoded (reused: no allocation per merge).
     let mut list: Vec<u32> = Vec::new();
     while merges.len() < params.max_merges {
         let Some(top) = heap.pop(tokens) else {
             if cold.threshold > min_keep {
-                cold.thaw(min_keep, &syms, words, &mut pairs, &mut heap, tokens, min_keep);
+                cold.thaw(min_keep, &syms, words, &mut pairs, &mut heap, tokens, min_keep, params.threads)?;
                 continue;
             }
             break;
@@ -839,7 +972,7 @@ fn run<S: Sym>(
             // A cold pair may count more: bring in those above 1/8 of this one.
             heap.push(top, tokens);
             let lower = (top.count / 8).max(min_keep);
-            cold.thaw(lower, &syms, words, &mut pairs, &mut heap, tokens, min_keep);
+            cold.thaw(lower, &syms, words, &mut pairs, &mut heap, tokens, min_keep, params.threads)?;
             continue;
         }
         if top.count < min_keep {
@@ -870,21 +1003,10 @@ fn run<S: Sym>(
         let merge = Merge { a, b, r, candidate: |x, y| candidate(x, y, token_len, extra) };
         info.words.decode_into(&mut list);
         drop(info);
-        for (k, &w) in list.iter().enumerate() {
-            // Two-stage prefetch: the word's record 2D words ahead; D ahead
-            // (by then usually in cache) its first and last symbol.
-            if let Some(&far) = list.get(k + 2 * PREFETCH_AHEAD) {
-                prefetch(&words.recs, far as usize);
-                prefetch(&words.recs, far as usize + 1);
-            }
-            if let Some(&near) = list.get(k + PREFETCH_AHEAD) {
-                let near = near as usize;
-                prefetch(&syms, words.offset(near));
-                prefetch(&syms, words.offset(near + 1) - 1);
-            }
-            let w = w as usize;
-            let word = &mut syms[words.offset(w)..words.offset(w + 1)];
-            merge.word(word, w as u32, words.weight(w), &mut step);
+        if params.threads > 1 && list.len() >= PARALLEL_WORDS {
+            merge_in_shares(&merge, &list, &mut syms, words, &mut step, &mut spare_steps, params.threads);
+        } else {
+            merge.visit(&list, &mut syms, 0, words, &mut step);
         }
         step.apply(&mut pairs, &mut cold, &mut heap, tokens, min_keep);
         merges.push((a, b, top.count));
@@ -909,26 +1031,20 @@ fn build_index<S: Sym>(
     threads: usize,
     min_keep: u64,
     first_threshold: Option<u64>,
+    ids: usize,
     candidate: &(dyn Fn(u32, u32) -> bool + Sync),
 ) -> Result<(Map<u64, PairInfo>, Cold)> {
     let n = words.len();
     let step = crate::steps::begin("pair index", "words", n as u64);
     let parts = if threads <= 1 || syms.len() < 1 << 20 { 1 } else { threads };
     let build_part = |p: usize| -> Map<u64, Collecting> {
-        let mut map: Map<u64, Collecting> = new_map();
+        let range = n * p / parts..n * (p + 1) / parts;
         let mut tick = step.ticker();
-        for w in n * p / parts..n * (p + 1) / parts {
-            tick.tick();
-            let word = &syms[words.offset(w)..words.offset(w + 1)];
-            let weight = words.weight(w);
-            for pair in word.windows(2) {
-                let (a, b) = (pair[0].id(), pair[1].id());
-                if candidate(a, b) {
-                    map.entry(pack(a, b)).or_insert_with(Collecting::new).add(weight, w as u32);
-                }
-            }
+        if ids <= DENSE_IDS {
+            index_dense(syms, words, range, ids, candidate, &mut tick)
+        } else {
+            index_sparse(syms, words, range, candidate, &mut tick)
         }
-        map
     };
     let mut parts = on_shards(parts, &build_part)?.into_iter();
     let mut all = parts.next().unwrap_or_default();
@@ -969,6 +1085,69 @@ fn build_index<S: Sym>(
     Ok((pairs, cold))
 }
 
+/// Up to this many token ids (the bytes scheme's 256 and the special
+/// tokens), `build_index` counts pairs in an array indexed by the pair
+/// (at most 384² entries of 40 bytes, 6 MB, per thread) instead of a map.
+const DENSE_IDS: usize = 384;
+
+/// The pair index of words `range` in a map: any number of ids.
+fn index_sparse<S: Sym>(
+    syms: &[S],
+    words: &Words,
+    range: std::ops::Range<usize>,
+    candidate: &(dyn Fn(u32, u32) -> bool + Sync),
+    tick: &mut crate::steps::Ticker,
+) -> Map<u64, Collecting> {
+    let mut map: Map<u64, Collecting> = new_map();
+    for w in range {
+        tick.tick();
+        let word = &syms[words.offset(w)..words.offset(w + 1)];
+        let weight = words.weight(w);
+        for pair in word.windows(2) {
+            let (a, b) = (pair[0].id(), pair[1].id());
+            if candidate(a, b) {
+                map.entry(pack(a, b)).or_insert_with(Collecting::new).add(weight, w as u32);
+            }
+        }
+    }
+    map
+}
+
+/// `index_sparse` for ids below `ids` (at most `DENSE_IDS`): every pair
+/// occurrence is an array index instead of a hash probe, and `candidate`
+/// is asked once per pair of ids instead of once per occurrence. On s10
+/// (237M symbols) the probes were half of the index's time.
+fn index_dense<S: Sym>(
+    syms: &[S],
+    words: &Words,
+    range: std::ops::Range<usize>,
+    ids: usize,
+    candidate: &(dyn Fn(u32, u32) -> bool + Sync),
+    tick: &mut crate::steps::Ticker,
+) -> Map<u64, Collecting> {
+    let allowed: Vec<bool> = (0..ids * ids).map(|k| candidate((k / ids) as u32, (k % ids) as u32)).collect();
+    let mut slots: Vec<Collecting> = (0..ids * ids).map(|_| Collecting::new()).collect();
+    for w in range {
+        tick.tick();
+        let word = &syms[words.offset(w)..words.offset(w + 1)];
+        let weight = words.weight(w);
+        for pair in word.windows(2) {
+            let k = pair[0].id() as usize * ids + pair[1].id() as usize;
+            if allowed[k] {
+                slots[k].add(weight, w as u32);
+            }
+        }
+    }
+    let mut map: Map<u64, Collecting> = new_map();
+    map.reserve(slots.iter().filter(|c| !c.words.bytes.is_empty()).count());
+    for (k, c) in slots.into_iter().enumerate() {
+        if !c.words.bytes.is_empty() {
+            map.insert(pack((k / ids) as u32, (k % ids) as u32), c);
+        }
+    }
+    map
+}
+
 /// One merge `(a, b) -> r`, applied word by word.
 struct Merge<F: Fn(u32, u32) -> bool> {
     a: u32,
@@ -978,6 +1157,27 @@ struct Merge<F: Fn(u32, u32) -> bool> {
 }
 
 impl<F: Fn(u32, u32) -> bool> Merge<F> {
+    /// Merges the words `list` (ascending), whose symbols are `syms` from
+    /// symbol offset `base` on.
+    fn visit<S: Sym>(&self, list: &[u32], syms: &mut [S], base: usize, words: &Words, step: &mut Step) {
+        for (k, &w) in list.iter().enumerate() {
+            // Two-stage prefetch: the word's record 2D words ahead; D ahead
+            // (by then usually in cache) its first and last symbol.
+            if let Some(&far) = list.get(k + 2 * PREFETCH_AHEAD) {
+                prefetch(&words.recs, far as usize);
+                prefetch(&words.recs, far as usize + 1);
+            }
+            if let Some(&near) = list.get(k + PREFETCH_AHEAD) {
+                let near = near as usize;
+                prefetch(syms, words.offset(near) - base);
+                prefetch(syms, words.offset(near + 1) - 1 - base);
+            }
+            let w = w as usize;
+            let word = &mut syms[words.offset(w) - base..words.offset(w + 1) - base];
+            self.word(word, w as u32, words.weight(w), step);
+        }
+    }
+
     /// Merges every occurrence of `(a, b)` in `word` (word number `w`, of
     /// count `weight`) left to right, in place: the word shifts left and
     /// its freed tail is `END`. Records the count changes of the pairs
@@ -1035,6 +1235,29 @@ struct Step {
 }
 
 impl Step {
+    fn new() -> Self {
+        Step { dec: new_map(), new: new_map() }
+    }
+
+    /// Adds `later`'s changes, whose words all come after this step's.
+    fn absorb(&mut self, later: &mut Step) {
+        for (key, d) in later.dec.drain() {
+            *self.dec.entry(key).or_insert(0) += d;
+        }
+        for (key, c) in later.new.drain() {
+            match self.new.entry(key) {
+                hashbrown::hash_map::Entry::Occupied(mut o) => {
+                    let mine = o.get_mut();
+                    mine.count += c.count;
+                    mine.words.append(c.words);
+                }
+                hashbrown::hash_map::Entry::Vacant(v) => {
+                    v.insert(c);
+                }
+            }
+        }
+    }
+
     #[inline(always)]
     fn dec(&mut self, key: u64, weight: u64) {
         *self.dec.entry(key).or_insert(0) += weight;
@@ -1075,6 +1298,55 @@ impl Step {
                 pairs.insert(key, PairInfo { count: c.count, words });
             }
         }
+    }
+}
+
+/// A merge's words from this many on are shared among the threads (and so
+/// are a thaw's): each share is a contiguous range of words, so each thread
+/// rewrites its own part of the symbols; the steps are summed in word order.
+/// Below it, starting threads costs more than it saves.
+#[cfg(not(test))]
+const PARALLEL_WORDS: usize = 1 << 15;
+/// Tests share even tiny merges, so that the threaded paths meet every case.
+#[cfg(test)]
+const PARALLEL_WORDS: usize = 4;
+
+/// `merge.visit` on `threads` threads, each on a contiguous share of
+/// `list`; their count changes end up in `step` as if one thread had
+/// visited the words in order.
+fn merge_in_shares<S: Sym, F: Fn(u32, u32) -> bool + Sync>(
+    merge: &Merge<F>,
+    list: &[u32],
+    syms: &mut [S],
+    words: &Words,
+    step: &mut Step,
+    spare: &mut Vec<Step>,
+    threads: usize,
+) {
+    spare.resize_with(threads - 1, Step::new);
+    // Share k: list[cuts[k]..cuts[k + 1]], whose symbols start at the
+    // offset of its first word and end before the next share's first word.
+    let cuts: Vec<usize> = (0..=threads).map(|k| list.len() * k / threads).collect();
+    let mut shares = Vec::with_capacity(threads);
+    let mut rest = syms;
+    let mut base = 0;
+    for k in 0..threads {
+        let end = if k + 1 == threads { base + rest.len() } else { words.offset(list[cuts[k + 1]] as usize) };
+        let (mine, later) = std::mem::take(&mut rest).split_at_mut(end - base);
+        shares.push((&list[cuts[k]..cuts[k + 1]], mine, base));
+        rest = later;
+        base = end;
+    }
+    let mut shares = shares.into_iter();
+    let Some((first, first_syms, first_base)) = shares.next() else { return };
+    std::thread::scope(|scope| {
+        for ((part, part_syms, part_base), part_step) in shares.zip(spare.iter_mut()) {
+            scope.spawn(move || merge.visit(part, part_syms, part_base, words, part_step));
+        }
+        merge.visit(first, first_syms, first_base, words, step);
+    });
+    for later in spare.iter_mut() {
+        step.absorb(later);
     }
 }
 
@@ -1278,7 +1550,11 @@ mod tests {
                 })
                 .collect();
             let min_frequency = 1 + next(3);
-            let base: Vec<Vec<u8>> = (0..=255u8).map(|b| vec![b]).collect();
+            let mut base: Vec<Vec<u8>> = (0..=255u8).map(|b| vec![b]).collect();
+            if round % 2 == 1 {
+                // More ids than `DENSE_IDS`: the index is built in a map.
+                base.extend((0..200u32).map(|k| vec![0xfe, (k >> 8) as u8, k as u8]));
+            }
             let expect = reference(&words, &mut base.clone(), usize::MAX, min_frequency);
             for (wide, threads, cold) in [(false, 1, None), (true, 1, None), (false, 2, Some(3)), (true, 1, Some(8)), (false, 1, Some(1000))] {
                 let mut table = WordTable::new();
@@ -1315,6 +1591,33 @@ mod tests {
         }
         assert_eq!(starts.offset(&recs, 6), 5 * len + 2);
         assert_eq!(starts.high.len(), ((5 * len + 2) >> 32) as usize);
+    }
+
+    #[test]
+    fn tables_built_in_parts_equal_pushed_ones() {
+        let words: Vec<(Vec<u32>, u64)> = (0..1000u32)
+            .map(|k| ((0..2 + k % 7).map(|i| (k * 31 + i * 7) % 300).collect(), if k % 97 == 5 { (1 << 33) + k as u64 } else { 1 + k as u64 % 13 }))
+            .collect();
+        let mut pushed = WordTable::new();
+        for (w, c) in &words {
+            pushed.push(w.iter().copied(), *c).unwrap();
+        }
+        for cuts in [vec![0, 1000], vec![0, 0, 333, 1000], vec![0, 400, 401, 1000, 1000]] {
+            let sizes: Vec<(usize, usize)> = cuts.windows(2).map(|c| (c[1] - c[0], words[c[0]..c[1]].iter().map(|w| w.0.len()).sum())).collect();
+            let built = WordTable::build_in_parts(&sizes, &|p, out| {
+                words[cuts[p]..cuts[p + 1]].iter().try_for_each(|(w, c)| out.push(w.iter().copied(), *c))
+            })
+            .unwrap();
+            let (Symbols::Narrow(a), Symbols::Narrow(b)) = (&built.syms, &pushed.syms) else { unreachable!() };
+            assert_eq!(a, b);
+            assert_eq!(built.len(), pushed.len());
+            for w in 0..=built.len() {
+                assert_eq!(built.starts.offset(&built.recs, w), pushed.starts.offset(&pushed.recs, w));
+                if w < built.len() {
+                    assert_eq!(built.count(w), pushed.count(w), "word {w}");
+                }
+            }
+        }
     }
 
     #[test]

@@ -62,6 +62,9 @@ fn bytes_base(
     let (table, pruned) = match &resume.replay {
         // No per-type symbol vectors are kept.
         Some(enc) => replay_bytes_table(&counts, enc, whitespace, min_count, threads_or_default(config.threads))?,
+        None if base_start + 256 < u16::MAX as u32 => {
+            bytes_table_in_parts(&counts, base_start, lead, min_count, threads_or_default(config.threads), &step)?
+        }
         None => {
             // Size the table exactly: one allocation, no regrowth.
             let mut symbols = 0usize;
@@ -91,6 +94,49 @@ fn bytes_base(
     drop(counts);
     super::release_free_memory();
     Ok(WordBase { tokens, table, alphabet: None, unk: None, pruned })
+}
+
+/// The bytes scheme's word table (symbols `base_start + byte`, after
+/// `lead`), built on `threads` threads, each from its share of the counts
+/// (`WordCounts::for_each_part`): the same words in the same order as one
+/// thread would write them. Returns it and the number of pruned types.
+fn bytes_table_in_parts(
+    counts: &WordCounts,
+    base_start: u32,
+    lead: Option<u32>,
+    min_count: u64,
+    threads: usize,
+    step: &crate::steps::Step,
+) -> Result<(WordTable, usize)> {
+    let lead_len = lead.is_some() as usize;
+    // Pass 1: each share's words and symbols, so that the table is sized
+    // exactly and every share knows where its words go.
+    let sizes = crate::util::on_threads(threads, &|p| {
+        let (mut words, mut symbols, mut pruned) = (0usize, 0usize, 0usize);
+        counts.for_each_part(p, threads, |piece, count| {
+            if count < min_count {
+                pruned += 1;
+            } else if piece.len() + lead_len >= 2 {
+                words += 1;
+                symbols += piece.len() + lead_len;
+            }
+        });
+        (words, symbols, pruned)
+    })?;
+    let pruned = sizes.iter().map(|s| s.2).sum();
+    let sizes: Vec<(usize, usize)> = sizes.iter().map(|s| (s.0, s.1)).collect();
+    let table = WordTable::build_in_parts(&sizes, &|p, out| {
+        let mut result = Ok(());
+        let mut tick = step.ticker();
+        counts.for_each_part(p, threads, |piece, count| {
+            tick.tick();
+            if count >= min_count && piece.len() + lead_len >= 2 && result.is_ok() {
+                result = out.push(lead.into_iter().chain(piece.iter().map(|&b| base_start + b as u32)), count);
+            }
+        });
+        result
+    })?;
+    Ok((table, pruned))
 }
 
 /// Chars scheme: symbols interned and counted, the alphabet chosen (or the
