@@ -118,6 +118,7 @@ def samples(tmp_path) -> dict[str, tuple[list[str], object]]:
         "superbpe_colon_rule": (["--no-superbpe-colon-rule"], False),
         "langs": (["--langs", str(langs)], [str(langs)]),
         "file_languages": (["--file-language", "en"], ["en"]),
+        "lang_field": (["--text-field", "text", "--lang-field", "lang"], "lang"),
         "temperature": (["--temperature", "2"], 2.0),
         "max_premium": (["--max-premium", "1.3"], 1.3),
         "balance_rounds": (["--balance-rounds", "2"], 2),
@@ -208,7 +209,7 @@ def test_ray_refuses_in_python_too(ray_instance) -> None:
     from bpeforge import distributed
 
     for name in sorted(NOT_ON_RAY):
-        value = {"superbpe_transition": 300, "langs": [os.devnull], "file_languages": ["en"], "temperature": 2.0,
+        value = {"superbpe_transition": 300, "langs": [os.devnull], "file_languages": ["en"], "lang_field": "lang", "temperature": 2.0,
                  "max_premium": 1.3, "balance_rounds": 2, "premium_reference": "en", "balance_min_lines": 1,
                  "balance_max_lift": 2.0}[name]
         with pytest.raises(bpeforge.ParameterError, match=name):

@@ -5,7 +5,8 @@
     >>> tok.decode(tok.encode("Hello, world"))
     'Hello, world'
 
-The public surface: :func:`train`, :func:`train_from_iterator`, :func:`load`,
+The public surface: :func:`train`, :func:`train_from_iterator`,
+:func:`train_from_dataset`, :func:`load`,
 :class:`Tokenizer`, :func:`pretokenize`, :func:`sample_corpus`, the importers
 :func:`from_huggingface`, :func:`from_tiktoken` and :func:`from_sentencepiece`
 (exporters are Tokenizer methods; see :mod:`bpeforge.interop`), and the
@@ -19,7 +20,7 @@ from importlib import resources as _resources
 from pathlib import Path as _Path
 
 from ._native import __version__
-from ._tokenizer import Tokenizer, load, pretokenize, train, train_from_iterator
+from ._tokenizer import Tokenizer, load, pretokenize, train, train_from_dataset, train_from_iterator
 from .errors import (
     BpeforgeError,
     InputError,
@@ -44,6 +45,7 @@ __all__ = [
     "Tokenizer",
     "train",
     "train_from_iterator",
+    "train_from_dataset",
     "load",
     "pretokenize",
     "Regex",

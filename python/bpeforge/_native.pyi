@@ -5,11 +5,17 @@ from collections.abc import Iterable, Sequence
 from os import PathLike
 from typing import Any, final
 
-__all__ = ["train_files", "train_iterator", "count_files", "train_counts", "pretokenize", "_pretokenize_reference", "_pretokenize_count", "default_threads", "train_option_names", "script_of", "NativeTokenizer", "__version__"]
+__all__ = ["train_files", "train_iterator", "train_arrow", "encode_arrow", "count_files", "train_counts", "pretokenize", "_pretokenize_reference", "_pretokenize_count", "default_threads", "train_option_names", "script_of", "NativeTokenizer", "__version__"]
 __version__: str
 
 def train_files(paths: list[str], args: dict[str, Any], progress: str) -> NativeTokenizer: ...
 def train_iterator(texts: Iterable[str], args: dict[str, Any], progress: str) -> NativeTokenizer: ...
+# Arrow string rows (pyarrow Buffers), no Python object per row: see bpeforge._arrow.
+def train_arrow(batches: Iterable[tuple[Any, ...]], args: dict[str, Any], progress: str, inputs: list[str],
+                languages: tuple[list[str], list[int]] | None = None) -> NativeTokenizer: ...
+def encode_arrow(tok: NativeTokenizer, offsets: Any, data: Any, start: int, length: int, wide: bool,
+                 threads: int | None = None, allowed: list[int] | None = None,
+                 disallowed: list[int] | None = None) -> tuple[bytes, bytes]: ...
 def count_files(paths: list[str], args: dict[str, Any], progress: str, byte_range: tuple[int, int] | None = None) -> bytes: ...
 def train_counts(parts: list[bytes], args: dict[str, Any], progress: str, inputs: list[str], weights: list[float] | None = None) -> NativeTokenizer: ...
 def pretokenize(text: str, preset: str = "gpt2") -> list[str]: ...
@@ -75,6 +81,7 @@ class NativeTokenizer:
         allowed: list[int] | None = None,
         disallowed: list[int] | None = None,
         progress: str = "off",
+        text_field: str | None = None,
     ) -> tuple[int, int, int, float, int]: ...
     def encode_batch_flat(
         self,
