@@ -53,6 +53,8 @@ def main() -> None:
     ap.add_argument("--vocab-size", type=int, default=32000)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--no-iterator", action="store_true", help="skip the (slow) train_from_iterator row")
+    ap.add_argument("--balanced", action="store_true",
+                    help="instead: language-balanced training (temperature 3), a langs side file vs lang_field")
     a = ap.parse_args()
     import datasets
     import pyarrow as pa
@@ -81,7 +83,19 @@ def main() -> None:
             "Parquet (zstd)": lambda th: bpeforge.train(parquet, text_field="text", threads=th, **opts),
             "train_from_dataset": lambda th: bpeforge.train_from_dataset(ds, threads=th, **opts),
         }
-        if not a.no_iterator:
+        if a.balanced:
+            side = Path(tmp) / "texts.langs.txt"
+            side.write_text("".join(l + "\n" for l in langs), encoding="utf-8")
+            bal = dict(opts, temperature=3.0)
+            rows = {
+                "plain lines": lambda th: bpeforge.train(plain, langs=[side], threads=th, **bal),
+                "JSONL.zst": lambda th: bpeforge.train(jsonl, text_field="text", lang_field="lang", threads=th, **bal),
+                "Parquet (zstd)": lambda th: bpeforge.train(parquet, text_field="text", lang_field="lang", threads=th,
+                                                            **bal),
+                "train_from_dataset": lambda th: bpeforge.train_from_dataset(ds, lang_column="lang", threads=th,
+                                                                             **bal),
+            }
+        elif not a.no_iterator:
             rows["train_from_iterator"] = lambda th: bpeforge.train_from_iterator(iter(texts), threads=th, **opts)
         # Interleaved (every row once per repeat), so load changes hit all rows alike.
         times: dict = {name: {1: [], 2: []} for name in rows}

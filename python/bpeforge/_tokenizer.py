@@ -86,6 +86,10 @@ def train(
     and ``separator="..."`` cuts texts at that string instead of at newlines.
     Structured lines: ``text_field="text"`` reads JSON lines (the text is that
     field of each record), ``columns=[1, 2]`` reads tab-separated columns.
+    Parquet and Arrow files (``.parquet``, ``.arrow``, ``.feather``) are read
+    with pyarrow: ``text_field`` names the text column (and ``lang_field``
+    the language column); their string buffers go to the engine without a
+    Python object per row. Hugging Face datasets: :func:`train_from_dataset`.
 
     Args:
         files: a path or a list of paths.

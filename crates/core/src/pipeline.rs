@@ -6,6 +6,7 @@ use crate::balance::{self, LangSource, LanguageTable, Tagger};
 use crate::error::{Error, Result};
 use crate::fields::LangField;
 use crate::input::{read_chunks, total_size, Chunk, TextMode};
+use crate::count::WordCounts;
 use crate::model::Model;
 use crate::observe::{CountProgress, Observer};
 use crate::train::{count_words_mode, train_from_counts, CountMode, TrainConfig, POLL_SECONDS};
@@ -92,32 +93,60 @@ pub fn train_files(paths: &[PathBuf], config: &TrainConfig, observer: &mut dyn O
 pub fn train_fed(
     config: &TrainConfig,
     languages: Option<&LanguageTable>,
-    mut lang_bytes: Vec<u64>,
+    lang_bytes: Vec<u64>,
     inputs: serde_json::Value,
     start: Instant,
     observer: &mut dyn Observer,
     feed: Box<Feed<'_>>,
 ) -> Result<Model> {
+    let counted = count_fed(config, languages, lang_bytes, start, observer, feed)?;
+    train_counted(counted, config, languages, inputs, observer)
+}
+
+/// The counts of a feed, with what balancing needs of them.
+pub struct Counted {
+    counts: WordCounts,
+    lang_bytes: Vec<u64>,
+    count_seconds: f64,
+}
+
+/// The counting half of `train_fed` (callers that hold a lock while
+/// feeding, such as Python's, release it for the merge half).
+pub fn count_fed(
+    config: &TrainConfig,
+    languages: Option<&LanguageTable>,
+    mut lang_bytes: Vec<u64>,
+    start: Instant,
+    observer: &mut dyn Observer,
+    feed: Box<Feed<'_>>,
+) -> Result<Counted> {
     config.validate()?;
     let parity = config.balance.as_ref().and_then(|b| b.parity.as_ref());
     lang_bytes.resize(languages.map_or(0, |t| t.names.len()), 0);
-    let counts = {
-        let weights = languages.map(|t| t.weights.clone());
-        let mode = match (parity, &weights) {
-            (Some(_), _) => CountMode::Tagged,
-            (None, Some(w)) => CountMode::Weighted(w),
-            (None, None) => CountMode::Plain,
-        };
-        let lang_bytes = &mut lang_bytes;
-        let mut skipped = 0;
-        let mut counts = count_words_mode(config, observer, mode, |sink, observer| {
-            skipped = feed(sink, observer, lang_bytes)?;
-            Ok(())
-        })?;
-        counts.stats.bad_records += skipped;
-        counts
+    let weights = languages.map(|t| t.weights.clone());
+    let mode = match (parity, &weights) {
+        (Some(_), _) => CountMode::Tagged,
+        (None, Some(w)) => CountMode::Weighted(w),
+        (None, None) => CountMode::Plain,
     };
-    let count_seconds = start.elapsed().as_secs_f64();
+    let mut skipped = 0;
+    let mut counts = count_words_mode(config, observer, mode, |sink, observer| {
+        skipped = feed(sink, observer, &mut lang_bytes)?;
+        Ok(())
+    })?;
+    counts.stats.bad_records += skipped;
+    Ok(Counted { counts, lang_bytes, count_seconds: start.elapsed().as_secs_f64() })
+}
+
+/// The merge half of `train_fed`: the plain driver or a balancing method.
+pub fn train_counted(
+    counted: Counted,
+    config: &TrainConfig,
+    languages: Option<&LanguageTable>,
+    inputs: serde_json::Value,
+    observer: &mut dyn Observer,
+) -> Result<Model> {
+    let Counted { counts, lang_bytes, count_seconds } = counted;
     match (languages, &config.balance) {
         (Some(table), Some(b)) => {
             balance::train_balanced(counts, table, &lang_bytes, b, config, observer, inputs, count_seconds)

@@ -9,6 +9,7 @@ use bpeforge_core::balance::{LangSource, LanguageTable};
 use bpeforge_core::error::Error;
 use bpeforge_core::input::{Chunk, Layout};
 use bpeforge_core::observe::CountProgress;
+use bpeforge_core::pipeline;
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
@@ -135,19 +136,15 @@ pub fn train_arrow(
         }
         Ok(skipped)
     };
-    let result = bpeforge_core::pipeline::train_fed(
-        &config,
-        table.as_ref(),
-        Vec::new(),
-        serde_json::json!(inputs),
-        start,
-        &mut observer,
-        Box::new(feed),
-    );
-    if let (Err(_), Some(e)) = (&result, py_error) {
-        return Err(e);
-    }
-    let _ = py;
+    // Counting pulls batches under the GIL; the merge loop runs without it.
+    let counted = pipeline::count_fed(&config, table.as_ref(), Vec::new(), start, &mut observer, Box::new(feed));
+    let counted = match (counted, py_error) {
+        (Ok(c), _) => c,
+        (Err(_), Some(e)) => return Err(e),
+        (Err(e), None) => return finish(Err(e), observer),
+    };
+    let inputs = serde_json::json!(inputs);
+    let result = py.detach(|| pipeline::train_counted(counted, &config, table.as_ref(), inputs, &mut observer));
     finish(result, observer)
 }
 

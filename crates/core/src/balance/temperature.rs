@@ -374,6 +374,26 @@ mod tests {
     }
 
     #[test]
+    fn records_name_their_languages_in_first_seen_order() {
+        use crate::fields::{FieldSpec, LangField};
+        let dir = tempfile::tempdir().unwrap();
+        let path = write(
+            dir.path(),
+            "r.jsonl",
+            "{\"text\": \"aa\", \"l\": \"de\"}\n\n{\"text\": \"b\\u00e9\", \"l\": \" en \"}\n{\"text\": \"c\"}\n{\"text\": \"dd\", \"l\": \"de\"}\n",
+        );
+        let lang = Some(LangField { path: vec!["l".into()], ids: Default::default() });
+        let mut fields = Fields { spec: FieldSpec::Json(vec!["text".into()]), on_bad_record: OnBadRecord::Error, lang };
+        let err = LanguageTable::from_records(&[path.clone()], &fields, 1.0).unwrap_err();
+        assert!(err.message().contains("r.jsonl, line 4: no field \"l\""), "{}", err.message());
+        fields.on_bad_record = OnBadRecord::Skip;
+        let (table, bytes) = LanguageTable::from_records(&[path], &fields, 1.0).unwrap();
+        assert_eq!(table.names, vec!["de".to_string(), "en".to_string()]);
+        assert_eq!(table.lines, vec![2, 1]);
+        assert_eq!(bytes, vec![4, 3]); // "é" is two bytes once unescaped
+    }
+
+    #[test]
     fn tags_follow_the_lines_and_bytes_are_summed_per_language() {
         let dir = tempfile::tempdir().unwrap();
         let text = write(dir.path(), "t.txt", "aa\nbbb\nc\n");
