@@ -103,6 +103,7 @@ def main() -> None:
             for name, run in rows.items():
                 for th in (1, 2):
                     times[name][th].append(timed(lambda: run(th)))
+                    print(f"  {name}, {th} thread(s): {times[name][th][-1]:.2f}s", flush=True)
     results = {name: {th: statistics.median(t[th]) for th in (1, 2)} for name, t in times.items()}
     base = results["plain lines"]
     print(f"medians of {a.repeats}, vocab {a.vocab_size}; ratio = time / plain lines' time at the same threads")
