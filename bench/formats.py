@@ -1,11 +1,13 @@
 """Training time by input format: the same texts as plain lines, as zstd JSON
-lines (``{"text": ..., "lang": ...}``, read with ``text_field="text"``), and
-through ``train_from_iterator``; medians of 3, at 1 and 2 threads.
+lines (``{"text": ..., "lang": ...}``, read with ``text_field="text"``), as a
+zstd Parquet file (``text``/``lang`` columns, written by pyarrow), as an
+in-memory ``datasets.Dataset`` (``train_from_dataset``), and through
+``train_from_iterator``; at 1 and 2 threads, runs interleaved, medians.
 
-    python bench/formats.py [--corpus /work/shared/corpora/multi-1m.txt.xz] [--lines N]
+    python bench/formats.py [--corpus /work/shared/corpora/multi-1m.txt.xz] [--lines N] [--repeats 3]
 
-Parquet and ``train_from_dataset`` are not implemented yet (issue #16, part 4).
-The converted files are written once to a temporary directory.
+Measure a release build (``maturin develop --release``). The converted files
+are written once to a temporary directory.
 """
 
 from __future__ import annotations
@@ -38,13 +40,12 @@ def read_lines(corpus: Path, limit: int | None) -> tuple[list[str], list[str]]:
     return decoded, (langs + ["und"] * len(decoded))[: len(decoded)]
 
 
-def median_seconds(run, repeats: int = 3) -> float:
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        run()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
+def timed(run) -> tuple[float, float]:
+    """Wall seconds of a training run, and its counting phase's (reading,
+    parsing and counting: where input formats differ; merging is the same)."""
+    t0 = time.perf_counter()
+    tok = run()
+    return time.perf_counter() - t0, tok.metadata["timings"]["count_seconds"]
 
 
 def main() -> None:
@@ -52,12 +53,20 @@ def main() -> None:
     ap.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
     ap.add_argument("--lines", type=int, default=None, help="use only the first N lines")
     ap.add_argument("--vocab-size", type=int, default=32000)
+    ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--no-iterator", action="store_true", help="skip the (slow) train_from_iterator row")
+    ap.add_argument("--balanced", action="store_true",
+                    help="instead: language-balanced training (temperature 3), a langs side file vs lang_field")
     a = ap.parse_args()
+    import datasets
+    import pyarrow as pa
+    import pyarrow.parquet as pq
     import zstandard
 
+    datasets.disable_progress_bars()
     texts, langs = read_lines(a.corpus, a.lines)
-    print(f"corpus {a.corpus.name}: {len(texts)} lines; load average {os.getloadavg()[0]:.2f}")
+    print(f"corpus {a.corpus.name}: {len(texts)} lines; bpeforge {bpeforge.__version__}; "
+          f"load average {os.getloadavg()[0]:.2f}")
     with tempfile.TemporaryDirectory() as tmp:
         plain = Path(tmp) / "texts.txt"
         plain.write_bytes("".join(t + "\n" for t in texts).encode("utf-8", "surrogateescape"))
@@ -65,19 +74,47 @@ def main() -> None:
         records = "".join(json.dumps({"text": t, "lang": l}, ensure_ascii=False) + "\n" for t, l in zip(texts, langs))
         jsonl.write_bytes(zstandard.ZstdCompressor(level=3).compress(records.encode("utf-8", "surrogateescape")))
         del records
+        # Parquet as FineWeb ships it: zstd pages, row groups of ~100k rows.
+        parquet = Path(tmp) / "texts.parquet"
+        pq.write_table(pa.table({"text": texts, "lang": langs}), parquet, compression="zstd", row_group_size=100_000)
+        ds = datasets.Dataset.from_dict({"text": texts, "lang": langs})  # Arrow-backed, in memory
         opts = {"vocab_size": a.vocab_size, "progress": False}
         rows = {
             "plain lines": lambda th: bpeforge.train(plain, threads=th, **opts),
             "JSONL.zst": lambda th: bpeforge.train(jsonl, text_field="text", threads=th, **opts),
+            "Parquet (zstd)": lambda th: bpeforge.train(parquet, text_field="text", threads=th, **opts),
+            "train_from_dataset": lambda th: bpeforge.train_from_dataset(ds, threads=th, **opts),
         }
-        if not a.no_iterator:
+        if a.balanced:
+            side = Path(tmp) / "texts.langs.txt"
+            side.write_text("".join(l + "\n" for l in langs), encoding="utf-8")
+            bal = dict(opts, temperature=3.0)
+            rows = {
+                "plain lines": lambda th: bpeforge.train(plain, langs=[side], threads=th, **bal),
+                "JSONL.zst": lambda th: bpeforge.train(jsonl, text_field="text", lang_field="lang", threads=th, **bal),
+                "Parquet (zstd)": lambda th: bpeforge.train(parquet, text_field="text", lang_field="lang", threads=th,
+                                                            **bal),
+                "train_from_dataset": lambda th: bpeforge.train_from_dataset(ds, lang_column="lang", threads=th,
+                                                                             **bal),
+            }
+        elif not a.no_iterator:
             rows["train_from_iterator"] = lambda th: bpeforge.train_from_iterator(iter(texts), threads=th, **opts)
-        results = {name: {th: median_seconds(lambda: run(th)) for th in (1, 2)} for name, run in rows.items()}
-    base = results["plain lines"]
-    print(f"{'input':<22} {'1 thread':>14} {'2 threads':>14}")
-    for name, r in results.items():
-        cells = [f"{r[th]:7.2f}s {r[th] / base[th]:4.2f}x" for th in (1, 2)]
-        print(f"{name:<22} {cells[0]:>14} {cells[1]:>14}")
+        # Interleaved (every row once per repeat), so load changes hit all rows alike.
+        times: dict = {name: {1: [], 2: []} for name in rows}
+        for _ in range(a.repeats):
+            for name, run in rows.items():
+                for th in (1, 2):
+                    times[name][th].append(timed(lambda: run(th)))
+                    wall, count = times[name][th][-1]
+                    print(f"  {name}, {th} thread(s): {wall:.2f}s (counting {count:.2f}s)", flush=True)
+    for k, phase in enumerate(("whole run", "counting phase")):
+        results = {name: {th: statistics.median(x[k] for x in t[th]) for th in (1, 2)} for name, t in times.items()}
+        base = results["plain lines"]
+        print(f"{phase}: medians of {a.repeats}, vocab {a.vocab_size}; ratio = time / plain lines' at the same threads")
+        print(f"{'input':<22} {'1 thread':>16} {'2 threads':>16}")
+        for name, r in results.items():
+            cells = [f"{r[th]:7.2f}s {r[th] / base[th]:5.2f}x" for th in (1, 2)]
+            print(f"{name:<22} {cells[0]:>16} {cells[1]:>16}")
     print(f"load average after: {os.getloadavg()[0]:.2f}")
 
 

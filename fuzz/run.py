@@ -32,6 +32,7 @@ TARGETS = {
     "scanners": 4096,
     "encode": 4096,
     "interop": 80_000,
+    "jsonl": 8192,
 }
 
 

@@ -120,3 +120,194 @@ def test_missing_column_names_file_and_line(tmp_path) -> None:
 def test_bad_input_options_are_parameter_errors(bad) -> None:
     with pytest.raises(bpeforge.ParameterError, match="|".join(bad)):
         bpeforge.train(bpeforge.sample_corpus(), vocab_size=300, progress=False, **bad)
+
+
+# ---- per-record languages, Parquet/Arrow, Hugging Face datasets ---------------
+
+
+@pytest.fixture(scope="module")
+def tagged(corpus_slice) -> tuple[list[str], list[str]]:
+    """The slice's texts (no tabs, no blank lines: every line is a record) and
+    their language tags from the shared corpus's side file."""
+    import lzma
+
+    from conftest import SLICE_FILE
+
+    langs_path = SLICE_FILE.with_name(SLICE_FILE.name.replace(".txt.xz", ".langs.txt.xz"))
+    with lzma.open(langs_path, "rt", encoding="utf-8") as f:
+        tags = [next(f).strip() for _ in corpus_slice]
+    pairs = [(t, l) for t, l in zip(corpus_slice, tags) if t.strip() and "\t" not in t]
+    return [t for t, _ in pairs], [l for _, l in pairs]
+
+
+def _side_file_model(tagged, tmp_path, **kw) -> tuple:
+    texts, langs = tagged
+    plain, side = tmp_path / "texts.txt", tmp_path / "texts.langs.txt"
+    plain.write_bytes("".join(t + "\n" for t in texts).encode("utf-8"))
+    side.write_text("".join(l + "\n" for l in langs), encoding="utf-8")
+    return _model(bpeforge.train(plain, langs=[side], vocab_size=VOCAB, progress=False, **kw))
+
+
+@pytest.mark.parametrize("balance", [{"temperature": 3.0}, {"max_premium": 1.2, "balance_rounds": 1,
+                                                            "balance_min_lines": 10}])
+def test_lang_field_equals_the_side_file(tagged, tmp_path, balance) -> None:
+    texts, langs = tagged
+    path = tmp_path / "c.jsonl.gz"
+    records = "".join(json.dumps({"meta": {"lang": l}, "text": t}) + "\n" for t, l in zip(texts, langs))
+    path.write_bytes(gzip.compress(records.encode("utf-8")))
+    expected = _side_file_model(tagged, tmp_path, **balance)
+    tok = bpeforge.train(path, text_field="text", lang_field="meta.lang", vocab_size=VOCAB, progress=False,
+                         threads=2, **balance)
+    assert _model(tok) == expected
+    assert tok.metadata["language_balance"]["languages"].keys() == set(langs)
+
+
+def test_lang_field_bad_records(tmp_path) -> None:
+    path = tmp_path / "l.jsonl"
+    rows = [{"text": f"line {i}", "lang": "en" if i % 3 else "de"} for i in range(3000)]
+    rows[1500] = {"text": "no language here"}
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    with pytest.raises(bpeforge.InputError, match=r"l\.jsonl, line 1501: no field \"lang\""):
+        bpeforge.train(path, text_field="text", lang_field="lang", temperature=2.0, vocab_size=300, progress=False)
+    tok = bpeforge.train(path, text_field="text", lang_field="lang", on_bad_record="skip", temperature=2.0,
+                         vocab_size=300, progress=False)
+    assert tok.metadata["corpus"]["bad_records"] == 1
+    with pytest.raises(bpeforge.ParameterError, match="lang_field"):
+        bpeforge.train(bpeforge.sample_corpus(), lang_field="lang", vocab_size=300, progress=False)
+    with pytest.raises(bpeforge.ParameterError, match="lang_field"):
+        bpeforge.train(path, text_field="text", lang_field="lang", file_languages=["en"], vocab_size=300,
+                       progress=False)
+
+
+def _pa():
+    pa = pytest.importorskip("pyarrow")
+    import pyarrow.parquet  # noqa: F401
+
+    return pa
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("kind", ["parquet", "parquet-large", "arrow"])
+def test_parquet_and_arrow_train_the_plain_model(texts, plain, tmp_path, kind, threads) -> None:
+    pa = _pa()
+    typ = pa.large_string() if kind == "parquet-large" else pa.string()
+    table = pa.table({"id": list(range(len(texts))), "text": pa.array(texts, typ)})
+    if kind == "arrow":
+        path = tmp_path / "c.arrow"
+        import pyarrow.feather
+
+        pyarrow.feather.write_feather(table, path, chunksize=300)
+    else:
+        path = tmp_path / "c.parquet"
+        pa.parquet.write_table(table, path, row_group_size=300)  # several row groups, streamed
+    tok = bpeforge.train(path, text_field="text", vocab_size=VOCAB, progress=False, threads=threads)
+    assert _model(tok) == plain
+
+
+def test_parquet_lang_column_equals_the_side_file(tagged, tmp_path) -> None:
+    pa = _pa()
+    texts, langs = tagged
+    path = tmp_path / "c.parquet"
+    pa.parquet.write_table(pa.table({"text": texts, "lang": langs}), path, row_group_size=500)
+    expected = _side_file_model(tagged, tmp_path, temperature=3.0)
+    tok = bpeforge.train(path, text_field="text", lang_field="lang", temperature=3.0, vocab_size=VOCAB,
+                         progress=False)
+    assert _model(tok) == expected
+
+
+def test_parquet_errors_name_the_file_and_row_group(tmp_path) -> None:
+    pa = _pa()
+    good = tmp_path / "good.parquet"
+    texts = [f"row {i} text" for i in range(2000)]
+    texts[1234] = None
+    pa.parquet.write_table(pa.table({"text": texts}), good, row_group_size=1000)
+    with pytest.raises(bpeforge.InputError, match=r"good\.parquet, row group 1, row 235: the text is null"):
+        bpeforge.train(good, text_field="text", vocab_size=300, progress=False)
+    tok = bpeforge.train(good, text_field="text", on_bad_record="skip", vocab_size=300, progress=False)
+    assert tok.metadata["corpus"]["bad_records"] == 1 and tok.metadata["corpus"]["texts"] == 1999
+    with pytest.raises(bpeforge.InputError, match=r"good\.parquet: no column 'body' \(its columns: text\)"):
+        bpeforge.train(good, text_field="body", vocab_size=300, progress=False)
+    truncated = tmp_path / "truncated.parquet"
+    truncated.write_bytes(good.read_bytes()[: good.stat().st_size // 2])
+    out = tmp_path / "model.json"
+    with pytest.raises(bpeforge.InputError, match=r"truncated\.parquet"):
+        bpeforge.train(truncated, text_field="text", vocab_size=300, progress=False)
+    assert cli.main(["train", str(truncated), "--text-field", "text", "--vocab-size", "300", "-q", "-o",
+                     str(out)]) == 1
+    assert not out.exists()
+    ints = tmp_path / "ints.parquet"
+    pa.parquet.write_table(pa.table({"text": list(range(10))}), ints)
+    with pytest.raises(bpeforge.InputError, match="column 'text' is int64, not a string column"):
+        bpeforge.train(ints, text_field="text", vocab_size=300, progress=False)
+    with pytest.raises(bpeforge.ParameterError, match="text_field"):
+        bpeforge.train(good, vocab_size=300, progress=False)
+
+
+def _datasets():
+    return pytest.importorskip("datasets")
+
+
+@pytest.mark.parametrize("iterable", [False, True])
+def test_train_from_dataset_trains_the_plain_model(texts, plain, iterable) -> None:
+    datasets = _datasets()
+    ds = datasets.Dataset.from_dict({"text": texts, "n": list(range(len(texts)))})
+    if iterable:
+        ds = ds.to_iterable_dataset(num_shards=3)
+    tok = bpeforge.train_from_dataset(ds, text_column="text", batch_size=700, vocab_size=VOCAB, progress=False,
+                                      threads=2)
+    assert _model(tok) == plain
+
+
+def test_train_from_dataset_with_a_language_column(tagged, tmp_path) -> None:
+    datasets = _datasets()
+    texts, langs = tagged
+    ds = datasets.Dataset.from_dict({"text": texts, "lang": langs})
+    tok = bpeforge.train_from_dataset(ds, lang_column="lang", temperature=3.0, vocab_size=VOCAB, progress=False)
+    assert _model(tok) == _side_file_model(tagged, tmp_path, temperature=3.0)
+
+
+def test_train_from_dataset_refuses_what_it_cannot_do() -> None:
+    datasets = _datasets()
+    ds = datasets.Dataset.from_dict({"text": ["a b c"] * 10})
+    with pytest.raises(bpeforge.ParameterError, match="no column 'body'"):
+        bpeforge.train_from_dataset(ds, text_column="body", progress=False)
+    with pytest.raises(bpeforge.ParameterError, match="text_column"):
+        bpeforge.train_from_dataset(ds, text_field="text", progress=False)
+    with pytest.raises(bpeforge.ParameterError, match="DatasetDict"):
+        bpeforge.train_from_dataset(datasets.DatasetDict({"train": ds}), progress=False)
+
+
+@pytest.mark.parametrize("iterable", [False, True])
+def test_encode_dataset_adds_input_ids(texts, iterable) -> None:
+    datasets = _datasets()
+    tok = bpeforge.train_from_iterator(texts, vocab_size=VOCAB, progress=False)
+    ds = datasets.Dataset.from_dict({"text": texts[:500]})
+    if iterable:
+        ds = ds.to_iterable_dataset()
+    out = tok.encode_dataset(ds, batch_size=128)
+    rows = list(out)
+    assert [r["input_ids"] for r in rows] == tok.encode_batch(texts[:500])
+    assert rows[0]["text"] == texts[0]
+
+
+def test_encode_file_reads_a_text_field(texts, tmp_path) -> None:
+    tok = bpeforge.train_from_iterator(texts, vocab_size=VOCAB, progress=False)
+    src = tmp_path / "c.jsonl.zst"
+    zstandard = pytest.importorskip("zstandard")
+    src.write_bytes(zstandard.ZstdCompressor().compress(_jsonl(texts, lambda t: {"text": t}) + b"\n"))
+    plain_src = tmp_path / "c.txt"
+    plain_src.write_bytes("".join(t + "\n" for t in texts).encode("utf-8") + b"\n")
+    a, b = tmp_path / "a.ids", tmp_path / "b.ids"
+    stats = tok.encode_file(src, a, text_field="text")
+    tok.encode_file(plain_src, b)
+    assert a.read_bytes() == b.read_bytes() and stats["lines"] == len(texts) + 1
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"text": "a"}\n{"body": "b"}\n', encoding="utf-8")
+    with pytest.raises(bpeforge.InputError, match=r"bad\.jsonl, line 2: no field \"text\""):
+        tok.encode_file(bad, tmp_path / "c.ids", text_field="text")
+    assert not (tmp_path / "c.ids").exists()
+    tok.save(tmp_path / "m.json")
+    via_cli = tmp_path / "cli.ids"
+    assert cli.main(["encode", "-m", str(tmp_path / "m.json"), str(src), "--text-field", "text", "-q",
+                     "-o", str(via_cli)]) == 0
+    assert via_cli.read_bytes() == a.read_bytes()

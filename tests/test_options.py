@@ -121,6 +121,7 @@ def samples(tmp_path) -> dict[str, tuple[list[str], object]]:
         "superbpe_colon_rule": (["--no-superbpe-colon-rule"], False),
         "langs": (["--langs", str(langs)], [str(langs)]),
         "file_languages": (["--file-language", "en"], ["en"]),
+        "lang_field": (["--text-field", "text", "--lang-field", "lang"], "lang"),
         "temperature": (["--temperature", "2", "--langs", str(langs)], 2.0),
         "max_premium": (["--max-premium", "1.3", "--langs", str(langs)], 1.3),
         "balance_rounds": (["--balance-rounds", "2", "--langs", str(langs)], 2),
@@ -210,7 +211,11 @@ def test_cli_option_reaches_the_engine_with_ray(name, samples, json_sample, monk
 def test_ray_takes_every_option_and_checks_them_first(ray_instance) -> None:
     from bpeforge import distributed
 
-    assert NOT_ON_RAY == frozenset()
+    # lang_field alone is refused on Ray, by name (the shards would need the
+    # records' languages before counting).
+    assert NOT_ON_RAY == frozenset({"lang_field"})
+    with pytest.raises(bpeforge.ParameterError, match="lang_field"):
+        distributed.train([bpeforge.sample_corpus()], progress=False, text_field="text", lang_field="lang")
     # Cross-option rules are the engine's, checked on the driver before any task.
     with pytest.raises(bpeforge.ParameterError, match="max_premium needs langs"):
         distributed.train([bpeforge.sample_corpus()], progress=False, max_premium=1.3)

@@ -5,7 +5,8 @@
     >>> tok.decode(tok.encode("Hello, world"))
     'Hello, world'
 
-The public surface: :func:`train`, :func:`train_from_iterator`, :func:`load`,
+The public surface: :func:`train`, :func:`train_from_iterator`,
+:func:`train_from_dataset`, :func:`load`,
 :class:`Tokenizer`, :func:`pretokenize`, :func:`sample_corpus`, the importers
 :func:`from_huggingface`, :func:`from_tiktoken` and :func:`from_sentencepiece`
 (exporters are Tokenizer methods; see :mod:`bpeforge.interop`), and the
@@ -20,7 +21,7 @@ from pathlib import Path as _Path
 
 from ._native import __version__
 from ._progress import ProgressEvent, TqdmProgress
-from ._tokenizer import Tokenizer, load, pretokenize, train, train_from_iterator
+from ._tokenizer import Tokenizer, load, pretokenize, train, train_from_dataset, train_from_iterator
 from .errors import (
     BpeforgeError,
     InputError,
@@ -45,6 +46,7 @@ __all__ = [
     "Tokenizer",
     "train",
     "train_from_iterator",
+    "train_from_dataset",
     "load",
     "pretokenize",
     "Regex",

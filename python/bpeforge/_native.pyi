@@ -9,11 +9,17 @@ from typing import Any, Callable, Union, final
 # stream.write) or a callable taking one event dict (see bpeforge._progress).
 _NativeProgress = Union[str, tuple[str, Any], Callable[[dict[str, Any]], object]]
 
-__all__ = ["train_files", "train_iterator", "count_files", "train_counts", "check_train_options", "language_table", "count_shard", "CountSum", "train_count_sum", "pretokenize", "_pretokenize_reference", "_pretokenize_count", "default_threads", "train_option_names", "script_of", "NativeTokenizer", "__version__"]
+__all__ = ["train_files", "train_iterator", "train_arrow", "encode_arrow", "count_files", "train_counts", "check_train_options", "language_table", "count_shard", "CountSum", "train_count_sum", "pretokenize", "_pretokenize_reference", "_pretokenize_count", "default_threads", "train_option_names", "script_of", "NativeTokenizer", "__version__"]
 __version__: str
 
 def train_files(paths: list[str], args: dict[str, Any], progress: _NativeProgress) -> NativeTokenizer: ...
 def train_iterator(texts: Iterable[str], args: dict[str, Any], progress: _NativeProgress) -> NativeTokenizer: ...
+# Arrow string rows (pyarrow Buffers), no Python object per row: see bpeforge._arrow.
+def train_arrow(batches: Iterable[tuple[Any, ...]], args: dict[str, Any], progress: _NativeProgress, inputs: list[str],
+                languages: tuple[list[str], list[int]] | None = None) -> NativeTokenizer: ...
+def encode_arrow(tok: NativeTokenizer, offsets: Any, data: Any, start: int, length: int, wide: bool,
+                 threads: int | None = None, allowed: list[int] | None = None,
+                 disallowed: list[int] | None = None) -> tuple[bytes, bytes]: ...
 def count_files(paths: list[str], args: dict[str, Any], progress: _NativeProgress, byte_range: tuple[int, int] | None = None) -> bytes: ...
 def train_counts(parts: list[bytes], args: dict[str, Any], progress: _NativeProgress, inputs: list[str], weights: list[float] | None = None) -> NativeTokenizer: ...
 # bpeforge.distributed.train: the language table, one shard's count (its
@@ -103,6 +109,7 @@ class NativeTokenizer:
         allowed: list[int] | None = None,
         disallowed: list[int] | None = None,
         progress: _NativeProgress | None = None,
+        text_field: str | None = None,
     ) -> tuple[int, int, int, float, int]: ...
     def encode_batch_flat(
         self,

@@ -16,14 +16,14 @@ import re
 from collections.abc import Collection, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Literal, Union, overload
 
-from . import _native
+from . import _arrow, _native
 from .errors import ModelFormatError, ParameterError
 from ._bytelevel import token_text
 from ._io import check_output, model_format
 from ._offsets import token_offsets
 from ._progress import Progress, native_progress
 from .interop import huggingface_export, sentencepiece_export, tiktoken_export
-from .options import Regex, TrainOptions, check_pretokenizer, option_docs, paths
+from .options import Regex, TrainOptions, _text_field, check_pretokenizer, option_docs, paths
 
 _BYTE_TOKEN = re.compile(r"<0x[0-9A-F]{2}>")
 
@@ -33,7 +33,7 @@ if TYPE_CHECKING:  # pragma: no cover
 PathLike = Union[str, "os.PathLike[str]"]
 SpecialSet = Union[Literal["all"], Collection[str]]
 
-__all__ = ["Tokenizer", "train", "train_from_iterator", "load", "pretokenize"]
+__all__ = ["Tokenizer", "train", "train_from_iterator", "train_from_dataset", "load", "pretokenize"]
 
 
 def _progress_arg(progress: bool | str) -> str:
@@ -78,6 +78,7 @@ def train(
     superbpe_colon_rule: bool = True,
     langs: PathLike | Sequence[PathLike] | None = None,
     file_languages: Sequence[str] | None = None,
+    lang_field: str | None = None,
     temperature: float = 1.0,
     max_premium: float | None = None,
     balance_rounds: int = 3,
@@ -93,6 +94,10 @@ def train(
     and ``separator="..."`` cuts texts at that string instead of at newlines.
     Structured lines: ``text_field="text"`` reads JSON lines (the text is that
     field of each record), ``columns=[1, 2]`` reads tab-separated columns.
+    Parquet and Arrow files (``.parquet``, ``.arrow``, ``.feather``) are read
+    with pyarrow: ``text_field`` names the text column (and ``lang_field``
+    the language column); their string buffers go to the engine without a
+    Python object per row. Hugging Face datasets: :func:`train_from_dataset`.
 
     Args:
         files: a path or a list of paths.
@@ -116,7 +121,48 @@ def train(
         'hello world'
     """
     options = TrainOptions(**_keywords(locals(), "files", "progress"))
-    return Tokenizer(_native.train_files(paths(files), options.engine_args(), native_progress(progress)))
+    files = paths(files)
+    if any(map(_arrow.is_arrow_path, files)):
+        return Tokenizer(_arrow.train_files(files, options, native_progress(progress)))
+    return Tokenizer(_native.train_files(files, options.engine_args(), native_progress(progress)))
+
+
+def train_from_dataset(
+    ds: Any,
+    *,
+    text_column: str = "text",
+    lang_column: str | None = None,
+    batch_size: int = 16_384,
+    progress: Progress = True,
+    **options: Any,
+) -> Tokenizer:
+    """Train on a Hugging Face ``datasets.Dataset`` or ``IterableDataset``.
+
+    The text column's Arrow buffers go to the engine in batches of
+    ``batch_size`` rows, with no Python object per row; worker threads count
+    earlier batches meanwhile. ``lang_column`` balances languages (as
+    ``lang_field`` does for files; a first pass reads that column alone).
+    A row whose text (or language) is null is an error, or skipped and
+    counted with ``on_bad_record="skip"``. The model equals training on the
+    same texts as plain lines.
+
+    Args:
+        ds: a ``Dataset`` or ``IterableDataset`` (one split, not a ``DatasetDict``).
+        text_column: the string column to train on.
+        lang_column: the column naming each row's language, or None.
+        batch_size: rows per batch handed to the engine.
+        progress: as for :func:`train`.
+        options: any keyword of :func:`train` but the text-file ones
+            (``documents``, ``separator``, ``columns``, ``langs``,
+            ``file_languages``, ``text_field``, ``lang_field``).
+    """
+    given = [k for k in ("text_field", "lang_field") if k in options]
+    if given:
+        raise ParameterError(f"{', '.join(given)}: give text_column=/lang_column= for a dataset")
+    opts = TrainOptions(**options)
+    opts.refuse(_arrow.TEXT_FILE_ONLY, "for a dataset", "texts are rows of a column")
+    return Tokenizer(_arrow.train_from_dataset(ds, text_column, lang_column, batch_size, opts,
+                                               native_progress(progress)))
 
 
 def train_from_iterator(
@@ -428,10 +474,16 @@ class Tokenizer:
         threads: int | None = None,
         allowed_special: SpecialSet = (),
         disallowed_special: SpecialSet = "all",
-        progress: Progress = False,
+        progress: bool | str = False,
+        text_field: str | None = None,
     ) -> dict[str, Any]:
         """Stream a corpus of any size (plain or compressed, one text per line)
         into ids, with bounded memory, on all cores.
+
+        ``text_field="text"`` reads JSON lines (each line's text is that
+        field; a dotted path reaches nested fields); a line without it is an
+        error naming file and line, and a blank line is an empty text, so
+        row ``i`` of the output is always line ``i`` of the input.
 
         ``format="ids"``: one line of space-separated ids per input line.
         ``"npy"``: a 1-D uint16 array (uint32 above 65,536 ids) of all ids;
@@ -453,9 +505,37 @@ class Tokenizer:
             check_output(os.fspath(dst) + ".offsets.npy", "offsets")
         allowed, disallowed = self._rules(allowed_special, disallowed_special) if self._specials else (None, None)
         lines, tokens, nbytes, seconds, id_bytes = self._native.encode_file(
-            paths(src), os.fspath(dst), format, threads, allowed, disallowed, native_progress(progress)
+            paths(src), os.fspath(dst), format, threads, allowed, disallowed, native_progress(progress),
+            _text_field(text_field),
         )
         return {"lines": lines, "tokens": tokens, "bytes": nbytes, "seconds": seconds, "id_bytes": id_bytes}
+
+    def encode_dataset(
+        self,
+        ds: Any,
+        *,
+        text_column: str = "text",
+        output_column: str = "input_ids",
+        batch_size: int = 1000,
+        threads: int | None = None,
+        allowed_special: SpecialSet = (),
+        disallowed_special: SpecialSet = "all",
+    ) -> Any:
+        """Encode a Hugging Face ``Dataset`` or ``IterableDataset``: ``ds.map``
+        (batched) adding an ``output_column`` of ids per row, for
+        ``map``-style pipelines (lazy for an ``IterableDataset``).
+
+        Each batch's text column goes to the engine as Arrow buffers and the
+        ids come back as an Arrow list column, with no Python object per row
+        or per id. Special tokens as in :meth:`encode`. A null text is an
+        ``InputError``.
+        """
+        if threads is not None and (not isinstance(threads, int) or threads < 1):
+            raise ParameterError(f"threads must be a positive integer or None, got {threads!r}")
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+            raise ParameterError(f"batch_size must be a positive integer, got {batch_size!r}")
+        rules = self._rules(allowed_special, disallowed_special) if self._specials else (None, None)
+        return _arrow.encode_dataset(self, ds, text_column, output_column, batch_size, threads, rules)
 
     @overload
     def encode_batch(self, texts: Iterable[str], *, threads: int | None = ..., allowed_special: SpecialSet = ...,

@@ -168,6 +168,8 @@ def _special_rules(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def cmd_encode(args: argparse.Namespace) -> int:
+    if args.text_field is not None and (args.dropout or args.ray is not None):
+        raise ParameterError("--text-field is read by the file encoder: not with --dropout or --ray")
     if args.ray is not None:  # --ray [ADDRESS]: bpeforge.distributed
         return _encode_on_ray(args)
     if getattr(args, "more_inputs", None):
@@ -179,6 +181,8 @@ def cmd_encode(args: argparse.Namespace) -> int:
         raise ParameterError("--format npy/bin needs an --output file (the offsets go beside it)")
     tok = load(args.model)
     kw = _special_rules(args)
+    if args.text_field is not None:
+        kw["text_field"] = args.text_field
     if args.dropout:
         return _encode_with_dropout(tok, args, kw)
     # Every other path runs the engine's file encoder, so line numbers,
@@ -551,6 +555,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "it as plain text)")
     e.add_argument("--format", choices=["ids", "npy", "bin"], default="ids",
                    help="ids: a line of ids per line; npy/bin: flat uint16/uint32 ids + OUTPUT.offsets.npy")
+    e.add_argument("--text-field", metavar="FIELD", default=None,
+                   help="JSON lines: each line's text is this field (dotted path for nested fields)")
     e.add_argument("--dropout", type=float, default=0.0, help="BPE-dropout probability (default 0: exact)")
     e.add_argument("--seed", type=int, default=None, help="seed for --dropout")
     e.add_argument("--progress", choices=["auto", "human", "json", "off"], default="auto")

@@ -42,7 +42,7 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
-from . import _native
+from . import _arrow, _native
 from ._io import write_atomic
 from ._tokenizer import PathLike, SpecialSet, Tokenizer, _progress_arg, load
 from .options import NOT_ON_RAY, TrainOptions
@@ -444,6 +444,9 @@ def train(
         ...                                  shard_bytes=100_000, progress=False)  # doctest: +SKIP
     """
     inputs = _paths(paths)
+    if any(str(p).lower().endswith(_arrow.PARQUET + _arrow.ARROW_IPC) for p in inputs):
+        raise ParameterError("Parquet/Arrow input: the shards here are byte ranges of text files; train it with "
+                             "bpeforge.train (all cores of one machine)")
     _check_task_settings(shard_bytes, num_cpus_per_task)
     opts = TrainOptions(**options)
     opts.refuse(sorted(NOT_ON_RAY), "in bpeforge.distributed.train", "use bpeforge.train")

@@ -377,14 +377,23 @@ class TrainOptions:
                                                     "metavar": "TAG",
                                                     "help": "the language of each INPUT (repeat per input), "
                                                             "instead of --langs"})
-    temperature: float = opt(1.0, "with ``langs`` or ``file_languages``: each language's share of lines p "
+    lang_field: str | None = opt(None, "language-balanced training without a side file: each record's language "
+                                 "is this field (JSON lines with ``text_field``; a dotted path) or column "
+                                 "(Parquet/Arrow; :func:`bpeforge.train_from_dataset`'s ``lang_column``). The "
+                                 "model equals the texts as lines with a ``langs`` file of the same tags.",
+                                 _str("lang_field", none_ok=True, nonblank=True), files_only=True, on_ray=False,
+                                 cli={"metavar": "FIELD", "help": "language balancing: each record's language is "
+                                                                  "this field (JSON lines, Parquet), instead of "
+                                                                  "--langs"})
+    temperature: float = opt(1.0, "with ``langs``, ``file_languages`` or ``lang_field``: each language's share "
+                             "of lines p "
                              "becomes p^(1/T) (normalised): low-resource languages weigh more, and no line is "
                              "dropped (every word type keeps a count of at least 1).",
                              _number("temperature", lambda x: 0.0 < x < math.inf, "a positive number"),
                              files_only=True,
                              cli={"type": float, "help": "language balancing: share p becomes p^(1/T) "
                                                          "(1: off; 3-5 is common)"})
-    max_premium: float | None = opt(None, "parity balancing (with ``langs`` or ``file_languages``): a "
+    max_premium: float | None = opt(None, "parity balancing (with ``langs``, ``file_languages`` or ``lang_field``): a "
                                     "language's *premium* is the reference language's bytes per token divided "
                                     "by its own. Starting from the temperature weights, the vocabulary is "
                                     "trained, every language's premium is measured on its own training text, "

@@ -658,6 +658,15 @@ impl Counter<'_> {
         })
     }
 
+    /// The (weight, tagged language) a text of language `lang` counts with.
+    fn weigh(&self, lang: Option<u16>) -> (u64, Option<u16>) {
+        match (self.tag_languages, self.lang_weights, lang) {
+            (true, _, l) => (1, Some(l.unwrap_or(0))),
+            (false, Some(w), Some(l)) => (w[l as usize], None),
+            _ => (1, None),
+        }
+    }
+
     /// Counts every text of a chunk; errors name the source and line.
     pub fn count_chunk(&self, chunk: &Chunk, out: &mut WordCounts) -> Result<()> {
         self.count_chunk_until(chunk, out, None)
@@ -687,15 +696,7 @@ impl Counter<'_> {
             if index % 1024 == 1023 && cancel.is_some_and(|c| c.load(Ordering::Relaxed)) {
                 return Err(Error::interrupted());
             }
-            let (weight, language) = if self.tag_languages {
-                (1, Some(chunk.langs.get(index).copied().unwrap_or(0)))
-            } else {
-                let weight = match self.lang_weights {
-                    Some(w) if !chunk.langs.is_empty() => chunk.langs.get(index).map_or(1, |&l| w[l as usize]),
-                    _ => 1,
-                };
-                (weight, None)
-            };
+            let (mut weight, mut language) = self.weigh(chunk.langs.get(index).copied());
             index += 1;
             let Some(fields) = fields else {
                 return self
@@ -703,18 +704,20 @@ impl Counter<'_> {
                     .map_err(|(at, err)| count_error(chunk, text, at, offset + at, err));
             };
             texts.clear();
-            if let Err(why) = fields.texts(text, &mut texts) {
-                return match fields.on_bad_record {
-                    OnBadRecord::Skip => {
-                        out.stats.bad_records += 1;
-                        Ok(())
-                    }
-                    OnBadRecord::Error => Err(Error::input(format!(
-                        "{}, line {}: {why} (on_bad_record=\"skip\" skips such lines and counts them)",
-                        chunk.source,
-                        chunk.line_of(offset)
-                    ))),
-                };
+            // A record's own language (lang_field) wins over the chunk's.
+            let read = fields.texts(text, &mut texts);
+            match read.and_then(|()| if texts.is_empty() { Ok(None) } else { fields.language(text) }) {
+                Ok(Some(lang)) => (weight, language) = self.weigh(Some(lang)),
+                Ok(_) => {}
+                Err(why) => {
+                    return match fields.on_bad_record {
+                        OnBadRecord::Skip => {
+                            out.stats.bad_records += 1;
+                            Ok(())
+                        }
+                        OnBadRecord::Error => Err(crate::fields::bad_record(&chunk.source, chunk.line_of(offset), &why)),
+                    };
+                }
             }
             for field in &texts {
                 self.count_into(field, weight, language, &mut out, scratch)

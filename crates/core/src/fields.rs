@@ -10,7 +10,9 @@
 
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use std::borrow::Cow;
+use std::collections::HashMap;
 use std::fmt;
+use std::sync::Arc;
 
 /// Where the text of a line is.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -37,6 +39,35 @@ pub enum OnBadRecord {
 pub struct Fields {
     pub spec: FieldSpec,
     pub on_bad_record: OnBadRecord,
+    /// JSON lines: each record's language is in this field (balanced training).
+    pub lang: Option<LangField>,
+}
+
+/// The language field of JSON records and the id of each language tag
+/// (filled in once the languages are known, before counting).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LangField {
+    pub path: Vec<String>,
+    pub ids: Arc<HashMap<String, u16>>,
+}
+
+impl Fields {
+    /// The language tag of a JSON record (`lang` set), or why there is none.
+    pub fn language_tag<'a>(&self, line: &'a [u8]) -> std::result::Result<Option<Cow<'a, str>>, String> {
+        let Some(lang) = &self.lang else { return Ok(None) };
+        let tag = json_field(line, &lang.path)?;
+        if tag.trim().is_empty() {
+            return Err(format!("field {:?} is an empty language tag", lang.path.join(".")));
+        }
+        Ok(Some(tag))
+    }
+
+    /// The language id of a record, or why there is none (no tag, or a tag
+    /// the languages pass did not see).
+    pub fn language(&self, line: &[u8]) -> std::result::Result<Option<u16>, String> {
+        let (Some(lang), Some(tag)) = (&self.lang, self.language_tag(line)?) else { return Ok(None) };
+        lang.ids.get(tag.trim()).copied().map(Some).ok_or_else(|| format!("language tag {tag:?} changed while reading"))
+    }
 }
 
 impl Fields {
@@ -92,6 +123,13 @@ impl Fields {
             }
         }
     }
+}
+
+/// The error for a line without its text (or language), naming where it is.
+pub fn bad_record(source: &str, line: u64, why: &str) -> crate::error::Error {
+    crate::error::Error::input(format!(
+        "{source}, line {line}: {why} (on_bad_record=\"skip\" skips such lines and counts them)"
+    ))
 }
 
 /// The string at `path` in the JSON object `line`, or why there is none.
@@ -247,7 +285,7 @@ mod tests {
 
     #[test]
     fn columns_are_texts() {
-        let f = Fields { spec: FieldSpec::Columns(vec![0, 2]), on_bad_record: OnBadRecord::Error };
+        let f = Fields { spec: FieldSpec::Columns(vec![0, 2]), on_bad_record: OnBadRecord::Error, lang: None };
         let mut got = Vec::new();
         f.texts(b"src\tid\ttgt", &mut got).unwrap();
         assert_eq!(got, vec![&b"src"[..], &b"tgt"[..]]);

@@ -2,10 +2,11 @@
 //! then the plain driver or a balancing method. This is the one place that
 //! knows both `train` and `balance`; neither knows it.
 
-use crate::balance::{self, LanguageTable, Tagger};
-use crate::count::WordCounts;
+use crate::balance::{self, LangSource, LanguageTable, Tagger};
 use crate::error::{Error, Result};
-use crate::input::{read_chunks, total_size};
+use crate::fields::LangField;
+use crate::input::{read_chunks, total_size, Chunk, TextMode};
+use crate::count::WordCounts;
 use crate::model::Model;
 use crate::observe::{CountProgress, FileProgress, Observer};
 use crate::train::{count_words_mode, train_from_counts, CountMode, TrainConfig, POLL_SECONDS};
@@ -13,6 +14,12 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
+
+/// Hands chunks to the sink and adds to the UTF-8 bytes of each language's
+/// texts (what parity measures against); returns the number of records it
+/// skipped itself (`on_bad_record="skip"` on Arrow data), counted with the
+/// counters' own in `bad_records`.
+pub type Feed<'f> = dyn FnOnce(&mut dyn FnMut(Chunk) -> Result<()>, &mut dyn Observer, &mut [u64]) -> Result<u64> + 'f;
 
 /// Trains on files.
 pub fn train_files(paths: &[PathBuf], config: &TrainConfig, observer: &mut dyn Observer) -> Result<Model> {
@@ -23,57 +30,109 @@ pub fn train_files(paths: &[PathBuf], config: &TrainConfig, observer: &mut dyn O
     let total = total_size(paths)?;
     let raw = Arc::new(AtomicU64::new(0));
     let start = Instant::now();
-    let languages = match &config.balance {
-        Some(b) => Some(LanguageTable::build(paths, b)?),
-        None => None,
-    };
-    // UTF-8 bytes of each language's texts (what parity measures against).
-    let mut lang_bytes = vec![0u64; languages.as_ref().map_or(0, |t| t.names.len())];
-    let counts = {
-        let raw = raw.clone();
-        let mode = count_mode(config, languages.as_ref());
-        let languages = &languages;
-        let lang_bytes = &mut lang_bytes;
-        count_words_mode(config, observer, mode, move |sink, observer| {
-            let mut last = 0.0f64;
-            for (i, path) in paths.iter().enumerate() {
-                let mut tagger = match (&config.balance, languages) {
-                    (Some(b), Some(table)) => Some(Tagger::new(&b.source, i, table)?),
-                    _ => None,
-                };
-                let file = FileStart::new(path, i, paths.len(), raw.load(Ordering::Relaxed), start.elapsed().as_secs_f64());
-                read_chunks(std::slice::from_ref(path), &config.text_mode, raw.clone(), &mut |mut chunk| {
-                    if let Some(t) = tagger.as_mut() {
-                        t.tag(&mut chunk)?;
-                    }
-                    let t = start.elapsed().as_secs_f64();
-                    if t - last >= POLL_SECONDS {
-                        last = t;
-                        if observer.should_stop() {
-                            return Err(Error::interrupted());
-                        }
-                        let done = raw.load(Ordering::Relaxed);
-                        observer.counting(&CountProgress {
-                            raw_bytes_done: done,
-                            raw_bytes_total: Some(total),
-                            elapsed: t,
-                            file: Some(file.progress(done, t)),
-                        });
-                    }
-                    sink(chunk)
-                })?;
-                if let Some(t) = tagger {
-                    for (total, b) in lang_bytes.iter_mut().zip(t.finish()?) {
-                        *total += b;
-                    }
-                }
+    // The text mode as read: with lang_field, it carries the language ids.
+    let mut text_mode = config.text_mode.clone();
+    let (languages, lang_bytes) = match (&config.balance, &mut text_mode) {
+        (Some(b), TextMode::Fields(fields)) if matches!(b.source, LangSource::Field(_)) => {
+            let (table, bytes) = LanguageTable::from_records(paths, fields, b.temperature)?;
+            if let Some(LangField { ids, .. }) = fields.lang.as_mut() {
+                *ids = Arc::new(table.ids.clone());
             }
-            Ok(())
-        })?
+            (Some(table), bytes)
+        }
+        (Some(b), _) => {
+            let table = LanguageTable::build(paths, b)?;
+            let n = table.names.len();
+            (Some(table), vec![0; n])
+        }
+        (None, _) => (None, Vec::new()),
     };
     let inputs: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
-    let count_seconds = start.elapsed().as_secs_f64();
-    train_counted(counts, languages.as_ref(), &lang_bytes, config, observer, serde_json::json!(inputs), count_seconds)
+    let text_mode = &text_mode;
+    let languages_ref = &languages;
+    let feed = move |sink: &mut dyn FnMut(Chunk) -> Result<()>, observer: &mut dyn Observer, lang_bytes: &mut [u64]| {
+        let mut last = 0.0f64;
+        for (i, path) in paths.iter().enumerate() {
+            let mut tagger = match (&config.balance, languages_ref) {
+                (Some(b), Some(table)) => Some(Tagger::new(&b.source, i, table)?),
+                _ => None,
+            };
+            let file = FileStart::new(path, i, paths.len(), raw.load(Ordering::Relaxed), start.elapsed().as_secs_f64());
+            read_chunks(std::slice::from_ref(path), text_mode, raw.clone(), &mut |mut chunk| {
+                if let Some(t) = tagger.as_mut() {
+                    t.tag(&mut chunk)?;
+                }
+                let t = start.elapsed().as_secs_f64();
+                if t - last >= POLL_SECONDS {
+                    last = t;
+                    if observer.should_stop() {
+                        return Err(Error::interrupted());
+                    }
+                    let done = raw.load(Ordering::Relaxed);
+                    observer.counting(&CountProgress {
+                        raw_bytes_done: done,
+                        raw_bytes_total: Some(total),
+                        elapsed: t,
+                        file: Some(file.progress(done, t)),
+                    });
+                }
+                sink(chunk)
+            })?;
+            if let Some(t) = tagger {
+                for (total, b) in lang_bytes.iter_mut().zip(t.finish()?) {
+                    *total += b;
+                }
+            }
+        }
+        Ok(0)
+    };
+    train_fed(config, languages.as_ref(), lang_bytes, serde_json::json!(inputs), start, observer, Box::new(feed))
+}
+
+/// Trains on the chunks `feed` hands over (files, or Arrow data from the
+/// bindings), balanced by `languages` if given (chunks then carry a
+/// language per text, or the records name theirs). `lang_bytes` starts at
+/// what is known before counting; the feed adds the rest.
+pub fn train_fed(
+    config: &TrainConfig,
+    languages: Option<&LanguageTable>,
+    lang_bytes: Vec<u64>,
+    inputs: serde_json::Value,
+    start: Instant,
+    observer: &mut dyn Observer,
+    feed: Box<Feed<'_>>,
+) -> Result<Model> {
+    let counted = count_fed(config, languages, lang_bytes, start, observer, feed)?;
+    train_counted(counted, config, languages, inputs, observer)
+}
+
+/// The counts of a feed, with what balancing needs of them.
+pub struct Counted {
+    counts: WordCounts,
+    lang_bytes: Vec<u64>,
+    count_seconds: f64,
+}
+
+/// The counting half of `train_fed` (callers that hold a lock while
+/// feeding, such as Python's, release it for the merge half).
+pub fn count_fed(
+    config: &TrainConfig,
+    languages: Option<&LanguageTable>,
+    mut lang_bytes: Vec<u64>,
+    start: Instant,
+    observer: &mut dyn Observer,
+    feed: Box<Feed<'_>>,
+) -> Result<Counted> {
+    config.validate()?;
+    lang_bytes.resize(languages.map_or(0, |t| t.names.len()), 0);
+    let mode = count_mode(config, languages);
+    let mut skipped = 0;
+    let mut counts = count_words_mode(config, observer, mode, |sink, observer| {
+        skipped = feed(sink, observer, &mut lang_bytes)?;
+        Ok(())
+    })?;
+    counts.stats.bad_records += skipped;
+    Ok(Counted { counts, lang_bytes, count_seconds: start.elapsed().as_secs_f64() })
 }
 
 /// How texts are counted: keyed by language for parity balancing, weighted
@@ -87,9 +146,22 @@ pub(crate) fn count_mode<'t>(config: &TrainConfig, languages: Option<&'t Languag
     }
 }
 
-/// The step after counting (`count_mode`'s counts): the plain driver, or
-/// the balancing method with the language table and each language's bytes.
+/// The merge half of `train_fed`: the plain driver or a balancing method.
 pub fn train_counted(
+    counted: Counted,
+    config: &TrainConfig,
+    languages: Option<&LanguageTable>,
+    inputs: serde_json::Value,
+    observer: &mut dyn Observer,
+) -> Result<Model> {
+    let Counted { counts, lang_bytes, count_seconds } = counted;
+    train_on_counts(counts, languages, &lang_bytes, config, observer, inputs, count_seconds)
+}
+
+/// The step after counting (`count_mode`'s counts, from here or from the
+/// shards of a distributed run): the plain driver, or the balancing method
+/// with the language table and each language's bytes.
+pub fn train_on_counts(
     counts: WordCounts,
     languages: Option<&LanguageTable>,
     lang_bytes: &[u64],
@@ -103,7 +175,6 @@ pub fn train_counted(
         _ => train_from_counts(counts, config, observer, inputs, count_seconds),
     }
 }
-
 
 /// Where one input file started, for its own bytes, rate and ETA.
 struct FileStart {

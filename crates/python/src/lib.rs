@@ -7,6 +7,7 @@
 use bpeforge_core::encode::{Cache, Encoder, Specials};
 use bpeforge_core::encode::file::{encode_file, IdFormat};
 use bpeforge_core::error::{Error, ErrorKind};
+use bpeforge_core::fields::{FieldSpec, Fields, OnBadRecord};
 use bpeforge_core::input::{Chunk, Layout};
 use bpeforge_core::model::Model;
 use bpeforge_core::pretok::{PreTokenizer, PreTokenizerSpec};
@@ -19,8 +20,9 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-mod shards;
+mod arrow;
 mod progress;
+mod shards;
 use progress::PyObserver;
 
 /// Maps an engine error to the Python class of the same name in
@@ -440,7 +442,8 @@ impl NativeTokenizer {
     }
 
     /// Streams text files into ids; returns (lines, tokens, bytes, seconds, id_bytes).
-    #[pyo3(signature = (src, dst, format, threads=None, allowed=None, disallowed=None, progress=None))]
+    /// `text_field`: JSON lines, each line's text is this field.
+    #[pyo3(signature = (src, dst, format, threads=None, allowed=None, disallowed=None, progress=None, text_field=None))]
     #[allow(clippy::too_many_arguments)]
     fn encode_file(
         &self,
@@ -452,12 +455,21 @@ impl NativeTokenizer {
         allowed: Option<Vec<usize>>,
         disallowed: Option<Vec<usize>>,
         progress: Option<&Bound<'_, PyAny>>,
+        text_field: Option<&str>,
     ) -> PyResult<(u64, u64, u64, f64, usize)> {
         let rule = specials_rule(&self.enc, allowed, disallowed)?;
+        let fields = match text_field {
+            Some(f) => Some(Fields {
+                spec: FieldSpec::Json(Fields::json_path(f).map_err(|e| to_pyerr(Error::parameter(e)))?),
+                on_bad_record: OnBadRecord::Error,
+                lang: None,
+            }),
+            None => None,
+        };
         let format = IdFormat::parse(format).map_err(to_pyerr)?;
         let threads = check_threads(threads)?;
         let mut observer = PyObserver::new(&progress.cloned().unwrap_or_else(|| PyString::new(py, "off").into_any()))?;
-        let result = py.detach(|| encode_file(&self.enc, &src, &dst, format, &rule, threads, &mut observer));
+        let result = py.detach(|| encode_file(&self.enc, &src, &dst, format, &rule, threads, fields.as_ref(), &mut observer));
         let s = finish(result, observer)?;
         Ok((s.lines, s.tokens, s.bytes, s.seconds, s.id_bytes))
     }
@@ -635,6 +647,8 @@ fn default_threads() -> usize {
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(train_files, m)?)?;
     m.add_function(wrap_pyfunction!(train_iterator, m)?)?;
+    m.add_function(wrap_pyfunction!(arrow::train_arrow, m)?)?;
+    m.add_function(wrap_pyfunction!(arrow::encode_arrow, m)?)?;
     m.add_function(wrap_pyfunction!(count_files, m)?)?;
     m.add_function(wrap_pyfunction!(shards::train_counts, m)?)?;
     m.add_function(wrap_pyfunction!(shards::check_train_options, m)?)?;

@@ -8,7 +8,7 @@ use super::{finish, to_pyerr, train_config, NativeTokenizer, PyObserver};
 use bpeforge_core::balance::{self, LanguageTable};
 use bpeforge_core::count::WordCounts;
 use bpeforge_core::error::Error;
-use bpeforge_core::pipeline::train_counted;
+use bpeforge_core::pipeline::train_on_counts;
 use bpeforge_core::shard::{count_shard as count_one_shard, Shard};
 use bpeforge_core::train::TrainConfig;
 use pyo3::prelude::*;
@@ -178,7 +178,7 @@ pub(crate) fn train_count_sum(
     };
     let mut observer = PyObserver::new(progress)?;
     let result = py.detach(|| {
-        train_counted(counts, table.as_ref(), &lang_bytes, &config, &mut observer, serde_json::json!(inputs), seconds)
+        train_on_counts(counts, table.as_ref(), &lang_bytes, &config, &mut observer, serde_json::json!(inputs), seconds)
     });
     NativeTokenizer::from_model(finish(result, observer)?)
 }

@@ -6,7 +6,8 @@
 
 use crate::count::WordCounts;
 use crate::error::{Error, Result};
-use crate::input::Chunk;
+use crate::fields::{bad_record, Fields, OnBadRecord};
+use crate::input::{read_chunks, Chunk, TextMode};
 use crate::model::Model;
 use crate::observe::Observer;
 use crate::train::{train_from_counts, LangSource, LanguageBalance, TrainConfig};
@@ -99,33 +100,81 @@ impl LanguageTable {
                     table.lines[id as usize] += n;
                 }
             }
+            LangSource::Field(field) => {
+                return Err(Error::parameter(format!(
+                    "lang_field={field:?}: the languages are a field of each record, which needs text_field (JSON lines)"
+                )));
+            }
         }
-        Self::from_lines(table.names, table.lines, balance.temperature)
+        table.weigh(balance.temperature)?;
+        Ok(table)
     }
 
-    /// The table of languages `names` (ids in that order) with these line
-    /// counts, weighted for `temperature`: what `build` gives, rebuilt from
-    /// its names and lines (a distributed run builds it once and sends those).
+    /// The table for languages counted elsewhere (e.g. an Arrow column):
+    /// `names` in first-seen order, `lines[i]` texts of language `i`.
     pub fn from_lines(names: Vec<String>, lines: Vec<u64>, temperature: f64) -> Result<Self> {
-        if names.len() != lines.len() || names.len() > u16::MAX as usize {
-            return Err(Error::parameter(format!("language table: {} names for {} line counts", names.len(), lines.len())));
+        if names.len() != lines.len() {
+            return Err(Error::parameter(format!("{} language name(s) for {} line count(s)", names.len(), lines.len())));
         }
-        let total: u64 = lines.iter().sum();
+        let mut table = LanguageTable::default();
+        for (name, n) in names.iter().zip(lines) {
+            let id = table.id(name, || "languages".to_string())?;
+            if id as usize + 1 != table.names.len() {
+                return Err(Error::parameter(format!("language {name:?} is listed twice")));
+            }
+            table.lines[id as usize] = n;
+        }
+        table.weigh(temperature)?;
+        Ok(table)
+    }
+
+    /// The languages of JSON records (`fields.lang`), read before counting
+    /// (the weights need every language's share): the table, in first-seen
+    /// order as a side file gives it, and the UTF-8 bytes of each language's
+    /// texts. Bad records are errors or skipped exactly as counting treats
+    /// them.
+    pub fn from_records(paths: &[PathBuf], fields: &Fields, temperature: f64) -> Result<(Self, Vec<u64>)> {
+        let mode = TextMode::Fields(fields.clone());
+        let mut table = LanguageTable::default();
+        let mut bytes: Vec<u64> = Vec::new();
+        read_chunks(paths, &mode, Arc::new(AtomicU64::new(0)), &mut |chunk| {
+            let mut texts = Vec::new();
+            chunk.for_each_text(&mut |line, offset| {
+                texts.clear();
+                let found = fields.texts(line, &mut texts);
+                let tag = match found.and_then(|()| if texts.is_empty() { Ok(None) } else { fields.language_tag(line) }) {
+                    Ok(Some(tag)) => tag,
+                    Ok(None) => return Ok(()),
+                    Err(_) if fields.on_bad_record == OnBadRecord::Skip => return Ok(()),
+                    Err(why) => return Err(bad_record(&chunk.source, chunk.line_of(offset), &why)),
+                };
+                let id = table.id(tag.trim(), || format!("{}, line {}", chunk.source, chunk.line_of(offset)))? as usize;
+                table.lines[id] += 1;
+                bytes.resize(table.names.len(), 0);
+                bytes[id] += texts.iter().map(|t| t.len() as u64).sum::<u64>();
+                Ok(())
+            })
+        })?;
+        table.weigh(temperature)?;
+        Ok((table, bytes))
+    }
+
+    /// Derives the weights from the line counts.
+    fn weigh(&mut self, t: f64) -> Result<()> {
+        let total: u64 = self.lines.iter().sum();
         if total == 0 {
-            return Err(Error::training("language balancing: the language files are empty"));
+            return Err(Error::training("language balancing: no text has a language (the language files or fields are empty)"));
         }
-        let t = temperature;
-        let p: Vec<f64> = lines.iter().map(|&l| l as f64 / total as f64).collect();
+        let p: Vec<f64> = self.lines.iter().map(|&l| l as f64 / total as f64).collect();
         let z: f64 = p.iter().map(|&x| x.powf(1.0 / t)).sum();
-        let weights = p
+        self.weights = p
             .iter()
             .map(|&x| {
                 let q = x.powf(1.0 / t) / z;
                 ((q / x) * WEIGHT_SCALE as f64).round().max(1.0) as u64
             })
             .collect();
-        let ids = names.iter().enumerate().map(|(i, n)| (n.clone(), i as u16)).collect();
-        Ok(LanguageTable { names, ids, lines, weights })
+        Ok(())
     }
 
     fn metadata(&self, temperature: f64) -> serde_json::Value {
@@ -157,6 +206,8 @@ pub(crate) struct Tagger<'a> {
 impl<'a> Tagger<'a> {
     pub(crate) fn new(source: &'a LangSource, i: usize, table: &'a LanguageTable) -> Result<Self> {
         Ok(match source {
+            // Each record names its own language (read while counting).
+            LangSource::Field(_) => Tagger { fixed: None, reader: None, table, line: 0, bytes: vec![0; table.names.len()] },
             LangSource::PerFile(tags) => Tagger {
                 fixed: table.ids.get(&tags[i]).copied(),
                 reader: None,
@@ -346,6 +397,26 @@ mod tests {
         };
         let err = tagger.tag(&mut chunk).unwrap_err();
         assert!(err.message().contains("has only 2 line(s)"), "{}", err.message());
+    }
+
+    #[test]
+    fn records_name_their_languages_in_first_seen_order() {
+        use crate::fields::{FieldSpec, LangField};
+        let dir = tempfile::tempdir().unwrap();
+        let path = write(
+            dir.path(),
+            "r.jsonl",
+            "{\"text\": \"aa\", \"l\": \"de\"}\n\n{\"text\": \"b\\u00e9\", \"l\": \" en \"}\n{\"text\": \"c\"}\n{\"text\": \"dd\", \"l\": \"de\"}\n",
+        );
+        let lang = Some(LangField { path: vec!["l".into()], ids: Default::default() });
+        let mut fields = Fields { spec: FieldSpec::Json(vec!["text".into()]), on_bad_record: OnBadRecord::Error, lang };
+        let err = LanguageTable::from_records(&[path.clone()], &fields, 1.0).unwrap_err();
+        assert!(err.message().contains("r.jsonl, line 4: no field \"l\""), "{}", err.message());
+        fields.on_bad_record = OnBadRecord::Skip;
+        let (table, bytes) = LanguageTable::from_records(&[path], &fields, 1.0).unwrap();
+        assert_eq!(table.names, vec!["de".to_string(), "en".to_string()]);
+        assert_eq!(table.lines, vec![2, 1]);
+        assert_eq!(bytes, vec![4, 3]); // "é" is two bytes once unescaped
     }
 
     #[test]

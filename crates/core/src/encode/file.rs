@@ -18,7 +18,9 @@
 use super::{Encoder, Specials};
 use crate::atomic::{persist, temp_beside};
 use crate::error::{Error, Result};
+use crate::fields::{FieldSpec, Fields};
 use crate::input::{read_chunks, total_size, TextMode};
+use std::borrow::Cow;
 use crate::observe::{CountProgress, EncodeStats, Observer};
 use std::io::{BufWriter, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
@@ -90,7 +92,8 @@ impl NpyStream {
     }
 }
 
-/// Encodes every line of `src` into `dst`.
+/// Encodes every line of `src` into `dst` (with `fields`, the text of each
+/// line is its JSON field or its one column; a blank line is an empty text).
 ///
 /// Longer than the usual 80 lines on purpose: one read -> encode -> write
 /// loop whose state (the temporary outputs, the running offsets, counters
@@ -103,8 +106,15 @@ pub fn encode_file(
     format: IdFormat,
     specials: &Specials,
     threads: usize,
+    fields: Option<&Fields>,
     observer: &mut dyn Observer,
 ) -> Result<EncodeStats> {
+    if let Some(FieldSpec::Columns(c)) = fields.map(|f| &f.spec) {
+        if c.len() != 1 {
+            return Err(Error::parameter("encoding reads one text per line: give one column"));
+        }
+    }
+    let mode = fields.map_or(TextMode::Lines, |f| TextMode::Fields(f.clone()));
     let werr = |e: std::io::Error| Error::output(format!("cannot write {}: {e}", dst.display()));
     if dst.is_dir() {
         return Err(Error::output(format!("cannot write {}: it is a directory", dst.display())));
@@ -138,13 +148,20 @@ pub fn encode_file(
     }
     let mut last_poll = 0.0f64;
     let mut line_buf: Vec<u8> = Vec::new();
-    read_chunks(src, &TextMode::Lines, raw.clone(), &mut |chunk| {
+    read_chunks(src, &mode, raw.clone(), &mut |chunk| {
         let mut texts: Vec<&[u8]> = Vec::new();
         chunk.for_each_text::<()>(&mut |t, _| {
             texts.push(t);
             Ok(())
         })
         .ok();
+        let fielded = match fields {
+            Some(f) => field_texts(f, &texts, &chunk.source, chunk.first_line)?,
+            None => Vec::new(),
+        };
+        if fields.is_some() {
+            texts = fielded.iter().map(|t| &t[..]).collect();
+        }
         let (ids, offsets) = enc
             .encode_batch_flat(&texts, specials, threads)
             .map_err(|e| name_the_line(&enc, &texts, specials, &chunk.source, chunk.first_line, e))?;
@@ -210,6 +227,21 @@ pub fn encode_file(
     stats.seconds = start.elapsed().as_secs_f64();
     observer.encoded(&stats);
     Ok(stats)
+}
+
+/// The text of each structured line (one per line; blank lines are empty
+/// texts), or the error naming the first line without one.
+fn field_texts<'a>(fields: &Fields, lines: &[&'a [u8]], source: &str, first_line: u64) -> Result<Vec<Cow<'a, [u8]>>> {
+    let mut found = Vec::with_capacity(1);
+    let mut out = Vec::with_capacity(lines.len());
+    for (k, line) in lines.iter().enumerate() {
+        found.clear();
+        fields.texts(line, &mut found).map_err(|why| {
+            Error::input(format!("{source}, line {}: {why} (every line needs its text: one row of ids per line)", first_line + k as u64))
+        })?;
+        out.push(found.pop().unwrap_or(Cow::Borrowed(&b""[..])));
+    }
+    Ok(out)
 }
 
 /// The error of a batch, naming the line it comes from: the batch is

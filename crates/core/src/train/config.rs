@@ -5,7 +5,7 @@
 
 use super::merge::TokenLimits;
 use crate::error::{Error, Result};
-use crate::fields::{FieldSpec, Fields, OnBadRecord};
+use crate::fields::{FieldSpec, Fields, LangField, OnBadRecord};
 use crate::input::TextMode;
 use crate::model::{Model, Scheme};
 use crate::pretok::{PreTokenizer, PreTokenizerSpec};
@@ -63,6 +63,9 @@ pub enum LangSource {
     Files(Vec<PathBuf>),
     /// One tag per input file.
     PerFile(Vec<String>),
+    /// Each record names its language: a field of JSON lines (dotted path)
+    /// or a column of Arrow data.
+    Field(String),
 }
 
 /// SuperBPE settings (Liu et al., 2025).
@@ -241,8 +244,17 @@ impl TrainConfig {
         if !(b.temperature > 0.0 && b.temperature.is_finite()) {
             return Err(Error::parameter(format!("temperature must be positive, got {}", b.temperature)));
         }
-        if self.text_mode != TextMode::Lines {
-            return Err(Error::parameter("language balancing reads one language per line: it needs the lines text mode"));
+        match (&b.source, &self.text_mode) {
+            (_, TextMode::Lines) => {}
+            (LangSource::Field(_), TextMode::Fields(f)) if matches!(f.spec, FieldSpec::Json(_)) => {}
+            (LangSource::Field(_), _) => {
+                return Err(Error::parameter("lang_field is a field of JSON records: it needs text_field"));
+            }
+            _ => {
+                return Err(Error::parameter(
+                    "language balancing reads one language per line: it needs the lines text mode (or JSON lines with lang_field)",
+                ));
+            }
         }
         if let Some(p) = &b.parity {
             p.validate()?;
@@ -396,6 +408,8 @@ pub struct TrainOptions {
     pub superbpe_colon_rule: bool,
     pub langs: Option<Vec<PathBuf>>,
     pub file_languages: Option<Vec<String>>,
+    /// Each record's language is this field (JSON lines) or column (Arrow).
+    pub lang_field: Option<String>,
     pub temperature: f64,
     pub max_premium: Option<f64>,
     pub balance_rounds: usize,
@@ -436,6 +450,7 @@ impl Default for TrainOptions {
             superbpe_colon_rule: true,
             langs: None,
             file_languages: None,
+            lang_field: None,
             temperature: 1.0,
             max_premium: None,
             balance_rounds: parity.rounds,
@@ -472,7 +487,13 @@ impl TrainOptions {
             },
             other => return Err(Error::parameter(format!("scheme must be \"bytes\" or \"chars\", got {other:?}"))),
         };
-        let text_mode = text_mode(self.documents, self.separator, self.text_field, self.columns, &self.on_bad_record)?;
+        let mut text_mode = text_mode(self.documents, self.separator, self.text_field, self.columns, &self.on_bad_record)?;
+        if let (Some(field), TextMode::Fields(f)) = (&self.lang_field, &mut text_mode) {
+            if matches!(f.spec, FieldSpec::Json(_)) {
+                let path = Fields::json_path(field).map_err(|e| Error::parameter(e.replace("text_field", "lang_field")))?;
+                f.lang = Some(LangField { path, ids: Default::default() });
+            }
+        }
         let threads = crate::util::check_threads(self.threads)?;
         let mut config = TrainConfig::new(self.vocab_size, scheme, PreTokenizerSpec::from_name(&self.pretokenizer))
             .special_tokens(self.special_tokens)
@@ -491,13 +512,16 @@ impl TrainOptions {
             config = config.checkpoint(path, self.checkpoint_every);
         }
         config.progress_csv = self.progress_csv;
-        let source = match (self.langs, self.file_languages) {
-            (Some(_), Some(_)) => {
-                return Err(Error::parameter("give either langs (files of tags) or file_languages (a tag per file), not both"));
+        let source = match (self.langs, self.file_languages, self.lang_field) {
+            (Some(files), None, None) => Some(LangSource::Files(files)),
+            (None, Some(tags), None) => Some(LangSource::PerFile(tags)),
+            (None, None, Some(field)) => Some(LangSource::Field(field)),
+            (None, None, None) => None,
+            _ => {
+                return Err(Error::parameter(
+                    "give one of langs (files of tags), file_languages (a tag per file) or lang_field (a field of each record)",
+                ));
             }
-            (Some(files), None) => Some(LangSource::Files(files)),
-            (None, Some(tags)) => Some(LangSource::PerFile(tags)),
-            (None, None) => None,
         };
         let parity = self.max_premium.map(|max_premium| Parity {
             max_premium,
@@ -509,9 +533,9 @@ impl TrainOptions {
         if let Some(source) = source {
             config = config.balance(LanguageBalance { source, temperature: self.temperature, parity });
         } else if self.temperature != 1.0 {
-            return Err(Error::parameter("temperature needs langs= or file_languages= (the language of each line)"));
+            return Err(Error::parameter("temperature needs langs=, file_languages= or lang_field= (the language of each line)"));
         } else if parity.is_some() {
-            return Err(Error::parameter("max_premium needs langs= or file_languages= (the language of each line)"));
+            return Err(Error::parameter("max_premium needs langs=, file_languages= or lang_field= (the language of each line)"));
         }
         if let Some(transition) = self.superbpe_transition {
             config = config.superbpe(SuperBpe {
@@ -573,7 +597,7 @@ fn text_mode(
             });
         }
     };
-    Ok(TextMode::Fields(Fields { spec, on_bad_record }))
+    Ok(TextMode::Fields(Fields { spec, on_bad_record, lang: None }))
 }
 
 /// `resume_from`: model JSON as bytes (Python), a string, or a list of byte

@@ -1,0 +1,205 @@
+//! Arrow string columns (Parquet, Arrow files, Hugging Face datasets) handed
+//! to the engine without a Python object per row: Python passes each
+//! column chunk's `pyarrow.Buffer`s (offsets and UTF-8 data), the bindings
+//! read them in place and copy the rows' bytes once, into a chunk for the
+//! counting workers or a batch for the encoder.
+
+use crate::{finish, specials_rule, check_threads, to_pyerr, NativeTokenizer, PyObserver};
+use bpeforge_core::balance::{LangSource, LanguageTable};
+use bpeforge_core::error::Error;
+use bpeforge_core::input::{Chunk, Layout};
+use bpeforge_core::observe::CountProgress;
+use bpeforge_core::pipeline;
+use pyo3::exceptions::PyTypeError;
+use pyo3::prelude::*;
+use pyo3::types::PyBytes;
+use std::sync::Arc;
+use std::time::Instant;
+
+/// The bytes of a `pyarrow.Buffer` in CPU memory, borrowed for as long as
+/// the buffer object is (it owns the memory; Python keeps it alive).
+fn buffer_bytes<'b>(buf: &'b Bound<'_, PyAny>) -> PyResult<&'b [u8]> {
+    let ty = buf.get_type();
+    let module: String = ty.module()?.extract()?;
+    if ty.name()?.to_string() != "Buffer" || !module.starts_with("pyarrow") || !buf.getattr("is_cpu")?.extract::<bool>()? {
+        return Err(PyTypeError::new_err("expected a pyarrow.Buffer in CPU memory"));
+    }
+    let size: usize = buf.getattr("size")?.extract()?;
+    if size == 0 {
+        return Ok(&[]);
+    }
+    let address: usize = buf.getattr("address")?.extract()?;
+    // SAFETY: a CPU pyarrow.Buffer owns `size` readable bytes at `address`
+    // for its lifetime, which outlives the returned borrow of `buf`; Arrow
+    // buffers are immutable once built.
+    Ok(unsafe { std::slice::from_raw_parts(address as *const u8, size) })
+}
+
+/// One chunk of an Arrow string column: rows `start..start+len` of the
+/// offsets (i32, or i64 for large_string) into the data buffer.
+struct StringRows<'b> {
+    offsets: &'b [u8],
+    data: &'b [u8],
+    start: usize,
+    len: usize,
+    wide: bool,
+}
+
+impl<'b> StringRows<'b> {
+    fn offset(&self, i: usize) -> Option<usize> {
+        let w = if self.wide { 8 } else { 4 };
+        let b = self.offsets.get((self.start + i) * w..(self.start + i + 1) * w)?;
+        let v = if self.wide { i64::from_le_bytes(b.try_into().ok()?) } else { i32::from_le_bytes(b.try_into().ok()?) as i64 };
+        usize::try_from(v).ok()
+    }
+
+    /// The rows' bytes and the end of each row in them.
+    fn bytes_and_ends(&self) -> PyResult<(&'b [u8], Vec<usize>)> {
+        let bad = || to_pyerr(Error::input("Arrow string column: offsets out of range (corrupt data)"));
+        let first = self.offset(0).ok_or_else(bad)?;
+        let mut ends = Vec::with_capacity(self.len);
+        let mut last = first;
+        for i in 1..=self.len {
+            let o = self.offset(i).ok_or_else(bad)?;
+            if o < last || o > self.data.len() {
+                return Err(bad());
+            }
+            ends.push(o - first);
+            last = o;
+        }
+        Ok((&self.data[first..last], ends))
+    }
+}
+
+fn string_rows<'b>(offsets: &'b Bound<'_, PyAny>, data: &'b Bound<'_, PyAny>, start: usize, len: usize, wide: bool) -> PyResult<StringRows<'b>> {
+    Ok(StringRows { offsets: buffer_bytes(offsets)?, data: buffer_bytes(data)?, start, len, wide })
+}
+
+/// One batch from Python: where it comes from (for errors), the number of
+/// its first row, the string rows, their language ids (u16 buffer and
+/// start) and the rows Python skipped as bad records.
+type Batch<'py> = (String, u64, Bound<'py, PyAny>, Bound<'py, PyAny>, usize, usize, bool, Option<(Bound<'py, PyAny>, usize)>, u64);
+
+/// Trains on batches of Arrow string rows (`bpeforge._arrow` makes them):
+/// the calling thread pulls batches under the GIL and copies each batch's
+/// bytes once, while the workers count earlier batches. `languages`: the
+/// language names in id order and their row counts (lang_field), read by
+/// Python in a first pass over the language column.
+#[pyfunction]
+#[pyo3(signature = (batches, args, progress, inputs, languages=None))]
+pub fn train_arrow(
+    py: Python<'_>,
+    batches: &Bound<'_, PyAny>,
+    args: &Bound<'_, PyAny>,
+    progress: &Bound<'_, PyAny>,
+    inputs: Vec<String>,
+    languages: Option<(Vec<String>, Vec<u64>)>,
+) -> PyResult<NativeTokenizer> {
+    let config = crate::train_config(args)?;
+    let mut observer = PyObserver::new(progress)?;
+    let table = match (&config.balance, languages) {
+        (Some(b), Some((names, lines))) if matches!(b.source, LangSource::Field(_)) => {
+            Some(LanguageTable::from_lines(names, lines, b.temperature).map_err(to_pyerr)?)
+        }
+        (None, None) => None,
+        _ => return Err(to_pyerr(Error::parameter("Arrow input balances languages by a column only (lang_field)"))),
+    };
+    let iter = batches.try_iter()?;
+    let start = Instant::now();
+    let mut py_error: Option<PyErr> = None;
+    let feed = |sink: &mut dyn FnMut(Chunk) -> bpeforge_core::Result<()>, observer: &mut dyn bpeforge_core::observe::Observer, lang_bytes: &mut [u64]| {
+        let mut skipped = 0u64;
+        let mut read = 0u64;
+        let mut last = 0.0f64;
+        for item in iter {
+            let pulled = item.and_then(|b| b.extract::<Batch>()).and_then(|b| chunk_of(b, lang_bytes));
+            let (chunk, skip) = match pulled {
+                Ok(c) => c,
+                Err(e) => {
+                    py_error = Some(e);
+                    return Err(Error::input("reading the Arrow data failed"));
+                }
+            };
+            skipped += skip;
+            read += chunk.data.len() as u64;
+            if matches!(&chunk.layout, Layout::Ends(ends) if !ends.is_empty()) {
+                sink(chunk)?;
+            }
+            let t = start.elapsed().as_secs_f64();
+            if t - last >= 0.05 {
+                last = t;
+                if observer.should_stop() {
+                    return Err(Error::interrupted());
+                }
+                observer.counting(&CountProgress { raw_bytes_done: read, raw_bytes_total: None, elapsed: t, file: None });
+            }
+        }
+        Ok(skipped)
+    };
+    // Counting pulls batches under the GIL; the merge loop runs without it.
+    let counted = pipeline::count_fed(&config, table.as_ref(), Vec::new(), start, &mut observer, Box::new(feed));
+    let counted = match (counted, py_error) {
+        (Ok(c), _) => c,
+        (Err(_), Some(e)) => return Err(e),
+        (Err(e), None) => return Err(finish::<()>(Err(e), observer).unwrap_err()),
+    };
+    let inputs = serde_json::json!(inputs);
+    let result = py.detach(|| pipeline::train_counted(counted, &config, table.as_ref(), inputs, &mut observer));
+    NativeTokenizer::from_model(finish(result, observer)?)
+}
+
+/// A batch as a chunk (its bytes copied once), adding its texts' bytes to
+/// their languages; and the rows Python skipped.
+fn chunk_of(batch: Batch<'_>, lang_bytes: &mut [u64]) -> PyResult<(Chunk, u64)> {
+    let (source, first_row, offsets, data, start, len, wide, langs, skipped) = batch;
+    let rows = string_rows(&offsets, &data, start, len, wide)?;
+    let (bytes, ends) = rows.bytes_and_ends()?;
+    let mut tags = Vec::new();
+    if let Some((buf, at)) = langs {
+        let raw = buffer_bytes(&buf)?;
+        let raw = raw.get(at * 2..(at + len) * 2).ok_or_else(|| to_pyerr(Error::input("language ids out of range")))?;
+        tags = raw.chunks_exact(2).map(|b| u16::from_le_bytes([b[0], b[1]])).collect();
+        let mut begin = 0;
+        for (&end, &tag) in ends.iter().zip(&tags) {
+            let slot = lang_bytes.get_mut(tag as usize).ok_or_else(|| to_pyerr(Error::input(format!("language id {tag} out of range"))))?;
+            *slot += (end - begin) as u64;
+            begin = end;
+        }
+    }
+    let chunk = Chunk { data: bytes.to_vec(), layout: Layout::Ends(ends), source: Arc::from(source), first_line: first_row, langs: tags };
+    Ok((chunk, skipped))
+}
+
+/// Encodes Arrow string rows; returns the ids (little-endian u32) and the
+/// row offsets into them (little-endian i64, one per row + 1), ready to
+/// become an Arrow list column without a Python object per row.
+#[pyfunction]
+#[pyo3(signature = (tok, offsets, data, start, length, wide, threads=None, allowed=None, disallowed=None))]
+#[allow(clippy::too_many_arguments)]
+pub fn encode_arrow<'py>(
+    py: Python<'py>,
+    tok: &NativeTokenizer,
+    offsets: &Bound<'py, PyAny>,
+    data: &Bound<'py, PyAny>,
+    start: usize,
+    length: usize,
+    wide: bool,
+    threads: Option<usize>,
+    allowed: Option<Vec<usize>>,
+    disallowed: Option<Vec<usize>>,
+) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)> {
+    let rule = specials_rule(&tok.enc, allowed, disallowed)?;
+    let threads = check_threads(threads)?;
+    let rows = string_rows(offsets, data, start, length, wide)?;
+    let (bytes, ends) = rows.bytes_and_ends()?;
+    let mut texts = Vec::with_capacity(ends.len());
+    let mut begin = 0;
+    for &end in &ends {
+        texts.push(&bytes[begin..end]);
+        begin = end;
+    }
+    let (ids, offs) = py.detach(|| tok.enc.encode_batch_flat(&texts, &rule, threads)).map_err(to_pyerr)?;
+    let id_bytes: Vec<u8> = ids.iter().flat_map(|x| x.to_le_bytes()).collect();
+    let off_bytes: Vec<u8> = offs.iter().flat_map(|&x| (x as i64).to_le_bytes()).collect();
+    Ok((PyBytes::new(py, &id_bytes), PyBytes::new(py, &off_bytes)))
+}

@@ -1,0 +1,322 @@
+"""Parquet, Arrow files and Hugging Face ``datasets``, read with pyarrow.
+
+The text column's Arrow buffers (offsets and UTF-8 data) go to the engine
+as they are: no Python ``str`` is built per row. Parquet files stream one
+row group at a time (in batches inside it), so memory stays bounded by the
+batch size whatever the file size. Bad rows (a null text, a null or empty
+language) are errors naming the file, row group and row, or are skipped and
+counted with ``on_bad_record="skip"``, as for JSON lines.
+
+A language column (``lang_field`` / ``lang_column``) is read in a first
+pass over that column only (the weights need every language's share before
+counting); the model equals the texts as plain lines with a ``langs`` file.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from typing import Any
+
+from . import _native
+from .errors import InputError, ParameterError
+
+#: File name endings read as Parquet, and as Arrow IPC (file or stream).
+PARQUET = (".parquet", ".pq")
+ARROW_IPC = (".arrow", ".feather", ".ipc")
+#: Rows handed to the engine at a time (a few MiB of typical text).
+BATCH_ROWS = 16_384
+#: Options that choose how text files are cut: meaningless for columns.
+TEXT_FILE_ONLY = ("documents", "separator", "columns", "langs", "file_languages")
+
+
+def is_arrow_path(path: str) -> bool:
+    return path.lower().endswith(PARQUET + ARROW_IPC)
+
+
+def _pyarrow() -> Any:
+    try:
+        import pyarrow
+        import pyarrow.compute  # noqa: F401
+        import pyarrow.parquet  # noqa: F401
+    except ImportError:  # pragma: no cover - depends on the environment
+        raise ParameterError("Parquet/Arrow input needs pyarrow: pip install 'bpeforge[arrow]'") from None
+    return pyarrow
+
+
+# ---- reading ------------------------------------------------------------------
+
+
+class _Source:
+    """Batches of one column set from Parquet/Arrow files, each with where it
+    comes from (file and row group, for errors) and its first row's number."""
+
+    def __init__(self, paths: list[str], columns: list[str], batch_rows: int = BATCH_ROWS) -> None:
+        self.paths, self.columns, self.batch_rows = paths, columns, batch_rows
+
+    def __iter__(self) -> Iterator[tuple[str, int, Any]]:
+        for path in self.paths:
+            if path.lower().endswith(PARQUET):
+                yield from self._parquet(path)
+            else:
+                yield from self._ipc(path)
+
+    def _check_columns(self, path: str, names: list[str]) -> None:
+        missing = [c for c in self.columns if c not in names]
+        if missing:
+            raise InputError(f"{path}: no column {missing[0]!r} (its columns: {', '.join(names)})")
+
+    def _parquet(self, path: str) -> Iterator[tuple[str, int, Any]]:
+        pa = _pyarrow()
+        try:
+            pf = pa.parquet.ParquetFile(path, memory_map=True)
+        except FileNotFoundError:
+            raise InputError(f"cannot read {path}: no such file") from None
+        except (pa.ArrowException, OSError) as e:
+            raise InputError(f"{path}: not a readable Parquet file ({e})") from None
+        self._check_columns(path, pf.schema_arrow.names)
+        for group in range(pf.num_row_groups):
+            where = f"{path}, row group {group}"
+            row = 1
+            batches = pf.iter_batches(batch_size=self.batch_rows, row_groups=[group], columns=self.columns)
+            while True:
+                try:
+                    batch = next(batches)
+                except StopIteration:
+                    break
+                except (pa.ArrowException, OSError) as e:
+                    raise InputError(f"{where}: cannot read ({e})") from None
+                yield where, row, batch
+                row += batch.num_rows
+
+    def _ipc(self, path: str) -> Iterator[tuple[str, int, Any]]:
+        pa = _pyarrow()
+        try:
+            source = pa.memory_map(path)
+        except FileNotFoundError:
+            raise InputError(f"cannot read {path}: no such file") from None
+        try:
+            try:
+                reader = pa.ipc.open_file(source)
+                batches = (reader.get_batch(i) for i in range(reader.num_record_batches))
+                schema = reader.schema
+            except pa.ArrowInvalid:
+                source.seek(0)
+                stream = pa.ipc.open_stream(source)
+                batches, schema = iter(stream), stream.schema
+        except (pa.ArrowException, OSError) as e:
+            raise InputError(f"{path}: not a readable Arrow file ({e})") from None
+        self._check_columns(path, schema.names)
+        row, index = 1, 0
+        while True:
+            where = f"{path}, record batch {index}"
+            try:
+                batch = next(batches)
+            except StopIteration:
+                break
+            except (pa.ArrowException, OSError) as e:
+                raise InputError(f"{where}: cannot read ({e})") from None
+            yield where, row, batch.select(self.columns)
+            row += batch.num_rows
+            index += 1
+
+
+def _strings(column: Any, name: str, where: str) -> list[Any]:
+    """The column as string/large_string arrays (other string encodings cast)."""
+    pa = _pyarrow()
+    t = column.type
+    if not (pa.types.is_string(t) or pa.types.is_large_string(t)):
+        string_like = pa.types.is_dictionary(t) and pa.types.is_string(t.value_type) or "string_view" in str(t)
+        if not string_like:
+            raise InputError(f"{where}: column {name!r} is {t}, not a string column")
+        column = column.cast(pa.large_string())
+    return list(column.chunks) if isinstance(column, pa.ChunkedArray) else [column]
+
+
+def _bad_rows(text: Any, lang: Any | None) -> Any:
+    """A boolean mask of rows without a text (or without a language)."""
+    pc = _pyarrow().compute
+    bad = pc.is_null(text)
+    if lang is not None:
+        no_lang = pc.or_kleene(pc.is_null(lang), pc.equal(pc.utf8_length(lang), 0)).fill_null(True)
+        bad = pc.or_(bad, no_lang)
+    return bad
+
+
+class _Rows:
+    """Turns batches into the engine's row tuples, dropping or refusing bad rows."""
+
+    def __init__(self, text: str, lang: str | None, on_bad_record: str, languages: dict[str, int] | None) -> None:
+        self.text, self.lang, self.on_bad_record, self.languages = text, lang, on_bad_record, languages
+        self.skipped = 0
+
+    def clean(self, where: str, first_row: int, table: Any) -> tuple[Any, Any | None]:
+        """The text and (trimmed) language columns of a batch, bad rows handled."""
+        pa = _pyarrow()
+        pc = pa.compute
+        text = table.column(self.text)
+        lang = pc.utf8_trim_whitespace(table.column(self.lang).cast(pa.large_string())) if self.lang else None
+        if text.null_count or lang is not None:
+            bad = _bad_rows(text, lang)
+            n_bad = pc.sum(bad).as_py() or 0
+            if n_bad:
+                if self.on_bad_record == "error":
+                    first = pc.index(bad, True).as_py()
+                    why = "the text is null" if not text[first].is_valid else "the language is null or empty"
+                    raise InputError(f"{where}, row {first_row + first}: {why} (on_bad_record=\"skip\" skips such "
+                                     "rows and counts them)")
+                keep = pc.invert(bad)
+                text = pc.filter(text, keep)
+                lang = pc.filter(lang, keep) if lang is not None else None
+                self.skipped += n_bad
+        return text, lang
+
+    def batches(self, source: _Source) -> Iterator[tuple]:
+        pa = _pyarrow()
+        names = pa.array(list(self.languages), pa.large_string()) if self.languages else None
+        for where, first_row, table in source:
+            text, lang = self.clean(where, first_row, table)
+            ids = None
+            if names is not None and lang is not None:
+                ids = pa.compute.index_in(lang, value_set=names).cast(pa.uint16())
+                ids = ids.combine_chunks() if isinstance(ids, pa.ChunkedArray) else ids
+            skipped, self.skipped = self.skipped, 0
+            at = 0
+            for chunk in _strings(text, self.text, where):
+                _, offsets, data = chunk.buffers()
+                wide = pa.types.is_large_string(chunk.type)
+                langs = None
+                if ids is not None:
+                    part = ids.slice(at, len(chunk))
+                    langs = (part.buffers()[1], part.offset)
+                yield (where, first_row, offsets, data, chunk.offset, len(chunk), wide, langs, skipped)
+                skipped = 0
+                at += len(chunk)
+
+    def count_languages(self, source: _Source) -> tuple[list[str], list[int]]:
+        """Rows per language, in first-seen order (as a side file's tags)."""
+        pc = _pyarrow().compute
+        counts: dict[str, int] = {}
+        for where, first_row, table in source:
+            _, lang = self.clean(where, first_row, table)
+            for pair in pc.value_counts(lang).to_pylist():
+                counts[pair["values"]] = counts.get(pair["values"], 0) + pair["counts"]
+        self.skipped = 0
+        return list(counts), list(counts.values())
+
+
+def _train(make_source: Any, inputs: list[str], text: str, lang: str | None, options: Any, progress: str) -> Any:
+    """Trains on Arrow batches (``make_source()`` gives a fresh iterable each pass)."""
+    engine = options.engine_args()
+    on_bad_record = engine["on_bad_record"]
+    # The engine reads the batches as they are: it needs no text mode.
+    engine.update(text_field=None, on_bad_record="error", lang_field=lang)
+    rows = _Rows(text, lang, on_bad_record, None)
+    languages = None
+    if lang is not None:
+        languages = rows.count_languages(make_source())
+        rows.languages = {name: i for i, name in enumerate(languages[0])}
+    return _native.train_arrow(rows.batches(make_source()), engine, progress, inputs, languages)
+
+
+def train_files(files: list[str], options: Any, progress: str) -> Any:
+    """``bpeforge.train`` on Parquet/Arrow files."""
+    not_arrow = [f for f in files if not is_arrow_path(f)]
+    if not_arrow:
+        raise ParameterError(f"give either Parquet/Arrow files or text files, not both ({not_arrow[0]} is not "
+                             f"{'/'.join(PARQUET + ARROW_IPC)})")
+    options.refuse(TEXT_FILE_ONLY, "for Parquet/Arrow input", "texts are rows of a column")
+    engine = options.engine_args()
+    if engine["text_field"] is None:
+        raise ParameterError("Parquet/Arrow input: give text_field= (the name of the text column)")
+    for f in files:
+        if not os.path.isfile(f):
+            raise InputError(f"cannot read {f}: " + ("it is a directory, not a file" if os.path.isdir(f)
+                                                      else "no such file"))
+    text, lang = engine["text_field"], engine["lang_field"]
+    columns = [text] + ([lang] if lang and lang != text else [])
+    return _train(lambda: _Source(files, columns), files, text, lang, options, progress)
+
+
+# ---- Hugging Face datasets ------------------------------------------------------
+
+
+class _DatasetSource:
+    """Batches of a ``datasets.Dataset`` or ``IterableDataset`` as Arrow tables."""
+
+    def __init__(self, ds: Any, columns: list[str], batch_rows: int) -> None:
+        self.ds, self.columns, self.batch_rows = ds, columns, batch_rows
+
+    def __iter__(self) -> Iterator[tuple[str, int, Any]]:
+        pa = _pyarrow()
+        row = 1
+        data = self.ds.select_columns(self.columns).with_format("arrow")
+        for table in data.iter(batch_size=self.batch_rows):
+            if not isinstance(table, (pa.Table, pa.RecordBatch)):  # pragma: no cover - old datasets versions
+                table = pa.table(table)
+            yield "<dataset>", row, table
+            row += table.num_rows
+
+
+def _check_dataset(ds: Any, columns: list[str]) -> None:
+    names = getattr(ds, "column_names", None)
+    if names is None:
+        raise ParameterError(f"expected a datasets.Dataset or IterableDataset, got {type(ds).__name__}")
+    if isinstance(names, dict):  # a DatasetDict
+        raise ParameterError(f"a DatasetDict has several splits ({', '.join(names)}): pass one, e.g. ds['train']")
+    missing = [c for c in columns if c not in names]
+    if missing:
+        raise ParameterError(f"the dataset has no column {missing[0]!r} (its columns: {', '.join(names)})")
+
+
+def train_from_dataset(ds: Any, text_column: str, lang_column: str | None, batch_size: int, options: Any,
+                       progress: str) -> Any:
+    columns = [text_column] + ([lang_column] if lang_column and lang_column != text_column else [])
+    _check_dataset(ds, columns)
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        raise ParameterError(f"batch_size must be a positive integer, got {batch_size!r}")
+    name = getattr(getattr(ds, "info", None), "dataset_name", None) or "<dataset>"
+    return _train(lambda: _DatasetSource(ds, columns, batch_size), [name], text_column, lang_column, options,
+                  progress)
+
+
+class _EncodeBatch:
+    """The ``map`` function of :func:`encode_dataset`: an Arrow table in, the
+    same table with the ids column out. A class, not a closure, so datasets
+    can fingerprint it (the tokenizer pickles as its model) and cache the map."""
+
+    def __init__(self, tok: Any, text_column: str, output_column: str, threads: int | None,
+                 rules: tuple[Any, Any]) -> None:
+        self.tok, self.text_column, self.output_column, self.threads, self.rules = (
+            tok, text_column, output_column, threads, rules)
+
+    def __call__(self, batch: Any) -> Any:
+        pa = _pyarrow()
+        import numpy as np
+
+        ids_parts, offset_parts, base = [], [np.zeros(1, np.int64)], 0
+        for chunk in _strings(batch.column(self.text_column), self.text_column, "<dataset>"):
+            if chunk.null_count:
+                raise InputError(f"column {self.text_column!r}: a row is null (every row needs its text)")
+            _, offsets, data = chunk.buffers()
+            ids, ends = _native.encode_arrow(self.tok._native, offsets, data, chunk.offset, len(chunk),
+                                             pa.types.is_large_string(chunk.type), self.threads, *self.rules)
+            ids_parts.append(np.frombuffer(ids, "<u4"))
+            offset_parts.append(np.frombuffer(ends, "<i8")[1:] + base)
+            base += len(ids_parts[-1])
+        flat = np.concatenate(ids_parts) if ids_parts else np.zeros(0, np.uint32)
+        lists = pa.LargeListArray.from_arrays(pa.array(np.concatenate(offset_parts)), pa.array(flat))
+        if self.output_column in batch.column_names:
+            batch = batch.drop_columns([self.output_column])
+        return batch.append_column(self.output_column, lists)
+
+
+def encode_dataset(tok: Any, ds: Any, text_column: str, output_column: str, batch_size: int, threads: int | None,
+                   rules: tuple[Any, Any]) -> Any:
+    """``ds.map`` (batched, Arrow in and out) adding ``output_column``: each
+    row's ids as an Arrow list column, built from the engine's flat buffers."""
+    _check_dataset(ds, [text_column])
+    fmt = getattr(ds, "format", None)
+    kept = fmt.get("type") if isinstance(fmt, dict) else None
+    encode = _EncodeBatch(tok, text_column, output_column, threads, rules)
+    return ds.with_format("arrow").map(encode, batched=True, batch_size=batch_size).with_format(kept)
