@@ -26,6 +26,7 @@
 
 pub mod atomic;
 pub mod balance;
+pub mod budget;
 pub mod count;
 pub mod encode;
 pub mod error;
@@ -38,6 +39,7 @@ pub mod pipeline;
 pub mod pretok;
 pub mod progress;
 mod scan;
+pub mod spill;
 pub mod train;
 pub mod util;
 

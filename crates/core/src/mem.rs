@@ -52,3 +52,32 @@ fn advise_huge(ptr: *mut u8, bytes: usize) {
 
 #[cfg(not(target_os = "linux"))]
 fn advise_huge(_ptr: *mut u8, _bytes: usize) {}
+
+/// Hands the whole pages of elements `from..to` of `v`'s buffer back to the
+/// kernel (they read as zeros if touched again; callers treat them as
+/// unused capacity). Lets a table that is being emptied shrink its resident
+/// memory as it goes, without a copy.
+pub(crate) fn release<T>(v: &Vec<T>, from: usize, to: usize) {
+    #[cfg(target_os = "linux")]
+    {
+        let size = std::mem::size_of::<T>();
+        let to = to.min(v.capacity());
+        if from >= to || (to - from) * size < 1 << 16 {
+            return;
+        }
+        const PAGE: usize = 4096;
+        let base = v.as_ptr() as usize;
+        let start = (base + from * size).next_multiple_of(PAGE);
+        let end = (base + to * size) / PAGE * PAGE;
+        if end > start {
+            // SAFETY: [start, end) lies inside `v`'s allocation and past its
+            // length, where no live value is; MADV_DONTNEED only replaces
+            // those pages by zero pages, and a failure leaves them as they were.
+            unsafe {
+                libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_DONTNEED);
+            }
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = (v, from, to);
+}

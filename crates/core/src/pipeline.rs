@@ -39,7 +39,8 @@ pub fn train_files(paths: &[PathBuf], config: &TrainConfig, observer: &mut dyn O
         };
         let languages = &languages;
         let lang_bytes = &mut lang_bytes;
-        count_words_mode(config, observer, mode, move |sink, observer| {
+        let final_counts = matches!(mode, CountMode::Plain) && config.superbpe.is_none();
+        count_words_mode(config, observer, mode, final_counts, move |sink, observer| {
             let mut last = 0.0f64;
             for (i, path) in paths.iter().enumerate() {
                 let mut tagger = match (&config.balance, languages) {

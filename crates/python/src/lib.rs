@@ -93,6 +93,9 @@ impl Observer for PyObserver {
     fn encoding(&mut self, p: &CountProgress) {
         self.printer.encoding(p)
     }
+    fn dropped_for_memory(&mut self, d: &bpeforge_core::budget::Dropped, budget: u64, pretokens: u64) {
+        self.printer.dropped_for_memory(d, budget, pretokens)
+    }
     fn encoded(&mut self, stats: &EncodeStats) {
         self.printer.encoded(stats)
     }

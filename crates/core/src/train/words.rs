@@ -72,7 +72,8 @@ fn bytes_base(
             let mut table = WordTable::with_capacity(symbols);
             let mut pruned = 0usize;
             let mut result = Ok(());
-            counts.for_each(|piece, count| {
+            // Draining: the counts' memory is freed as the table fills.
+            counts.drain_each(|piece, count| {
                 if count < min_count {
                     pruned += 1;
                     return;
@@ -86,7 +87,6 @@ fn bytes_base(
             (table, pruned)
         }
     };
-    drop(counts);
     super::release_free_memory();
     Ok(WordBase { tokens, table, alphabet: None, unk: None, pruned })
 }
