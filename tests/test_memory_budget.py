@@ -1,0 +1,94 @@
+"""max_memory: counting spills sorted runs to disk and merges them to the
+exact in-memory counts; a merge phase that would not fit drops the rarest
+word types, says so, and equals the run with that min_word_count asked for;
+a budget too small even so is a clear error."""
+
+from __future__ import annotations
+
+import json
+import random
+import struct
+
+import pytest
+
+import bpeforge
+from bpeforge import _native
+from bpeforge.options import TrainOptions
+
+
+def _rss() -> int:
+    with open("/proc/self/status", encoding="ascii") as f:
+        return next(int(line.split()[1]) * 1024 for line in f if line.startswith("VmRSS:"))
+
+
+@pytest.fixture(scope="module")
+def zipf_corpus(tmp_path_factory) -> str:
+    """About 14 MB (several 4 MB chunks) of words drawn from 200k types with
+    Zipf-like frequencies: many rare types, a few frequent ones."""
+    rng = random.Random(13)
+    letters = "abcdefghijklmnopqrstuvwxyzéøß"
+    types = ["".join(rng.choice(letters) for _ in range(rng.randint(3, 12))) for _ in range(200_000)]
+    weights = [1.0 / (i + 1) for i in range(len(types))]
+    path = tmp_path_factory.mktemp("budget") / "zipf.txt"
+    with open(path, "w", encoding="utf-8") as f:
+        for _ in range(120):
+            words = rng.choices(types, weights, k=10_000)
+            f.write("\n".join(" ".join(words[i:i + 20]) for i in range(0, len(words), 20)) + "\n")
+    return str(path)
+
+
+def _decode_counts(data: bytes) -> tuple[tuple[int, ...], dict[bytes, int]]:
+    """The engine's binary word counts (magic, 5 stats, types, entries)."""
+    assert data[:8] == b"BPFCNT02"
+    stats = struct.unpack_from("<5Q", data, 8)
+    (n,) = struct.unpack_from("<Q", data, 48)
+    p, out = 56, {}
+    for _ in range(n):
+        (length,) = struct.unpack_from("<I", data, p)
+        key = data[p + 4:p + 4 + length]
+        (count,) = struct.unpack_from("<Q", data, p + 4 + length)
+        out[key] = count
+        p += 12 + length
+    return stats, out
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_spilled_counts_equal_the_in_memory_count(zipf_corpus, threads) -> None:
+    args = TrainOptions(threads=threads).engine_args()
+    whole = _decode_counts(_native.count_files([zipf_corpus], args, "off", None))
+    # A budget below what the process already holds: every chunk spills.
+    tiny = _native.count_files([zipf_corpus], dict(args, max_memory=1 << 20), "off", None)
+    assert _decode_counts(tiny) == whole
+
+
+def test_a_merge_phase_over_budget_drops_the_rarest_types_like_min_word_count(zipf_corpus) -> None:
+    full = bpeforge.train(zipf_corpus, vocab_size=600, threads=2, progress=False)
+    assert full.metadata["memory_budget"]["word_types_dropped"] == 0
+    # Room for the merge phase's fixed part and a few MB of word types.
+    squeezed = bpeforge.train(zipf_corpus, vocab_size=600, threads=2, progress=False,
+                              max_memory=_rss() + (48 << 20) + (3 << 20))
+    budget = squeezed.metadata["memory_budget"]
+    assert budget["effective_min_word_count"] > 1, budget
+    assert budget["word_types_dropped"] > 0 and 0 < budget["pretoken_share_dropped"] < 1
+    assert budget["spill_runs"] > 0
+    assert squeezed.metadata["word_types"] == full.metadata["word_types"]
+    explicit = bpeforge.train(zipf_corpus, vocab_size=600, threads=2, progress=False,
+                              min_word_count=budget["effective_min_word_count"])
+    assert squeezed.merges == explicit.merges
+    assert squeezed.metadata["word_types_pruned"] == explicit.metadata["word_types_pruned"]
+
+
+def test_the_drop_is_said_on_the_progress_output(zipf_corpus, tmp_path, capfd) -> None:
+    from bpeforge import cli
+
+    out = tmp_path / "m.json"
+    assert cli.main(["train", zipf_corpus, "--vocab-size", "300", "--progress", "json", "-o", str(out),
+                     "--max-memory", str(_rss() + (48 << 20) + (3 << 20))]) == 0
+    events = [json.loads(line) for line in capfd.readouterr().err.splitlines() if line.startswith("{")]
+    (memory,) = [e for e in events if e.get("phase") == "memory"]
+    assert memory["word_types_dropped"] > 0 and memory["effective_min_word_count"] > 1
+
+
+def test_a_budget_too_small_even_for_the_most_frequent_types_fails_clearly(zipf_corpus) -> None:
+    with pytest.raises(bpeforge.TrainingError, match="max_memory .* is too small"):
+        bpeforge.train(zipf_corpus, vocab_size=300, progress=False, max_memory="1M")
