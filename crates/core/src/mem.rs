@@ -54,9 +54,10 @@ fn advise_huge(ptr: *mut u8, bytes: usize) {
 fn advise_huge(_ptr: *mut u8, _bytes: usize) {}
 
 /// Hands the whole pages of elements `from..to` of `v`'s buffer back to the
-/// kernel (they read as zeros if touched again; callers treat them as
-/// unused capacity). Lets a table that is being emptied shrink its resident
-/// memory as it goes, without a copy.
+/// kernel: they read as zeros if touched again, so callers only pass
+/// elements they never read again (unused capacity, or plain `Copy` data
+/// already consumed). Lets a table that is being emptied shrink its
+/// resident memory as it goes, without a copy.
 pub(crate) fn release<T>(v: &Vec<T>, from: usize, to: usize) {
     #[cfg(target_os = "linux")]
     {
@@ -70,9 +71,10 @@ pub(crate) fn release<T>(v: &Vec<T>, from: usize, to: usize) {
         let start = (base + from * size).next_multiple_of(PAGE);
         let end = (base + to * size) / PAGE * PAGE;
         if end > start {
-            // SAFETY: [start, end) lies inside `v`'s allocation and past its
-            // length, where no live value is; MADV_DONTNEED only replaces
-            // those pages by zero pages, and a failure leaves them as they were.
+            // SAFETY: [start, end) lies inside `v`'s allocation; MADV_DONTNEED
+            // only replaces those pages by zero pages (a valid bit pattern for
+            // the plain data callers pass, which they never read again), and
+            // a failure leaves them as they were.
             unsafe {
                 libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_DONTNEED);
             }
