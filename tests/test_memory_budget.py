@@ -66,7 +66,7 @@ def test_a_merge_phase_over_budget_drops_the_rarest_types_like_min_word_count(zi
     assert full.metadata["memory_budget"]["word_types_dropped"] == 0
     # Room for the merge phase's fixed part and a few MB of word types.
     squeezed = bpeforge.train(zipf_corpus, vocab_size=600, threads=2, progress=False,
-                              max_memory=_rss() + (48 << 20) + (3 << 20))
+                              max_memory=_rss() + (48 << 20) + (8 << 20))
     budget = squeezed.metadata["memory_budget"]
     assert budget["effective_min_word_count"] > 1, budget
     assert budget["word_types_dropped"] > 0 and 0 < budget["pretoken_share_dropped"] < 1
@@ -83,7 +83,7 @@ def test_the_drop_is_said_on_the_progress_output(zipf_corpus, tmp_path, capfd) -
 
     out = tmp_path / "m.json"
     assert cli.main(["train", zipf_corpus, "--vocab-size", "300", "--progress", "json", "-o", str(out),
-                     "--max-memory", str(_rss() + (48 << 20) + (3 << 20))]) == 0
+                     "--max-memory", str(_rss() + (48 << 20) + (8 << 20))]) == 0
     events = [json.loads(line) for line in capfd.readouterr().err.splitlines() if line.startswith("{")]
     (memory,) = [e for e in events if e.get("phase") == "memory"]
     assert memory["word_types_dropped"] > 0 and memory["effective_min_word_count"] > 1
