@@ -53,12 +53,27 @@ def _decode_counts(data: bytes) -> tuple[tuple[int, ...], dict[bytes, int]]:
 
 
 @pytest.mark.parametrize("threads", [1, 2])
-def test_spilled_counts_equal_the_in_memory_count(zipf_corpus, threads) -> None:
+def test_spilled_counts_equal_the_in_memory_count(zipf_corpus, threads, tmp_path, monkeypatch) -> None:
     args = TrainOptions(threads=threads).engine_args()
     whole = _decode_counts(_native.count_files([zipf_corpus], args, "off", None))
-    # A budget below what the process already holds: every chunk spills.
+    # A budget below what the process already holds: every chunk spills,
+    # into TMPDIR, and the runs are gone afterwards.
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
     tiny = _native.count_files([zipf_corpus], dict(args, max_memory=1 << 20), "off", None)
     assert _decode_counts(tiny) == whole
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_spill_files_are_removed_when_counting_fails(tmp_path, monkeypatch) -> None:
+    bad = tmp_path / "bad.txt"
+    bad.write_bytes(("ordinary words here\n" * 300_000).encode() + b"\xff\xfe broken\n")
+    spill = tmp_path / "spill"
+    spill.mkdir()
+    monkeypatch.setenv("TMPDIR", str(spill))
+    args = TrainOptions(scheme="chars", threads=2).engine_args()
+    with pytest.raises(bpeforge.InputError, match="invalid UTF-8"):
+        _native.count_files([str(bad)], dict(args, max_memory=1 << 20), "off", None)
+    assert list(spill.iterdir()) == []
 
 
 def test_a_merge_phase_over_budget_drops_the_rarest_types_like_min_word_count(zipf_corpus) -> None:
