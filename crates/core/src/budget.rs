@@ -185,7 +185,7 @@ impl CountHistogram {
     /// Buckets from the most frequent count down.
     fn descending(&self) -> Vec<(u64, Bucket)> {
         let mut v: Vec<(u64, Bucket)> = self.by_count.iter().map(|(&c, &b)| (c, b)).collect();
-        v.sort_unstable_by(|a, b| b.0.cmp(&a.0));
+        v.sort_unstable_by_key(|b| std::cmp::Reverse(b.0));
         v
     }
 
