@@ -58,7 +58,7 @@ pub(crate) fn train_with_stats(
     let resume = Resume::new(config, &specials)?;
     let fitted = fit_to_budget(&counts, config)?;
     if let Some(d) = &fitted.dropped {
-        observer.dropped_for_memory(d, fitted.memory.max_memory, counted.stats.pieces);
+        observer.dropped_for_memory(d, fitted.budget, counted.stats.pieces);
     }
     let config = fitted.config.as_ref().unwrap_or(config);
     let base = words::build(counts, config, &specials, &resume)?;
@@ -127,6 +127,8 @@ struct Fitted {
     /// Types counted but never in the table (merged runs left them out).
     memory_left_out: usize,
     dropped: Option<Dropped>,
+    /// The budget in bytes (the default one resolved).
+    budget: u64,
 }
 
 /// Step 2b: estimates the merge phase's memory from the word types and, if
@@ -143,9 +145,9 @@ fn fit_to_budget(counts: &WordCounts, config: &TrainConfig) -> Result<Fitted> {
         (Some(a), Some(b)) => Some(Dropped { min_word_count: b.min_word_count, types: a.types + b.types, pretokens: a.pretokens + b.pretokens }),
         (a, b) => b.or(a),
     };
-    let memory = MemoryBudget::new(budget, &counts.memory, dropped, asked, counts.stats.pieces);
+    let memory = MemoryBudget::new(config.max_memory, &counts.memory, dropped, asked, counts.stats.pieces);
     let config = (chosen > asked).then(|| config.clone().min_word_count(chosen));
-    Ok(Fitted { config, memory, memory_left_out: counts.memory.types_left_out as usize, dropped })
+    Ok(Fitted { config, memory, memory_left_out: counts.memory.types_left_out as usize, dropped, budget })
 }
 
 /// Everything the merge loop starts from.

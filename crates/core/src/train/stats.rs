@@ -39,7 +39,9 @@ pub struct TrainStats {
 /// beyond the `min_word_count` asked for).
 #[derive(Debug, Clone, Serialize)]
 pub struct MemoryBudget {
-    pub max_memory: u64,
+    /// As given (None: the default share of the available memory, which
+    /// differs from machine to machine and is not recorded).
+    pub max_memory: Option<u64>,
     pub spill_runs: usize,
     pub spill_bytes: u64,
     pub effective_min_word_count: u64,
@@ -49,7 +51,7 @@ pub struct MemoryBudget {
 }
 
 impl MemoryBudget {
-    pub fn new(max_memory: u64, spilled: &crate::count::CountMemory, dropped: Option<crate::budget::Dropped>, asked: u64, pretokens: u64) -> Self {
+    pub fn new(max_memory: Option<u64>, spilled: &crate::count::CountMemory, dropped: Option<crate::budget::Dropped>, asked: u64, pretokens: u64) -> Self {
         let d = dropped.unwrap_or(crate::budget::Dropped { min_word_count: asked, types: 0, pretokens: 0 });
         MemoryBudget {
             max_memory,
