@@ -61,11 +61,19 @@ def test_every_option_is_documented_in_train() -> None:
     {"balance_rounds": 21}, {"premium_reference": " "}, {"balance_min_lines": -1}, {"balance_max_lift": 0.5},
     {"special_tokens": "<s>"}, {"special_tokens": [1]}, {"file_languages": "en"}, {"langs": []},
     {"resume_from": 3}, {"character_coverage": "all"},
+    {"max_memory": "0"}, {"max_memory": "-1G"}, {"max_memory": "lots"}, {"max_memory": 0}, {"max_memory": 1.5},
+    {"max_memory": "8X"}, {"max_memory": True},
 ])
 def test_bad_values_are_parameter_errors_naming_the_option(bad) -> None:
     (name,) = bad
     with pytest.raises(bpeforge.ParameterError, match=name):
         TrainOptions(**bad)
+
+
+@pytest.mark.parametrize("text, expected", [("8G", 8 << 30), ("512M", 512 << 20), ("1.5GiB", 3 << 29),
+                                            ("2gb", 2 * 10**9), (4096, 4096), ("100", 100), (None, None)])
+def test_memory_sizes_are_read_as_bytes(text, expected) -> None:
+    assert TrainOptions(max_memory=text).engine_args()["max_memory"] == expected
 
 
 def test_unknown_option_is_a_type_error() -> None:
@@ -129,6 +137,7 @@ def samples(tmp_path) -> dict[str, tuple[list[str], object]]:
         "balance_min_lines": (["--balance-min-lines", "10", "--langs", str(langs)], 10),
         "balance_max_lift": (["--balance-max-lift", "4", "--langs", str(langs)], 4.0),
         "progress_csv": (["--progress-csv", csv], csv),
+        "max_memory": (["--max-memory", "1.5GiB"], 3 << 29),
     }
 
 

@@ -86,6 +86,7 @@ def train(
     balance_min_lines: int = 500,
     balance_max_lift: float = 16.0,
     progress_csv: PathLike | None = None,
+    max_memory: int | str | None = None,
 ) -> Tokenizer:
     """Train a BPE vocabulary on one or more text files.
 
@@ -188,6 +189,7 @@ def train_from_iterator(
     superbpe_transition: int | None = None,
     superbpe_max_words: int = 4,
     superbpe_colon_rule: bool = True,
+    max_memory: int | str | None = None,
 ) -> Tokenizer:
     """Train on any iterable of ``str`` (each item is one text).
 

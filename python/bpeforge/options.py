@@ -119,6 +119,31 @@ def check_pretokenizer(v: Any) -> str:
                          f"a custom regex is given as pretokenizer=bpeforge.Regex({v!r}) (CLI: --pattern)")
 
 
+_SIZE_UNITS = {"": 1, "b": 1, "k": 1 << 10, "kib": 1 << 10, "m": 1 << 20, "mib": 1 << 20, "g": 1 << 30,
+               "gib": 1 << 30, "t": 1 << 40, "tib": 1 << 40, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12}
+
+
+def parse_memory_size(v: Any, name: str = "max_memory") -> int | None:
+    """A memory size as bytes: an int, or ``"8G"``, ``"512M"``, ``"1.5GiB"``
+    (K/M/G/T and KiB/MiB/GiB/TiB are powers of 1024, as in ``docker`` and
+    ``java -Xmx``; KB/MB/GB/TB powers of 1000); None stays None."""
+    import re
+
+    if v is None:
+        return None
+    if isinstance(v, int) and not isinstance(v, bool):
+        n = v
+    elif isinstance(v, str) and (m := re.fullmatch(r"\s*(\d+(?:\.\d*)?|\.\d+)\s*([a-zA-Z]*)\s*", v)) \
+            and m.group(2).lower() in _SIZE_UNITS:
+        n = int(float(m.group(1)) * _SIZE_UNITS[m.group(2).lower()])
+    else:
+        n = -1
+    if n <= 0:
+        raise ParameterError(f"{name} must be a positive memory size such as 8G, 512M, 1.5GiB or a number of "
+                             f"bytes (or None for the default), got {v!r}")
+    return n
+
+
 def _flag(v: Any) -> bool:
     return bool(v)
 
@@ -431,6 +456,18 @@ class TrainOptions:
                                         "(``bpeforge report --progress-csv`` draws them).", _output_path("progress_csv"),
                                         files_only=True,
                                         cli={"metavar": "CSV", "help": "write merge,pair_count,elapsed_s rows live"})
+
+    max_memory: int | str | None = opt(None, "memory budget of the run, e.g. ``\"8G\"``, ``\"512M\"``, "
+                                       "``\"1.5GiB\"`` or bytes (None: 70% of the memory available when training "
+                                       "starts, MemAvailable or the cgroup limit if lower). Counting keeps its "
+                                       "tables within it by spilling sorted runs to the temporary folder "
+                                       "(``TMPDIR``) and merging them at the end; if the merge phase would not "
+                                       "fit, the rarest word types are dropped (``min_word_count`` raised just "
+                                       "enough, said on the progress output and recorded in "
+                                       "``metadata[\"memory_budget\"]``); a budget too small even so fails "
+                                       "before the merge phase allocates.", parse_memory_size,
+                                       cli={"metavar": "SIZE", "help": "memory budget, e.g. 8G or 512M (default: "
+                                                                       "70%% of available memory)"})
 
     def __post_init__(self) -> None:
         # Check every value now, so a bad one fails before any work starts;

@@ -28,6 +28,8 @@ use crate::input::{Chunk, Layout};
 use std::borrow::Cow;
 use crate::pretok::{utf8_runs, PreTokCache, PreTokenizer, Segment, SpecialSplitter};
 use std::sync::atomic::{AtomicBool, Ordering};
+use crate::budget::{CountBudget, CountHistogram, Dropped};
+use crate::spill::{RunKey, SpillDir};
 use crate::util::{new_map, prefetch, Map};
 use std::sync::Mutex;
 
@@ -71,6 +73,21 @@ pub struct WordCounts {
     pub stats: CountStats,
     /// SuperBPE: the stage-2 units of the same texts, counted in the same pass.
     pub superword: Option<Box<WordCounts>>,
+    /// What keeping to the memory budget took while counting.
+    pub memory: CountMemory,
+}
+
+/// Spilling and pruning done while counting (`count_parallel` with limits).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CountMemory {
+    /// Sorted runs written to disk, and their bytes.
+    pub spill_runs: usize,
+    pub spill_bytes: u64,
+    /// Word types dropped when the merged runs did not fit the budget.
+    pub dropped: Option<Dropped>,
+    /// Word types of the runs not in the table (below the `min_word_count`
+    /// the merged runs were built with, the asked one included).
+    pub types_left_out: u64,
 }
 
 const SHORT_KEY: usize = 15;
@@ -114,6 +131,16 @@ struct ShortTable {
     len: usize,
     /// Grow when `len` would exceed this (3/4 of the capacity).
     limit: usize,
+    /// The memory budget's cap on `slots.len()`: at the cap the table fills
+    /// up to 7/8 instead of growing and says it is `full` (its owner spills
+    /// it to disk); only past 7/8 does it grow regardless, to stay correct.
+    max_slots: usize,
+    full: bool,
+    /// `slots` holds exactly the entries, sorted by key (the sum of thread
+    /// tables, `WordCounts::merge_all`: half the memory of a hash table).
+    /// Iterable but not searchable: `Batch::on_table` and `WordCounts::add`
+    /// (every way to add) first rebuild the hash table (`make_searchable`).
+    packed: bool,
 }
 
 const SHORT_MIN_CAPACITY: usize = 1 << 12;
@@ -136,7 +163,14 @@ fn hash_short(key: u128) -> u64 {
 impl ShortTable {
     fn with_capacity(cap: usize) -> Self {
         let cap = cap.max(SHORT_MIN_CAPACITY).next_power_of_two();
-        ShortTable { slots: crate::mem::filled_vec(cap, Slot::default()), len: 0, limit: cap / 4 * 3 }
+        ShortTable {
+            slots: crate::mem::filled_vec(cap, Slot::default()),
+            len: 0,
+            limit: cap / 4 * 3,
+            max_slots: usize::MAX,
+            full: false,
+            packed: false,
+        }
     }
 
     #[inline(always)]
@@ -165,7 +199,7 @@ impl ShortTable {
                 *s = Slot { key, count: n };
                 self.len += 1;
                 if self.len > self.limit {
-                    self.grow(self.slots.len() * 2);
+                    self.on_full();
                 }
                 return;
             }
@@ -173,13 +207,89 @@ impl ShortTable {
         }
     }
 
+    /// `len` passed `limit`: grow, or (at the budget's cap) fill further.
+    #[cold]
+    fn on_full(&mut self) {
+        let cap = self.slots.len();
+        if cap * 2 > self.max_slots && self.len < cap / 8 * 7 {
+            self.full = true;
+            self.limit = cap / 8 * 7;
+        } else {
+            self.grow(cap * 2);
+        }
+    }
+
     #[cold]
     fn grow(&mut self, cap: usize) {
         let mut bigger = ShortTable::with_capacity(cap);
+        bigger.max_slots = self.max_slots;
         for s in self.slots.iter().filter(|s| s.key != 0) {
             bigger.insert_new(s.key, s.count);
         }
         *self = bigger;
+    }
+
+    /// Moves the entries to the front of the slots (the table is no longer
+    /// searchable) and hands back the pages behind them: the entries at
+    /// 32 bytes each instead of the table's 43-85.
+    fn into_dense(mut self) -> Vec<Slot> {
+        let mut w = 0;
+        for r in 0..self.slots.len() {
+            if self.slots[r].key != 0 {
+                self.slots[w] = self.slots[r];
+                w += 1;
+            }
+        }
+        let cap = self.slots.len();
+        self.slots.truncate(w);
+        crate::mem::release(&self.slots, w, cap);
+        self.slots
+    }
+
+    /// A packed table (see `packed`) as a hash table again.
+    #[cold]
+    fn make_searchable(&mut self) {
+        let packed = std::mem::take(&mut self.slots);
+        let mut table = ShortTable::with_capacity(self.len * 4 / 3 + 1);
+        table.max_slots = self.max_slots;
+        for s in &packed {
+            table.insert_new(s.key, s.count);
+        }
+        *self = table;
+    }
+
+    /// Sums tables packed and sorted by key (`into_dense`, then sorted) into
+    /// one packed table, freeing each input as it is read.
+    fn merge_packed(parts: Vec<Vec<Slot>>) -> ShortTable {
+        use std::cmp::Reverse;
+        const BLOCK: usize = 1 << 16;
+        let total: usize = parts.iter().map(Vec::len).sum();
+        let mut out: Vec<Slot> = crate::mem::vec_with_capacity(total);
+        let mut pos = vec![0usize; parts.len()];
+        let mut freed = vec![0usize; parts.len()];
+        let mut heap = std::collections::BinaryHeap::new();
+        for (i, p) in parts.iter().enumerate() {
+            if let Some(s) = p.first() {
+                heap.push(Reverse((s.key, i)));
+            }
+        }
+        while let Some(Reverse((key, i))) = heap.pop() {
+            let count = parts[i][pos[i]].count;
+            match out.last_mut() {
+                Some(last) if last.key == key => last.count += count,
+                _ => out.push(Slot { key, count }),
+            }
+            pos[i] += 1;
+            if pos[i] - freed[i] >= BLOCK {
+                crate::mem::release(&parts[i], freed[i], pos[i]);
+                freed[i] = pos[i];
+            }
+            if let Some(s) = parts[i].get(pos[i]) {
+                heap.push(Reverse((s.key, i)));
+            }
+        }
+        let len = out.len();
+        ShortTable { slots: out, len, limit: 0, max_slots: usize::MAX, full: false, packed: true }
     }
 
     /// Inserts a key known to be absent, without checking the load.
@@ -242,6 +352,9 @@ struct Batch<'a> {
 
 impl<'a> Batch<'a> {
     fn on_table(table: &'a mut ShortTable) -> Self {
+        if table.packed {
+            table.make_searchable();
+        }
         Batch {
             table,
             keys: [0; BATCH_AHEAD],
@@ -343,6 +456,7 @@ impl WordCounts {
             long: new_map(),
             stats: CountStats::default(),
             superword: None,
+            memory: CountMemory::default(),
         }
     }
 
@@ -360,6 +474,9 @@ impl WordCounts {
     pub fn add(&mut self, piece: &[u8], n: u64) {
         if piece.len() <= SHORT_KEY {
             let key = short_key(piece);
+            if self.short.packed {
+                self.short.make_searchable();
+            }
             self.short.add(key, hash_short(key), n);
         } else {
             *self.long.entry_ref(piece).or_insert(0) += n;
@@ -421,6 +538,31 @@ impl WordCounts {
         }
     }
 
+    /// `for_each_part` for the last reader of the table: the pages of this
+    /// share's short slots are handed back behind the cursor (as
+    /// `drain_each` does), so that building the word table on all threads
+    /// does not hold the whole count table beside it. The table must not be
+    /// read again, only dropped: the slots read are zero afterwards.
+    pub fn drain_part(&self, part: usize, parts: usize, mut f: impl FnMut(&[u8], u64)) {
+        const BLOCK: usize = 1 << 16;
+        let n = self.short.slots.len();
+        let (from, to) = (n * part / parts, n * (part + 1) / parts);
+        for start in (from..to).step_by(BLOCK) {
+            let end = (start + BLOCK).min(to);
+            for s in self.short.slots[start..end].iter().filter(|s| s.key != 0) {
+                let b = s.key.to_le_bytes();
+                f(&b[..b[15] as usize], s.count);
+            }
+            // Only whole pages inside [start, end), which no other share reads.
+            crate::mem::release(&self.short.slots, start, end);
+        }
+        if part + 1 == parts {
+            for (k, &v) in self.long.iter() {
+                f(k, v);
+            }
+        }
+    }
+
     /// Every word type as `(key, count)`, borrowing the table: short keys
     /// are copied (16 bytes), long ones point into it. Lets several threads
     /// share the word types without copying their bytes.
@@ -451,6 +593,206 @@ impl WordCounts {
             _ => {}
         }
     }
+}
+
+/// Keeping counting within a memory budget: table sizes, spilling to
+/// sorted runs, merging runs and thread tables with a low peak.
+impl WordCounts {
+    /// The table's memory, cheaply (long keys at an average allocation).
+    pub fn table_bytes(&self) -> u64 {
+        let short = self.short.slots.len() * std::mem::size_of::<Slot>();
+        let long = self.long.capacity() * (16 + 8 + 1) + self.long.len() * 40;
+        (short + long) as u64 + self.superword.as_ref().map_or(0, |s| s.table_bytes())
+    }
+
+    /// Caps the short table's growth at `bytes` (with room for the one
+    /// growth step, which holds the old and the new table).
+    fn cap_table(&mut self, bytes: u64) {
+        let most = (bytes as usize / std::mem::size_of::<Slot>() * 2 / 3).max(SHORT_MIN_CAPACITY);
+        self.short.max_slots = 1usize << most.ilog2();
+        if let Some(s) = self.superword.as_deref_mut() {
+            s.cap_table(bytes);
+        }
+    }
+
+    fn over(&self, bytes: u64) -> bool {
+        self.short.full || self.superword.as_ref().is_some_and(|s| s.short.full) || self.table_bytes() > bytes
+    }
+
+    /// Writes the table to `dirs` as a sorted run and empties it (its stats
+    /// stay: they are summed apart from the runs).
+    fn spill(&mut self, dirs: &SpillDirs) -> Result<()> {
+        if let (Some(s), Some(d)) = (self.superword.as_deref_mut(), dirs.superword.as_ref()) {
+            s.spill_to(d)?;
+        }
+        self.spill_to(&dirs.main)
+    }
+
+    fn spill_to(&mut self, dir: &SpillDir) -> Result<()> {
+        let mut short = std::mem::replace(&mut self.short, ShortTable::with_capacity(0));
+        let (max_slots, cap) = (short.max_slots, short.slots.len());
+        let mut dense = short.into_dense();
+        dense.sort_unstable_by_key(|s| s.key);
+        let mut long: Vec<(&[u8], u64)> = self.long.iter().map(|(k, &v)| (&k[..], v)).collect();
+        long.sort_unstable_by(|a, b| a.0.cmp(b.0));
+        dir.write_run(dense.iter().map(|s| (s.key, s.count)), long.into_iter())?;
+        drop(dense);
+        self.long.clear();
+        // A fresh table of the same size (its pages are faulted in again as
+        // it fills, and the old one's are freed now).
+        short = ShortTable::with_capacity(cap);
+        short.max_slots = max_slots;
+        self.short = short;
+        Ok(())
+    }
+
+    /// Sums thread tables into one, never holding them and the sum whole at
+    /// once: each is packed densely (its empty slots freed) and sorted (on
+    /// its own thread), then they are merged into a packed sum, each freed
+    /// as it is read. The sum is packed too (see `ShortTable::packed`):
+    /// 32 bytes per type, where a hash table takes 43-85.
+    fn merge_all(mut parts: Vec<WordCounts>) -> WordCounts {
+        parts.sort_by_key(|p| std::cmp::Reverse(p.len()));
+        let mut total = WordCounts::new();
+        let mut denses = Vec::with_capacity(parts.len());
+        let mut superwords = Vec::new();
+        let mut longs = Vec::new();
+        for mut p in parts {
+            total.stats.add(&p.stats);
+            let short = std::mem::replace(&mut p.short, ShortTable::with_capacity(0));
+            denses.push(short.into_dense());
+            longs.push(std::mem::replace(&mut p.long, new_map()));
+            if let Some(s) = p.superword.take() {
+                superwords.push(*s);
+            }
+        }
+        std::thread::scope(|scope| {
+            for dense in denses.iter_mut() {
+                scope.spawn(move || dense.sort_unstable_by_key(|s| s.key));
+            }
+        });
+        total.short = ShortTable::merge_packed(denses);
+        let mut longs = longs.into_iter();
+        total.long = longs.next().unwrap_or_else(new_map);
+        for other in longs {
+            total.long.reserve(other.len());
+            for (k, v) in other {
+                *total.long.entry(k).or_insert(0) += v;
+            }
+        }
+        if !superwords.is_empty() {
+            total.superword = Some(Box::new(WordCounts::merge_all(superwords)));
+        }
+        total
+    }
+
+    /// Calls `f(bytes, count)` for every word type, consuming the table and
+    /// freeing its memory behind the cursor: the word table being built
+    /// from it grows as the counts shrink.
+    pub fn drain_each(self, mut f: impl FnMut(&[u8], u64)) {
+        let WordCounts { short, long, .. } = self;
+        let slots = short.slots;
+        const BLOCK: usize = 1 << 16;
+        for start in (0..slots.len()).step_by(BLOCK) {
+            let end = (start + BLOCK).min(slots.len());
+            for s in &slots[start..end] {
+                if s.key != 0 {
+                    let b = s.key.to_le_bytes();
+                    f(&b[..b[15] as usize], s.count);
+                }
+            }
+            crate::mem::release(&slots, start, end);
+        }
+        drop(slots);
+        for (k, v) in long {
+            f(&k, v);
+        }
+    }
+
+    /// Word types by count, for the budget's estimate.
+    pub fn histogram(&self) -> CountHistogram {
+        let mut h = CountHistogram::new();
+        for (k, v) in self.short.iter() {
+            h.add(k.to_le_bytes()[15] as usize, v);
+        }
+        for (k, &v) in self.long.iter() {
+            h.add(k.len(), v);
+        }
+        h
+    }
+
+    /// The sum of the runs in `dirs` (and of `stats`): types counted fewer
+    /// than the count `choose_min` picks from the runs' histogram are left
+    /// out (and recorded in `memory.dropped`).
+    fn from_runs(dirs: &SpillDirs, stats: CountStats, superword_stats: Option<CountStats>, choose_min: Option<&ChooseMin>) -> Result<WordCounts> {
+        let mut out = WordCounts::new();
+        let mut min = 1;
+        if let Some(choose) = choose_min {
+            let mut h = CountHistogram::new();
+            dirs.main.merge(|k, v| h.add(run_key_len(k), v))?;
+            let (chosen, dropped) = choose(&h)?;
+            min = chosen;
+            let kept = h.kept(chosen).0;
+            out.short = ShortTable::with_capacity(kept as usize * 4 / 3 + 1);
+            out.memory.dropped = dropped;
+            out.memory.types_left_out = h.kept(1).0 - kept;
+        }
+        {
+            let WordCounts { short, long, .. } = &mut out;
+            let mut batch = Batch::on_table(short);
+            dirs.main.merge(|k, v| match k {
+                _ if v < min => {}
+                RunKey::Short(k) => batch.push_short(k, v),
+                RunKey::Long(k) => {
+                    long.insert(k.into(), v);
+                }
+            })?;
+        }
+        out.stats = stats;
+        out.memory.spill_runs = dirs.main.run_count();
+        out.memory.spill_bytes = dirs.main.bytes_written();
+        if let (Some(d), Some(st)) = (dirs.superword.as_ref(), superword_stats) {
+            let mut s = WordCounts::new();
+            {
+                let WordCounts { short, long, .. } = &mut s;
+                let mut batch = Batch::on_table(short);
+                d.merge(|k, v| match k {
+                    RunKey::Short(k) => batch.push_short(k, v),
+                    RunKey::Long(k) => {
+                        long.insert(k.into(), v);
+                    }
+                })?;
+            }
+            s.stats = st;
+            out.superword = Some(Box::new(s));
+        }
+        Ok(out)
+    }
+}
+
+fn run_key_len(k: RunKey) -> usize {
+    match k {
+        RunKey::Short(k) => k.to_le_bytes()[15] as usize,
+        RunKey::Long(k) => k.len(),
+    }
+}
+
+/// Picks the `min_word_count` for merged runs from their histogram, and
+/// what it drops beyond the one asked for.
+pub type ChooseMin<'a> = dyn Fn(&CountHistogram) -> Result<(u64, Option<Dropped>)> + Sync + 'a;
+
+/// The memory limits of one counting (`count_parallel`).
+pub struct CountLimits<'a> {
+    pub budget: CountBudget,
+    /// Final counts (not a part for a later sum): merged runs may drop the
+    /// rarest types to fit, as this decides.
+    pub choose_min: Option<&'a ChooseMin<'a>>,
+}
+
+/// Where the runs of a counting go: the word types and SuperBPE's units.
+struct SpillDirs {
+    main: SpillDir,
+    superword: Option<SpillDir>,
 }
 
 /// Version 2 adds `bad_records` to the stats; version 1 is still read.
@@ -748,10 +1090,13 @@ fn count_error(chunk: &Chunk, text: &[u8], at: usize, located: usize, err: Optio
 }
 
 /// Runs `feed` on the caller's thread; it hands chunks to `threads` counting
-/// workers. Returns the summed counts, or the first error.
+/// workers. Returns the summed counts, or the first error. With `limits`,
+/// each worker's table stays within its share of the budget by spilling
+/// sorted runs to disk, and the sum is merged from them (`crate::spill`).
 pub fn count_parallel(
     counter: &Counter,
     threads: usize,
+    limits: Option<&CountLimits>,
     feed: impl FnOnce(&mut dyn FnMut(Chunk) -> Result<()>) -> Result<()>,
 ) -> Result<WordCounts> {
     let threads = threads.max(1);
@@ -760,14 +1105,79 @@ pub fn count_parallel(
         if counter.superword.is_some() {
             c.superword = Some(Box::new(WordCounts::new()));
         }
+        if let Some(l) = limits {
+            c.cap_table(l.budget.worker_table);
+        }
         c
     };
-    if threads == 1 {
+    // Created at the first spill (a run that never spills touches no disk).
+    let dirs: Mutex<Option<std::sync::Arc<SpillDirs>>> = Mutex::new(None);
+    let open_dirs = || -> Result<std::sync::Arc<SpillDirs>> {
+        let mut slot = dirs.lock().unwrap_or_else(|p| p.into_inner());
+        if slot.is_none() {
+            let superword = if counter.superword.is_some() { Some(SpillDir::new()?) } else { None };
+            *slot = Some(std::sync::Arc::new(SpillDirs { main: SpillDir::new()?, superword }));
+        }
+        Ok(slot.clone().expect("just set"))
+    };
+    // After each chunk: a table over its share goes to disk.
+    let keep_within = |counts: &mut WordCounts| -> Result<()> {
+        match limits {
+            Some(l) if counts.over(l.budget.worker_table) => counts.spill(&*open_dirs()?),
+            _ => Ok(()),
+        }
+    };
+    let parts = if threads == 1 {
         let mut counts = fresh();
         let mut scratch = counter.scratch();
-        feed(&mut |chunk| counter.count_chunk_with(&chunk, &mut counts, None, &mut scratch))?;
-        return Ok(counts);
+        feed(&mut |chunk| {
+            counter.count_chunk_with(&chunk, &mut counts, None, &mut scratch)?;
+            keep_within(&mut counts)
+        })?;
+        vec![counts]
+    } else {
+        count_on_threads(counter, threads, &fresh, &keep_within, feed)?
+    };
+    let spilled = dirs.lock().unwrap_or_else(|p| p.into_inner()).take();
+    let spilled = match (spilled, limits) {
+        (Some(d), _) => Some(d),
+        // No spill, but the thread tables and their sum would not fit together.
+        (None, Some(l)) if parts.len() > 1 && in_memory_merge_bytes(&parts) > l.budget.total => Some(open_dirs()?),
+        _ => None,
+    };
+    let Some(dirs) = spilled else {
+        return Ok(if parts.len() == 1 { parts.into_iter().next().expect("one part") } else { WordCounts::merge_all(parts) });
+    };
+    let mut stats = CountStats::default();
+    let mut superword_stats = counter.superword.map(|_| CountStats::default());
+    for mut p in parts {
+        p.spill(&dirs)?;
+        stats.add(&p.stats);
+        if let (Some(total), Some(s)) = (superword_stats.as_mut(), p.superword.as_ref()) {
+            total.add(&s.stats);
+        }
     }
+    WordCounts::from_runs(&dirs, stats, superword_stats, limits.and_then(|l| l.choose_min))
+}
+
+/// The peak of `WordCounts::merge_all` on these parts: their entries packed
+/// and the sum's table.
+fn in_memory_merge_bytes(parts: &[WordCounts]) -> u64 {
+    let entries: usize = parts.iter().map(|p| p.short.len + p.long.len()).sum();
+    let slot = std::mem::size_of::<Slot>();
+    let sum = (entries * 4 / 3 + 1).next_power_of_two() * slot;
+    (entries * slot + sum) as u64 + parts.iter().map(|p| p.long.capacity() as u64 * 25).sum::<u64>()
+}
+
+/// The worker threads of `count_parallel`: each counts the chunks it gets
+/// into its own table (`fresh`), calling `keep_within` after each chunk.
+fn count_on_threads(
+    counter: &Counter,
+    threads: usize,
+    fresh: &(dyn Fn() -> WordCounts + Sync),
+    keep_within: &(dyn Fn(&mut WordCounts) -> Result<()> + Sync),
+    feed: impl FnOnce(&mut dyn FnMut(Chunk) -> Result<()>) -> Result<()>,
+) -> Result<Vec<WordCounts>> {
     let failed = AtomicBool::new(false);
     let first_error: Mutex<Option<Error>> = Mutex::new(None);
     let (tx, rx) = crossbeam_channel::bounded::<Chunk>(threads * 2);
@@ -777,7 +1187,6 @@ pub fn count_parallel(
                 let rx = rx.clone();
                 let failed = &failed;
                 let first_error = &first_error;
-                let fresh = &fresh;
                 scope.spawn(move || {
                     let mut counts = fresh();
                     let mut scratch = counter.scratch();
@@ -785,7 +1194,10 @@ pub fn count_parallel(
                         if failed.load(Ordering::Relaxed) {
                             continue; // drain so the feeder never blocks
                         }
-                        if let Err(e) = counter.count_chunk_with(&chunk, &mut counts, Some(failed), &mut scratch) {
+                        let counted = counter
+                            .count_chunk_with(&chunk, &mut counts, Some(failed), &mut scratch)
+                            .and_then(|()| keep_within(&mut counts));
+                        if let Err(e) = counted {
                             if e.kind() == crate::error::ErrorKind::Interrupted {
                                 continue; // the feeder stopped; its error is reported
                             }
@@ -820,13 +1232,7 @@ pub fn count_parallel(
             return Err(e);
         }
         fed?;
-        let mut parts = joined?;
-        parts.sort_by_key(|p| std::cmp::Reverse(p.len()));
-        let mut total = parts.remove(0);
-        for p in parts {
-            total.merge(p);
-        }
-        Ok(total)
+        joined
     })
 }
 
@@ -881,5 +1287,114 @@ mod tests {
         expected.retain(|_, v| *v >= 3);
         assert_eq!(dropped, again.len() - expected.len());
         assert_eq!(snapshot(&total), expected);
+    }
+
+    /// Counting with a budget so small that every few chunks spill (with
+    /// and without SuperBPE's second table, 1 and 3 threads) equals the
+    /// in-memory count exactly; and the merged runs can leave out the rarest
+    /// types as `choose_min` decides.
+    #[test]
+    fn spilled_counts_equal_the_in_memory_count() {
+        use crate::pretok::PreTokenizerSpec;
+        let mut state = 11u64;
+        let mut next = || {
+            state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            state >> 33
+        };
+        let words: Vec<String> =
+            (0..20_000).map(|i| format!("w{}{}", i, "xyzzyplughfoo".repeat((i % 3) as usize))).collect();
+        let chunks: Vec<Vec<u8>> = (0..40)
+            .map(|_| {
+                let mut text = String::new();
+                for _ in 0..2_000 {
+                    let w = &words[(next() % 20_000) as usize % (1 + (next() % 20_000) as usize)];
+                    text.push_str(w);
+                    text.push(if next() % 9 == 0 { '\n' } else { ' ' });
+                }
+                text.push('\n');
+                text.into_bytes()
+            })
+            .collect();
+        let pre = PreTokenizer::new(PreTokenizerSpec::Gpt2).unwrap();
+        let stage2 = PreTokenizer::new(PreTokenizerSpec::Superword).unwrap();
+        let specials = SpecialSplitter::new(&[]).unwrap();
+        for superword in [false, true] {
+            let counter = Counter {
+                pretokenizer: &pre,
+                specials: &specials,
+                allow_invalid_utf8: true,
+                superword: superword.then_some(&stage2),
+                lang_weights: None,
+                tag_languages: false,
+            };
+            let feed = |sink: &mut dyn FnMut(Chunk) -> Result<()>| {
+                for c in &chunks {
+                    sink(Chunk { data: c.clone(), layout: Layout::Lines, source: "t".into(), first_line: 1, langs: Vec::new() })?;
+                }
+                Ok(())
+            };
+            let plain = count_parallel(&counter, 2, None, feed).unwrap();
+            for threads in [1, 3] {
+                let limits = CountLimits { budget: CountBudget { total: 1 << 20, worker_table: 64 << 10 }, choose_min: None };
+                let spilled = count_parallel(&counter, threads, Some(&limits), feed).unwrap();
+                assert!(spilled.memory.spill_runs >= 10, "{} runs", spilled.memory.spill_runs);
+                assert_eq!(snapshot(&spilled), snapshot(&plain));
+                assert_eq!(spilled.stats, plain.stats);
+                match (&spilled.superword, &plain.superword) {
+                    (Some(a), Some(b)) => {
+                        assert_eq!(snapshot(a), snapshot(b));
+                        assert_eq!(a.stats, b.stats);
+                    }
+                    (None, None) => assert!(!superword),
+                    _ => panic!("superword table lost"),
+                }
+            }
+            let choose = |h: &CountHistogram| -> Result<(u64, Option<Dropped>)> {
+                let (types, _, pieces) = h.kept(1);
+                let (kept, _, kept_pieces) = h.kept(3);
+                Ok((3, Some(Dropped { min_word_count: 3, types: types - kept, pretokens: pieces - kept_pieces })))
+            };
+            let limits = CountLimits { budget: CountBudget { total: 1 << 20, worker_table: 64 << 10 }, choose_min: Some(&choose) };
+            let pruned = count_parallel(&counter, 2, Some(&limits), feed).unwrap();
+            let mut expected = snapshot(&plain);
+            let before = expected.len();
+            expected.retain(|_, v| *v >= 3);
+            assert_eq!(snapshot(&pruned), expected);
+            assert_eq!(pruned.memory.types_left_out as usize, before - expected.len());
+            assert_eq!(pruned.memory.dropped.unwrap().types as usize, before - expected.len());
+        }
+    }
+
+    /// The low-peak merge of thread tables and the draining iteration see
+    /// exactly the entries of the tables.
+    #[test]
+    fn merging_thread_tables_and_draining_keep_every_entry() {
+        let mut parts = vec![WordCounts::new(), WordCounts::new(), WordCounts::new()];
+        let mut expected: HashMap<Vec<u8>, u64> = HashMap::new();
+        for i in 0..200_000u64 {
+            let key = format!("k{}{}", i % 70_001, if i % 5 == 0 { "-a-long-suffix-here" } else { "" });
+            parts[(i % 3) as usize].add(key.as_bytes(), i % 4 + 1);
+            *expected.entry(key.into_bytes()).or_insert(0) += i % 4 + 1;
+        }
+        let total = WordCounts::merge_all(parts);
+        assert!(total.short.packed);
+        assert_eq!(snapshot(&total), expected);
+        // A packed sum still takes additions (it becomes a hash table again).
+        let mut grown = WordCounts::merge_all(vec![WordCounts::from_bytes(&total.to_bytes()).unwrap(), WordCounts::new()]);
+        let mut more = expected.clone();
+        grown.add(b"k1", 5);
+        *more.entry(b"k1".to_vec()).or_insert(0) += 5;
+        grown.adder().add(b"fresh", 2);
+        more.insert(b"fresh".to_vec(), 2);
+        let mut other = WordCounts::new();
+        other.add(b"k2", 1);
+        *more.entry(b"k2".to_vec()).or_insert(0) += 1;
+        grown.merge(other);
+        assert_eq!(snapshot(&grown), more);
+        let mut drained = HashMap::new();
+        total.drain_each(|k, v| {
+            assert!(drained.insert(k.to_vec(), v).is_none());
+        });
+        assert_eq!(drained, expected);
     }
 }

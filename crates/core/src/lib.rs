@@ -27,6 +27,7 @@
 
 pub mod atomic;
 pub mod balance;
+pub mod budget;
 pub mod count;
 pub mod encode;
 pub mod error;
@@ -41,6 +42,7 @@ pub mod progress;
 mod scan;
 pub mod shard;
 pub mod steps;
+pub mod spill;
 pub mod train;
 pub mod util;
 

@@ -61,3 +61,34 @@ fn advise_huge(ptr: *mut u8, bytes: usize) {
 
 #[cfg(not(target_os = "linux"))]
 fn advise_huge(_ptr: *mut u8, _bytes: usize) {}
+
+/// Hands the whole pages of elements `from..to` of `v`'s buffer back to the
+/// kernel: they read as zeros if touched again, so callers only pass
+/// elements they never read again (unused capacity, or plain `Copy` data
+/// already consumed). Lets a table that is being emptied shrink its
+/// resident memory as it goes, without a copy.
+pub(crate) fn release<T>(v: &Vec<T>, from: usize, to: usize) {
+    #[cfg(target_os = "linux")]
+    {
+        let size = std::mem::size_of::<T>();
+        let to = to.min(v.capacity());
+        if from >= to || (to - from) * size < 1 << 16 {
+            return;
+        }
+        const PAGE: usize = 4096;
+        let base = v.as_ptr() as usize;
+        let start = (base + from * size).next_multiple_of(PAGE);
+        let end = (base + to * size) / PAGE * PAGE;
+        if end > start {
+            // SAFETY: [start, end) lies inside `v`'s allocation; MADV_DONTNEED
+            // only replaces those pages by zero pages (a valid bit pattern for
+            // the plain data callers pass, which they never read again), and
+            // a failure leaves them as they were.
+            unsafe {
+                libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_DONTNEED);
+            }
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = (v, from, to);
+}

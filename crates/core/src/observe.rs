@@ -73,6 +73,9 @@ pub trait Observer: Send {
     fn encoded(&mut self, _stats: &EncodeStats) {}
     /// A round of parity balancing ended (`balance::parity`).
     fn balancing(&mut self, _round: &BalanceRound) {}
+    /// The merge phase would not fit `max_memory` (`budget` bytes): it runs
+    /// with a higher `min_word_count`, dropping the rarest word types.
+    fn dropped_for_memory(&mut self, _dropped: &crate::budget::Dropped, _budget: u64, _pretokens: u64) {}
 }
 
 /// An observer that sees nothing and never stops.

@@ -126,8 +126,11 @@ pub fn count_fed(
     config.validate()?;
     lang_bytes.resize(languages.map_or(0, |t| t.names.len()), 0);
     let mode = count_mode(config, languages);
+    // Plain counts are the final table: a spilled count may leave out the
+    // rarest types as its runs merge (weighted and SuperBPE counts go on).
+    let final_counts = matches!(mode, CountMode::Plain) && config.superbpe.is_none();
     let mut skipped = 0;
-    let mut counts = count_words_mode(config, observer, mode, |sink, observer| {
+    let mut counts = count_words_mode(config, observer, mode, final_counts, |sink, observer| {
         skipped = feed(sink, observer, &mut lang_bytes)?;
         Ok(())
     })?;

@@ -305,6 +305,24 @@ impl Observer for ProgressPrinter {
         self.reading("encoding", p)
     }
 
+    fn dropped_for_memory(&mut self, d: &crate::budget::Dropped, budget: u64, pretokens: u64) {
+        let share = d.pretokens as f64 / pretokens.max(1) as f64;
+        match self.format {
+            ProgressFormat::Human => self.line(&format!(
+                "memory: the merge phase would not fit max_memory {}: min_word_count raised to {}, dropping the {} rarest word types ({:.3}% of pre-tokens)",
+                crate::budget::human(budget),
+                d.min_word_count,
+                d.types,
+                share * 100.0
+            )),
+            ProgressFormat::Json => self.json(serde_json::json!({
+                "phase": "memory", "max_memory": budget, "effective_min_word_count": d.min_word_count,
+                "word_types_dropped": d.types, "pretokens_dropped": d.pretokens, "pretoken_share_dropped": share,
+            })),
+            ProgressFormat::Off => {}
+        }
+    }
+
     fn encoded(&mut self, s: &EncodeStats) {
         match self.format {
             ProgressFormat::Human => self.line(&format!(

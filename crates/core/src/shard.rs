@@ -71,7 +71,9 @@ pub fn count_shard(
     let mut lang_bytes = vec![0u64; languages.map_or(0, |t| t.names.len())];
     let raw = Arc::new(AtomicU64::new(0));
     let mode = count_mode(config, languages);
-    let counts = count_words_mode(config, observer, mode, |sink, observer| {
+    // Not the final counts (the driver sums the shards), so a spilled count
+    // keeps every type.
+    let counts = count_words_mode(config, observer, mode, false, |sink, observer| {
         if observer.should_stop() {
             return Err(Error::interrupted());
         }

@@ -293,6 +293,18 @@ impl Observer for PyObserver {
             d.set_item("tokens", s.tokens)
         })
     }
+    fn dropped_for_memory(&mut self, dropped: &bpeforge_core::budget::Dropped, budget: u64, pretokens: u64) {
+        if let Some(printer) = self.printer() {
+            printer.dropped_for_memory(dropped, budget, pretokens)
+        }
+        self.emit(false, |d| {
+            base(d, "memory", dropped.types, None, "word types dropped", 0.0, true)?;
+            d.set_item("max_memory", budget)?;
+            d.set_item("effective_min_word_count", dropped.min_word_count)?;
+            d.set_item("pretokens_dropped", dropped.pretokens)?;
+            d.set_item("pretoken_share_dropped", dropped.pretokens as f64 / pretokens.max(1) as f64)
+        })
+    }
     fn balancing(&mut self, r: &BalanceRound) {
         if let Some(printer) = self.printer() {
             printer.balancing(r)

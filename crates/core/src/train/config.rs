@@ -40,6 +40,10 @@ pub struct TrainConfig {
     pub balance: Option<LanguageBalance>,
     /// Write (merge index, pair count, elapsed seconds) rows here, live.
     pub progress_csv: Option<PathBuf>,
+    /// The memory budget in bytes (None: `crate::budget::default_budget`):
+    /// counting spills to disk and the merge phase drops the rarest word
+    /// types rather than grow past it (see `crate::budget`).
+    pub max_memory: Option<u64>,
 }
 
 /// Language-balanced counting: each line's language comes from a side file
@@ -161,7 +165,13 @@ impl TrainConfig {
             token_limits: TokenLimits::default(),
             balance: None,
             progress_csv: None,
+            max_memory: None,
         }
+    }
+
+    /// The memory budget this run keeps to, in bytes.
+    pub fn memory_budget(&self) -> u64 {
+        self.max_memory.unwrap_or_else(crate::budget::default_budget)
     }
 
     /// Takes scheme, pre-tokenizer and special tokens from `resume_from`.
@@ -185,6 +195,9 @@ impl TrainConfig {
         }
         if self.vocab_size > u32::MAX as usize / 2 {
             return Err(Error::parameter(format!("vocab_size {} is too large", self.vocab_size)));
+        }
+        if self.max_memory == Some(0) {
+            return Err(Error::parameter("max_memory must be a positive number of bytes (e.g. \"8G\"), or None for the default"));
         }
         if self.max_token_length == Some(0) {
             return Err(Error::parameter("max_token_length must be at least 1 (or None for no limit)"));
@@ -364,6 +377,11 @@ impl TrainConfig {
         self.progress_csv = Some(path);
         self
     }
+    /// The memory budget in bytes (see `crate::budget`).
+    pub fn max_memory(mut self, bytes: u64) -> Self {
+        self.max_memory = Some(bytes);
+        self
+    }
 }
 
 /// The training options as one flat record: exactly the keys of the dict the
@@ -417,6 +435,9 @@ pub struct TrainOptions {
     pub balance_min_lines: u64,
     pub balance_max_lift: f64,
     pub progress_csv: Option<PathBuf>,
+    /// The memory budget in bytes (`None`: a share of the available memory;
+    /// Python parses "8G" and friends into bytes).
+    pub max_memory: Option<u64>,
 }
 
 impl Default for TrainOptions {
@@ -458,6 +479,7 @@ impl Default for TrainOptions {
             balance_min_lines: parity.min_lines,
             balance_max_lift: parity.max_lift,
             progress_csv: None,
+            max_memory: None,
         }
     }
 }
@@ -512,6 +534,7 @@ impl TrainOptions {
             config = config.checkpoint(path, self.checkpoint_every);
         }
         config.progress_csv = self.progress_csv;
+        config.max_memory = self.max_memory;
         let source = match (self.langs, self.file_languages, self.lang_field) {
             (Some(files), None, None) => Some(LangSource::Files(files)),
             (None, Some(tags), None) => Some(LangSource::PerFile(tags)),

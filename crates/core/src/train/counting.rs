@@ -2,7 +2,7 @@
 //! stage-2 units of a `TrainConfig`, fed with chunks from files or Python.
 
 use super::TrainConfig;
-use crate::count::{count_parallel, Counter, WordCounts};
+use crate::count::{count_parallel, CountLimits, Counter, WordCounts};
 use crate::error::Result;
 use crate::input::Chunk;
 use crate::model::Scheme;
@@ -19,7 +19,7 @@ pub fn count_words<'c>(
     observer: &mut dyn Observer,
     feed: impl FnOnce(&mut dyn FnMut(Chunk) -> Result<()>, &mut dyn Observer) -> Result<()>,
 ) -> Result<WordCounts> {
-    count_words_weighted(config, observer, None, feed)
+    count_words_mode(config, observer, CountMode::Plain, false, feed)
 }
 
 /// `count_words` with per-language integer weights (chunks carry languages).
@@ -33,7 +33,7 @@ pub fn count_words_weighted<'c>(
         Some(w) => CountMode::Weighted(w),
         None => CountMode::Plain,
     };
-    count_words_mode(config, observer, mode, feed)
+    count_words_mode(config, observer, mode, false, feed)
 }
 
 /// How counting treats the language of each text.
@@ -46,10 +46,14 @@ pub(crate) enum CountMode<'w> {
     Tagged,
 }
 
+/// `final_counts`: the counts are trained on as they are (not a part of a
+/// later sum, nor reweighted), so merging spilled runs may already drop the
+/// rarest word types the merge phase would not have room for.
 pub(crate) fn count_words_mode<'c>(
     config: &'c TrainConfig,
     observer: &mut dyn Observer,
     mode: CountMode<'_>,
+    final_counts: bool,
     feed: impl FnOnce(&mut dyn FnMut(Chunk) -> Result<()>, &mut dyn Observer) -> Result<()>,
 ) -> Result<WordCounts> {
     let (lang_weights, tag_languages) = match mode {
@@ -72,5 +76,15 @@ pub(crate) fn count_words_mode<'c>(
         tag_languages,
     };
     let threads = threads_or_default(config.threads);
-    count_parallel(&counter, threads, |sink| feed(sink, observer))
+    // The budget less what the process holds now (Python, the input's
+    // buffers): counting keeps within the rest.
+    let budget = config.memory_budget();
+    let room = budget.saturating_sub(crate::budget::process_rss());
+    let asked = config.min_word_count.max(1);
+    let choose = move |h: &crate::budget::CountHistogram| crate::budget::fit_merge_phase(h, asked, room, budget, true);
+    let limits = CountLimits {
+        budget: crate::budget::CountBudget::new(room, threads),
+        choose_min: if final_counts { Some(&choose) } else { None },
+    };
+    count_parallel(&counter, threads, Some(&limits), |sink| feed(sink, observer))
 }

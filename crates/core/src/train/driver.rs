@@ -11,7 +11,8 @@
 
 use super::extend::Resume;
 use super::merge::{learn_merges, Flow, Learned, MergeParams};
-use super::stats::{Corpus, MergeBreakdown, Settings, Timings, TrainStats, WordCountTable, WordTableStats};
+use super::stats::{Corpus, MemoryBudget, MergeBreakdown, Settings, Timings, TrainStats, WordCountTable, WordTableStats};
+use crate::budget::Dropped;
 use super::words::{self, WordBase};
 use super::{counting::POLL_SECONDS, TrainConfig};
 use crate::count::{CountStats, WordCounts};
@@ -55,6 +56,11 @@ pub(crate) fn train_with_stats(
     let specials = config.all_special_tokens();
     let merge_start = Instant::now();
     let resume = Resume::new(config, &specials)?;
+    let fitted = fit_to_budget(&counts, config)?;
+    if let Some(d) = &fitted.dropped {
+        observer.dropped_for_memory(d, fitted.budget, counted.stats.pieces);
+    }
+    let config = fitted.config.as_ref().unwrap_or(config);
     // The setup steps report their own progress (`steps`).
     let (table_seconds, run) = crate::steps::watch(observer, |observer| -> Result<_> {
         let base = words::build(counts, config, &specials, &resume)?;
@@ -81,12 +87,13 @@ pub(crate) fn train_with_stats(
         },
         word_types: counted.word_types,
         word_count_table: WordCountTable::new(counted.table_bytes, counted.word_types),
-        word_types_pruned: run.pruned,
+        word_types_pruned: run.pruned + fitted.memory_left_out,
         word_table: run.word_table,
         resumed_merges: run.old_merges.len(),
         stopped_early: model.merges.len() < run.target,
         superbpe: None,
         import: resume.model.and_then(|m| m.metadata.get("import")).cloned(),
+        memory_budget: Some(fitted.memory),
     };
     Ok((model, stats))
 }
@@ -100,7 +107,11 @@ struct Counted {
 
 /// Step 2: a clear error for empty input; the counts' size.
 fn check_counts(counts: &WordCounts, inputs: &serde_json::Value) -> Result<Counted> {
-    let counted = Counted { word_types: counts.len(), table_bytes: counts.memory_bytes(), stats: counts.stats.clone() };
+    let counted = Counted {
+        word_types: counts.len() + counts.memory.types_left_out as usize,
+        table_bytes: counts.memory_bytes(),
+        stats: counts.stats.clone(),
+    };
     if counts.is_empty() {
         return Err(Error::training(format!(
             "no text to train on: the input ({}) has {} text(s) but no pre-tokens; is it empty?",
@@ -109,6 +120,37 @@ fn check_counts(counts: &WordCounts, inputs: &serde_json::Value) -> Result<Count
         )));
     }
     Ok(counted)
+}
+
+/// The run's config for the merge phase (a copy with a higher
+/// `min_word_count` if the budget needs one), and the budget's record.
+struct Fitted {
+    config: Option<TrainConfig>,
+    memory: MemoryBudget,
+    /// Types counted but never in the table (merged runs left them out).
+    memory_left_out: usize,
+    dropped: Option<Dropped>,
+    /// The budget in bytes (the default one resolved).
+    budget: u64,
+}
+
+/// Step 2b: estimates the merge phase's memory from the word types and, if
+/// it would not fit the budget, raises `min_word_count` just enough (adding
+/// to what merging spilled runs already dropped).
+fn fit_to_budget(counts: &WordCounts, config: &TrainConfig) -> Result<Fitted> {
+    let budget = config.memory_budget();
+    // What the process holds besides the counts (freed as the word table is built).
+    let others = crate::budget::process_rss().saturating_sub(counts.table_bytes());
+    let room = budget.saturating_sub(others);
+    let asked = config.min_word_count.max(1);
+    let (chosen, dropped) = crate::budget::fit_merge_phase(&counts.histogram(), asked, room, budget, false)?;
+    let dropped = match (counts.memory.dropped, dropped) {
+        (Some(a), Some(b)) => Some(Dropped { min_word_count: b.min_word_count, types: a.types + b.types, pretokens: a.pretokens + b.pretokens }),
+        (a, b) => b.or(a),
+    };
+    let memory = MemoryBudget::new(config.max_memory, &counts.memory, dropped, asked, counts.stats.pieces);
+    let config = (chosen > asked).then(|| config.clone().min_word_count(chosen));
+    Ok(Fitted { config, memory, memory_left_out: counts.memory.types_left_out as usize, dropped, budget })
 }
 
 /// Everything the merge loop starts from.

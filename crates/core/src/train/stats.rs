@@ -28,6 +28,41 @@ pub struct TrainStats {
     /// An extended import keeps what its importer recorded.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub import: Option<serde_json::Value>,
+    /// What keeping to `max_memory` took (spilled runs, dropped types).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub memory_budget: Option<MemoryBudget>,
+}
+
+/// The memory budget's record: the budget, what counting spilled, and the
+/// rarest word types dropped so the merge phase fits (`min_word_count` the
+/// merge phase ran with; the types and the share of all pre-tokens dropped
+/// beyond the `min_word_count` asked for).
+#[derive(Debug, Clone, Serialize)]
+pub struct MemoryBudget {
+    /// As given (None: the default share of the available memory, which
+    /// differs from machine to machine and is not recorded).
+    pub max_memory: Option<u64>,
+    pub spill_runs: usize,
+    pub spill_bytes: u64,
+    pub effective_min_word_count: u64,
+    pub word_types_dropped: u64,
+    pub pretokens_dropped: u64,
+    pub pretoken_share_dropped: f64,
+}
+
+impl MemoryBudget {
+    pub fn new(max_memory: Option<u64>, spilled: &crate::count::CountMemory, dropped: Option<crate::budget::Dropped>, asked: u64, pretokens: u64) -> Self {
+        let d = dropped.unwrap_or(crate::budget::Dropped { min_word_count: asked, types: 0, pretokens: 0 });
+        MemoryBudget {
+            max_memory,
+            spill_runs: spilled.spill_runs,
+            spill_bytes: spilled.spill_bytes,
+            effective_min_word_count: d.min_word_count,
+            word_types_dropped: d.types,
+            pretokens_dropped: d.pretokens,
+            pretoken_share_dropped: if pretokens > 0 { (d.pretokens as f64 / pretokens as f64 * 1e6).round() / 1e6 } else { 0.0 },
+        }
+    }
 }
 
 #[derive(Debug, Clone, Serialize)]

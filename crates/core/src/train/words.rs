@@ -76,7 +76,8 @@ fn bytes_base(
             let mut table = WordTable::with_capacity(symbols);
             let mut pruned = 0usize;
             let mut result = Ok(());
-            counts.for_each(|piece, count| {
+            // Draining: the counts' memory is freed as the table fills.
+            counts.drain_each(|piece, count| {
                 step.tick();
                 if count < min_count {
                     pruned += 1;
@@ -91,15 +92,15 @@ fn bytes_base(
             (table, pruned)
         }
     };
-    drop(counts);
     super::release_free_memory();
     Ok(WordBase { tokens, table, alphabet: None, unk: None, pruned })
 }
 
 /// The bytes scheme's word table (symbols `base_start + byte`, after
 /// `lead`), built on `threads` threads, each from its share of the counts
-/// (`WordCounts::for_each_part`): the same words in the same order as one
-/// thread would write them. Returns it and the number of pruned types.
+/// (`WordCounts::for_each_part`, then `drain_part`, which frees the counts
+/// as the table fills): the same words in the same order as one thread
+/// would write them. Returns it and the number of pruned types.
 fn bytes_table_in_parts(
     counts: &WordCounts,
     base_start: u32,
@@ -128,7 +129,8 @@ fn bytes_table_in_parts(
     let table = WordTable::build_in_parts(&sizes, &|p, out| {
         let mut result = Ok(());
         let mut tick = step.ticker();
-        counts.for_each_part(p, threads, |piece, count| {
+        // The last read of the counts: each share frees its pages as it goes.
+        counts.drain_part(p, threads, |piece, count| {
             tick.tick();
             if count >= min_count && piece.len() + lead_len >= 2 && result.is_ok() {
                 result = out.push(lead.into_iter().chain(piece.iter().map(|&b| base_start + b as u32)), count);

@@ -1,0 +1,133 @@
+"""max_memory: counting spills sorted runs to disk and merges them to the
+exact in-memory counts; a merge phase that would not fit drops the rarest
+word types, says so, and equals the run with that min_word_count asked for;
+a budget too small even so is a clear error."""
+
+from __future__ import annotations
+
+import json
+import random
+import struct
+import subprocess
+import sys
+
+import pytest
+
+import bpeforge
+from bpeforge import _native
+from bpeforge.options import TrainOptions
+
+
+def _rss() -> int:
+    with open("/proc/self/status", encoding="ascii") as f:
+        return next(int(line.split()[1]) * 1024 for line in f if line.startswith("VmRSS:"))
+
+
+@pytest.fixture(scope="module")
+def zipf_corpus(tmp_path_factory) -> str:
+    """About 14 MB (several 4 MB chunks) of words drawn from 200k types with
+    Zipf-like frequencies: many rare types, a few frequent ones."""
+    rng = random.Random(13)
+    letters = "abcdefghijklmnopqrstuvwxyzéøß"
+    types = ["".join(rng.choice(letters) for _ in range(rng.randint(3, 12))) for _ in range(200_000)]
+    weights = [1.0 / (i + 1) for i in range(len(types))]
+    path = tmp_path_factory.mktemp("budget") / "zipf.txt"
+    with open(path, "w", encoding="utf-8") as f:
+        for _ in range(120):
+            words = rng.choices(types, weights, k=10_000)
+            f.write("\n".join(" ".join(words[i:i + 20]) for i in range(0, len(words), 20)) + "\n")
+    return str(path)
+
+
+# Runs in a fresh interpreter: a budget just above what the process holds is
+# only meaningful where that does not drift (a long test session's does).
+_SQUEEZED = """
+import json, sys
+import bpeforge
+from bpeforge import cli
+args = json.loads(sys.argv[1])
+# Warm up (threads, buffers, caches), so that the process holds then what it
+# will hold while counting again.
+bpeforge.train(args.get("corpus") or args["cli"][1], vocab_size=300, threads=2, progress=False)
+rss = next(int(l.split()[1]) * 1024 for l in open("/proc/self/status") if l.startswith("VmRSS:"))
+budget = rss + (48 << 20) + (6 << 20)  # the merge phase's fixed part and a few MB of word types
+if args.get("cli"):
+    sys.exit(cli.main([*args["cli"], "--max-memory", str(budget)]))
+tok = bpeforge.train(args["corpus"], vocab_size=600, threads=2, progress=False, max_memory=budget)
+print(json.dumps(tok.metadata["memory_budget"]))
+print(json.dumps([[x.hex() if isinstance(x, bytes) else x for x in m] for m in tok.merges]))
+"""
+
+
+def _squeezed(**args) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", _SQUEEZED, json.dumps(args)], capture_output=True, text=True,
+                          timeout=600)
+
+
+def _decode_counts(data: bytes) -> tuple[tuple[int, ...], dict[bytes, int]]:
+    """The engine's binary word counts (magic, 5 stats, types, entries)."""
+    assert data[:8] == b"BPFCNT02"
+    stats = struct.unpack_from("<5Q", data, 8)
+    (n,) = struct.unpack_from("<Q", data, 48)
+    p, out = 56, {}
+    for _ in range(n):
+        (length,) = struct.unpack_from("<I", data, p)
+        key = data[p + 4:p + 4 + length]
+        (count,) = struct.unpack_from("<Q", data, p + 4 + length)
+        out[key] = count
+        p += 12 + length
+    return stats, out
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_spilled_counts_equal_the_in_memory_count(zipf_corpus, threads, tmp_path, monkeypatch) -> None:
+    args = TrainOptions(threads=threads).engine_args()
+    whole = _decode_counts(_native.count_files([zipf_corpus], args, "off", None))
+    # A budget below what the process already holds: every chunk spills,
+    # into TMPDIR, and the runs are gone afterwards.
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    tiny = _native.count_files([zipf_corpus], dict(args, max_memory=1 << 20), "off", None)
+    assert _decode_counts(tiny) == whole
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_spill_files_are_removed_when_counting_fails(tmp_path, monkeypatch) -> None:
+    bad = tmp_path / "bad.txt"
+    bad.write_bytes(("ordinary words here\n" * 300_000).encode() + b"\xff\xfe broken\n")
+    spill = tmp_path / "spill"
+    spill.mkdir()
+    monkeypatch.setenv("TMPDIR", str(spill))
+    args = TrainOptions(scheme="chars", threads=2).engine_args()
+    with pytest.raises(bpeforge.InputError, match="invalid UTF-8"):
+        _native.count_files([str(bad)], dict(args, max_memory=1 << 20), "off", None)
+    assert list(spill.iterdir()) == []
+
+
+def test_a_merge_phase_over_budget_drops_the_rarest_types_like_min_word_count(zipf_corpus) -> None:
+    full = bpeforge.train(zipf_corpus, vocab_size=600, threads=2, progress=False)
+    assert full.metadata["memory_budget"]["word_types_dropped"] == 0
+    # Room for the merge phase's fixed part and a few MB of word types.
+    run = _squeezed(corpus=zipf_corpus)
+    assert run.returncode == 0, run.stderr
+    budget_line, merges_line = run.stdout.strip().splitlines()[-2:]
+    budget = json.loads(budget_line)
+    assert budget["effective_min_word_count"] > 1, budget
+    assert budget["word_types_dropped"] > 0 and 0 < budget["pretoken_share_dropped"] < 1
+    assert budget["spill_runs"] > 0
+    explicit = bpeforge.train(zipf_corpus, vocab_size=600, threads=2, progress=False,
+                              min_word_count=budget["effective_min_word_count"])
+    assert json.loads(merges_line) == [[x.hex() if isinstance(x, bytes) else x for x in m] for m in explicit.merges]
+
+
+def test_the_drop_is_said_on_the_progress_output(zipf_corpus, tmp_path) -> None:
+    out = tmp_path / "m.json"
+    run = _squeezed(cli=["train", zipf_corpus, "--vocab-size", "300", "--progress", "json", "-o", str(out)])
+    assert run.returncode == 0, run.stderr
+    events = [json.loads(line) for line in run.stderr.splitlines() if line.startswith("{")]
+    (memory,) = [e for e in events if e.get("phase") == "memory"]
+    assert memory["word_types_dropped"] > 0 and memory["effective_min_word_count"] > 1
+
+
+def test_a_budget_too_small_even_for_the_most_frequent_types_fails_clearly(zipf_corpus) -> None:
+    with pytest.raises(bpeforge.TrainingError, match="max_memory .* is too small"):
+        bpeforge.train(zipf_corpus, vocab_size=300, progress=False, max_memory="1M")
