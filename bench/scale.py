@@ -179,9 +179,11 @@ def dropped(run: dict[str, Any]) -> str:
     b = run.get("budget")
     if not b:
         return "none"
-    types = b.get("types_dropped", 0)
+    types = b.get("word_types_dropped", 0)
     share = b.get("pretoken_share_dropped", 0.0)
-    return f"{types:,} types ({share:.2%} of pre-tokens)" if types else "none"
+    spilled = f"; {b['spill_runs']} runs spilled" if b.get("spill_runs") else ""
+    dropped_text = f"{types:,} types ({share:.2%} of pre-tokens), min_word_count {b['effective_min_word_count']}" if types else "none"
+    return dropped_text + spilled
 
 
 def table(rows: list[dict[str, Any]]) -> str:
