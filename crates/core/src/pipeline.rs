@@ -58,6 +58,15 @@ pub fn train_files(paths: &[PathBuf], config: &TrainConfig, observer: &mut dyn O
                 _ => None,
             };
             let file = FileStart::new(path, i, paths.len(), raw.load(Ordering::Relaxed), start.elapsed().as_secs_f64());
+            // Each file's start is reported at once, so that even a run too
+            // short for a live update tells the observer the totals.
+            let (done, t) = (raw.load(Ordering::Relaxed), start.elapsed().as_secs_f64());
+            observer.counting(&CountProgress {
+                raw_bytes_done: done,
+                raw_bytes_total: Some(total),
+                elapsed: t,
+                file: Some(file.progress(done, t)),
+            });
             read_chunks(std::slice::from_ref(path), text_mode, raw.clone(), &mut |mut chunk| {
                 if let Some(t) = tagger.as_mut() {
                     t.tag(&mut chunk)?;
