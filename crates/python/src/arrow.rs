@@ -141,7 +141,7 @@ pub fn train_arrow(
     let counted = match (counted, py_error) {
         (Ok(c), _) => c,
         (Err(_), Some(e)) => return Err(e),
-        (Err(e), None) => return Err(finish::<()>(Err(e), observer).unwrap_err()),
+        (Err(e), None) => return finish(Err(e), observer),
     };
     let inputs = serde_json::json!(inputs);
     let result = py.detach(|| pipeline::train_counted(counted, &config, table.as_ref(), inputs, &mut observer));
