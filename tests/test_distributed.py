@@ -267,6 +267,98 @@ def test_a_short_language_file_is_named_on_ray(corpus, tmp_path):
         distributed.train([corpus["big"]], langs=[short], shard_bytes=9_000, progress=False)
 
 
+# ---- structured inputs: JSON lines with lang_field, Parquet and Arrow files -------
+
+
+@pytest.fixture(scope="module")
+def records(tmp_path_factory) -> dict[str, Path]:
+    """The sample corpus as tagged records: a JSON-lines file (cut into byte
+    ranges by small shards), two Parquet files of many row groups (one with
+    large_string text, a bad row in the second) and an Arrow IPC file, each
+    text with a language tag in a field or column."""
+    pa = pytest.importorskip("pyarrow", reason="pyarrow is not installed: pip install 'bpeforge[arrow]'")
+    import pyarrow.feather
+    import pyarrow.parquet as pq
+
+    d = tmp_path_factory.mktemp("records")
+    texts = bpeforge.sample_corpus().read_text(encoding="utf-8").splitlines()
+    langs = [("xx" if k % 7 == 0 else "en" if k % 3 else "de") for k in range(len(texts))]
+    jsonl = d / "records.jsonl"
+    jsonl.write_text("".join(json.dumps({"text": t, "meta": {"lang": g}}) + "\n" for t, g in zip(texts, langs)),
+                     encoding="utf-8")
+    half = len(texts) // 2
+    pq.write_table(pa.table({"text": texts[:half], "lang": langs[:half]}), d / "a.parquet", row_group_size=100)
+    pq.write_table(pa.table({"text": pa.array(texts[half:], pa.large_string()), "lang": langs[half:]}),
+                   d / "b.parquet", row_group_size=100)
+    pyarrow.feather.write_feather(pa.table({"text": texts, "lang": langs}), d / "all.arrow")
+    bad = [*texts[:250], None, *texts[250:300]]
+    pq.write_table(pa.table({"text": bad, "lang": ["en"] * len(bad)}), d / "bad.parquet", row_group_size=100)
+    return {"jsonl": jsonl, "a": d / "a.parquet", "b": d / "b.parquet", "arrow": d / "all.arrow",
+            "bad": d / "bad.parquet"}
+
+
+STRUCTURED_RUNS = {
+    "plain": dict(vocab_size=700),
+    "temperature": dict(vocab_size=700, temperature=2.0),
+    "parity": dict(vocab_size=500, max_premium=1.2, balance_rounds=2),
+    "superbpe": dict(vocab_size=700, temperature=2.0, superbpe_transition=600),
+}
+
+
+@pytest.mark.parametrize("run", sorted(STRUCTURED_RUNS))
+def test_lang_field_on_ray_equals_local(records, run):
+    kw = dict(STRUCTURED_RUNS[run], text_field="text", progress=False)
+    if run != "plain":
+        kw["lang_field"] = "meta.lang"
+    local = bpeforge.train([records["jsonl"]], **kw)
+    dist = distributed.train([records["jsonl"]], shard_bytes=20_000, **kw)
+    assert dist.metadata["timings"]["count_shards"] > 3
+    assert comparable(dist) == comparable(local)
+    if run != "plain":
+        assert set(dist.metadata["language_balance"]["languages"]) == {"en", "de", "xx"}
+
+
+@pytest.mark.parametrize("run", sorted(STRUCTURED_RUNS))
+def test_parquet_and_arrow_on_ray_equal_local(records, run):
+    kw = dict(STRUCTURED_RUNS[run], text_field="text", progress=False)
+    if run != "plain":
+        kw["lang_field"] = "lang"
+    files = [records["a"], records["b"], records["arrow"]]
+    local = bpeforge.train(files, **kw)
+    # Small shards: the Parquet files are cut into runs of row groups.
+    dist = distributed.train(files, shard_bytes=10_000, **kw)
+    assert dist.metadata["timings"]["count_shards"] > len(files)
+    assert comparable(dist) == comparable(local)
+
+
+def test_parquet_bad_rows_on_ray_as_locally(records):
+    kw = dict(vocab_size=400, text_field="text", progress=False)
+    with pytest.raises(bpeforge.InputError, match=r"bad\.parquet, row group 2, row 51: the text is null"):
+        distributed.train([records["bad"]], shard_bytes=2_000, **kw)
+    local = bpeforge.train([records["bad"]], on_bad_record="skip", **kw)
+    dist = distributed.train([records["bad"]], shard_bytes=2_000, on_bad_record="skip", **kw)
+    assert dist.metadata["corpus"]["bad_records"] == local.metadata["corpus"]["bad_records"] == 1
+    assert comparable(dist) == comparable(local)
+    with pytest.raises(bpeforge.ParameterError, match="not both"):
+        distributed.train([records["a"], records["jsonl"]], **kw)
+    with pytest.raises(bpeforge.InputError, match="no column 'body'"):
+        distributed.train([records["a"]], vocab_size=400, text_field="body", progress=False)
+
+
+def test_encode_structured_inputs_on_ray_equals_encode_file(records, tmp_path):
+    tok = bpeforge.train([records["jsonl"]], vocab_size=600, text_field="text", progress=False)
+    for path, shard_bytes in ((records["jsonl"], 20_000), (records["a"], 1_000), (records["arrow"], 1_000)):
+        out = tmp_path / path.name
+        manifest = distributed.encode(tok, [path], out, format="npy", shard_bytes=shard_bytes, progress=False,
+                                      text_field="text")
+        whole = tmp_path / f"{path.name}.npy"
+        tok.encode_file(path, whole, format="npy", text_field="text")
+        ids, offsets = distributed.load_encoded(out)
+        assert np.array_equal(ids, np.load(whole)) and np.array_equal(offsets, np.load(f"{whole}.offsets.npy"))
+        # JSON lines split into byte ranges; a Parquet/Arrow file is one shard.
+        assert (len(manifest["shards"]) > 1) == (path.suffix == ".jsonl")
+
+
 # ---- encoding -------------------------------------------------------------------
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import gzip
 import json
+from pathlib import Path
 
 import pytest
 
@@ -311,3 +312,41 @@ def test_encode_file_reads_a_text_field(texts, tmp_path) -> None:
     assert cli.main(["encode", "-m", str(tmp_path / "m.json"), str(src), "--text-field", "text", "-q",
                      "-o", str(via_cli)]) == 0
     assert via_cli.read_bytes() == a.read_bytes()
+
+
+@pytest.mark.parametrize("fmt", ["ids", "npy", "bin"])
+def test_encode_file_reads_parquet_and_arrow_columns(texts, tmp_path, fmt) -> None:
+    pa = _pa()
+    import pyarrow.feather
+
+    tok = bpeforge.train_from_iterator(texts, vocab_size=VOCAB, progress=False)
+    pq_path, ipc_path = tmp_path / "c.parquet", tmp_path / "c.arrow"
+    pa.parquet.write_table(pa.table({"id": list(range(len(texts))), "text": texts}), pq_path, row_group_size=300)
+    pyarrow.feather.write_feather(pa.table({"text": pa.array(texts, pa.large_string())}), ipc_path, chunksize=250)
+    plain_src = tmp_path / "c.txt"
+    plain_src.write_bytes("".join(t + "\n" for t in texts).encode("utf-8"))
+    expected = tmp_path / f"plain.{fmt}"
+    tok.encode_file(plain_src, expected, format=fmt)
+    for src in (pq_path, ipc_path):
+        out = tmp_path / f"{src.name}.{fmt}"
+        stats = tok.encode_file(src, out, format=fmt, text_field="text")
+        assert stats["lines"] == len(texts)
+        assert out.read_bytes() == expected.read_bytes()
+        if fmt != "ids":
+            assert Path(f"{out}.offsets.npy").read_bytes() == Path(f"{expected}.offsets.npy").read_bytes()
+    # Row i of the output is row i of the input: a null text is an error naming
+    # file, row group and row, and nothing is written.
+    bad = tmp_path / "bad.parquet"
+    pa.parquet.write_table(pa.table({"text": [*texts[:400], None]}), bad, row_group_size=300)
+    with pytest.raises(bpeforge.InputError, match=r"bad\.parquet, row group 1, row 101: the text is null"):
+        tok.encode_file(bad, tmp_path / f"bad.{fmt}", format=fmt, text_field="text")
+    assert not (tmp_path / f"bad.{fmt}").exists() and not (tmp_path / f"bad.{fmt}.offsets.npy").exists()
+    with pytest.raises(bpeforge.ParameterError, match="text_field"):
+        tok.encode_file(pq_path, tmp_path / "x.ids")
+    with pytest.raises(bpeforge.InputError, match="no column 'body'"):
+        tok.encode_file(pq_path, tmp_path / "x.ids", text_field="body")
+    tok.save(tmp_path / "m.json")
+    via_cli = tmp_path / f"cli.{fmt}"
+    assert cli.main(["encode", "-m", str(tmp_path / "m.json"), str(pq_path), "--text-field", "text", "-q",
+                     "--format", fmt, "-o", str(via_cli)]) == 0
+    assert via_cli.read_bytes() == expected.read_bytes()

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 import bpeforge
 from bpeforge import _native, cli
-from bpeforge.options import FILE_ONLY, NAMES, NOT_ON_RAY, TrainOptions
+from bpeforge.options import FILE_ONLY, NAMES, TrainOptions
 
 # Flags of `bpeforge train` that are not training options: what to read,
 # where to write, how to report, where to run.
@@ -157,17 +157,18 @@ def test_every_train_flag_is_an_option_or_a_known_cli_flag() -> None:
 
 @pytest.fixture
 def json_sample(tmp_path) -> str:
-    """The sample corpus as JSON lines (``{"text": ...}``), for --text-field."""
+    """The sample corpus as JSON lines (``{"text": ..., "lang": ...}``), for
+    --text-field and --lang-field."""
     import json
 
     path = tmp_path / "sample.jsonl"
     lines = bpeforge.sample_corpus().read_text(encoding="utf-8").splitlines()
-    path.write_text("".join(json.dumps({"text": t}) + "\n" for t in lines), encoding="utf-8")
+    path.write_text("".join(json.dumps({"text": t, "lang": "en"}) + "\n" for t in lines), encoding="utf-8")
     return str(path)
 
 
 def _input_for(name: str, json_sample: str) -> str:
-    return json_sample if name == "text_field" else str(bpeforge.sample_corpus())
+    return json_sample if name in ("text_field", "lang_field") else str(bpeforge.sample_corpus())
 
 
 def _run_cli(argv: list[str], monkeypatch, entry: str, corpus: str | None = None) -> dict:
@@ -204,15 +205,10 @@ def ray_instance():
 
 
 @pytest.mark.parametrize("name", NAMES)
-def test_cli_option_reaches_the_engine_with_ray(name, samples, json_sample, monkeypatch, capsys,
+def test_cli_option_reaches_the_engine_with_ray(name, samples, json_sample, monkeypatch,
                                                 ray_instance) -> None:
     flags, expected = samples[name]
     argv = [*flags, "--ray", "--shard-mb", "0.1"]
-    if name in NOT_ON_RAY:
-        # Refused, naming the option: never dropped.
-        assert cli.main(["train", str(bpeforge.sample_corpus()), "--quiet", *argv]) == 1
-        assert name in capsys.readouterr().err
-        return
     engine = _run_cli(argv, monkeypatch, "train_count_sum", _input_for(name, json_sample))
     assert engine[name] == expected
 
@@ -220,14 +216,11 @@ def test_cli_option_reaches_the_engine_with_ray(name, samples, json_sample, monk
 def test_ray_takes_every_option_and_checks_them_first(ray_instance) -> None:
     from bpeforge import distributed
 
-    # lang_field alone is refused on Ray, by name (the shards would need the
-    # records' languages before counting).
-    assert NOT_ON_RAY == frozenset({"lang_field"})
-    with pytest.raises(bpeforge.ParameterError, match="lang_field"):
-        distributed.train([bpeforge.sample_corpus()], progress=False, text_field="text", lang_field="lang")
     # Cross-option rules are the engine's, checked on the driver before any task.
     with pytest.raises(bpeforge.ParameterError, match="max_premium needs langs"):
         distributed.train([bpeforge.sample_corpus()], progress=False, max_premium=1.3)
+    with pytest.raises(bpeforge.ParameterError, match="lang_field.*needs text_field"):
+        distributed.train([bpeforge.sample_corpus()], progress=False, lang_field="lang")
 
 
 # ---- pre-tokenizers: exact preset names, explicit regexes, nothing lost ----------

@@ -51,8 +51,10 @@ class _Source:
     """Batches of one column set from Parquet/Arrow files, each with where it
     comes from (file and row group, for errors) and its first row's number."""
 
-    def __init__(self, paths: list[str], columns: list[str], batch_rows: int = BATCH_ROWS) -> None:
-        self.paths, self.columns, self.batch_rows = paths, columns, batch_rows
+    def __init__(self, paths: list[str], columns: list[str], batch_rows: int = BATCH_ROWS,
+                 row_groups: tuple[int, int] | None = None) -> None:
+        # row_groups: only Parquet row groups first..end-1 (a shard of one file).
+        self.paths, self.columns, self.batch_rows, self.row_groups = paths, columns, batch_rows, row_groups
 
     def __iter__(self) -> Iterator[tuple[str, int, Any]]:
         for path in self.paths:
@@ -75,7 +77,8 @@ class _Source:
         except (pa.ArrowException, OSError) as e:
             raise InputError(f"{path}: not a readable Parquet file ({e})") from None
         self._check_columns(path, pf.schema_arrow.names)
-        for group in range(pf.num_row_groups):
+        first, end = self.row_groups or (0, pf.num_row_groups)
+        for group in range(first, min(end, pf.num_row_groups)):
             where = f"{path}, row group {group}"
             row = 1
             batches = pf.iter_batches(batch_size=self.batch_rows, row_groups=[group], columns=self.columns)
@@ -205,12 +208,21 @@ class _Rows:
         return list(counts), list(counts.values())
 
 
-def _train(make_source: Any, inputs: list[str], text: str, lang: str | None, options: Any, progress: str) -> Any:
-    """Trains on Arrow batches (``make_source()`` gives a fresh iterable each pass)."""
+def engine_settings(options: Any) -> tuple[dict[str, Any], str, str | None, str]:
+    """An Arrow run's engine arguments, and the text column, language column
+    and ``on_bad_record`` rule that Python applies to the batches (the
+    engine reads the batches as they are: it needs no text mode)."""
     engine = options.engine_args()
-    on_bad_record = engine["on_bad_record"]
-    # The engine reads the batches as they are: it needs no text mode.
+    text, lang, on_bad_record = engine["text_field"], engine["lang_field"], engine["on_bad_record"]
     engine.update(text_field=None, on_bad_record="error", lang_field=lang)
+    return engine, text, lang, on_bad_record
+
+
+def _train(make_source: Any, inputs: list[str], text: str, lang: str | None, options: Any, progress: str) -> Any:
+    """Trains on Arrow batches (``make_source()`` gives a fresh iterable each
+    pass) of the ``text`` column, balanced by the ``lang`` column if given."""
+    engine, _, _, on_bad_record = engine_settings(options)
+    engine["lang_field"] = lang
     rows = _Rows(text, lang, on_bad_record, None)
     languages = None
     if lang is not None:
@@ -219,23 +231,95 @@ def _train(make_source: Any, inputs: list[str], text: str, lang: str | None, opt
     return _native.train_arrow(rows.batches(make_source()), engine, progress, inputs, languages)
 
 
-def train_files(files: list[str], options: Any, progress: str) -> Any:
-    """``bpeforge.train`` on Parquet/Arrow files."""
+def check_files(files: list[str], options: Any) -> list[str]:
+    """Checks Parquet/Arrow inputs and their options; returns the columns to
+    read (the text column, then the language column if any)."""
     not_arrow = [f for f in files if not is_arrow_path(f)]
     if not_arrow:
         raise ParameterError(f"give either Parquet/Arrow files or text files, not both ({not_arrow[0]} is not "
                              f"{'/'.join(PARQUET + ARROW_IPC)})")
     options.refuse(TEXT_FILE_ONLY, "for Parquet/Arrow input", "texts are rows of a column")
-    engine = options.engine_args()
-    if engine["text_field"] is None:
+    text, lang = options.text_field, options.lang_field
+    if text is None:
         raise ParameterError("Parquet/Arrow input: give text_field= (the name of the text column)")
     for f in files:
         if not os.path.isfile(f):
             raise InputError(f"cannot read {f}: " + ("it is a directory, not a file" if os.path.isdir(f)
                                                       else "no such file"))
-    text, lang = engine["text_field"], engine["lang_field"]
-    columns = [text] + ([lang] if lang and lang != text else [])
-    return _train(lambda: _Source(files, columns), files, text, lang, options, progress)
+    return [text] + ([lang] if lang and lang != text else [])
+
+
+def train_files(files: list[str], options: Any, progress: str) -> Any:
+    """``bpeforge.train`` on Parquet/Arrow files."""
+    columns = check_files(files, options)
+    return _train(lambda: _Source(files, columns), files, options.text_field, options.lang_field, options, progress)
+
+
+def encode_files(tok: Any, files: list[str], dst: str, format: str, threads: int | None, rules: tuple[Any, Any],
+                 progress: str, text_field: str | None) -> tuple:
+    """``Tokenizer.encode_file`` on Parquet/Arrow files: the ``text_field``
+    column, row ``i`` of the output for row ``i`` of the input (a null text
+    is an error naming file, row group and row)."""
+    not_arrow = [f for f in files if not is_arrow_path(f)]
+    if not_arrow:
+        raise ParameterError(f"give either Parquet/Arrow files or text files, not both ({not_arrow[0]} is not "
+                             f"{'/'.join(PARQUET + ARROW_IPC)})")
+    if text_field is None:
+        raise ParameterError("Parquet/Arrow input: give text_field= (the name of the text column)")
+    rows = _Rows(text_field, None, "error", None)
+    return _native.encode_arrow_file(tok._native, rows.batches(_Source(files, [text_field])), dst, format, threads,
+                                     *rules, progress)
+
+
+# ---- shards of a distributed run (bpeforge.distributed; run on the workers) -----
+
+
+def plan_shards(paths: list[str], shard_bytes: int) -> list[dict[str, Any]]:
+    """Parquet files as runs of consecutive row groups of about
+    ``shard_bytes`` (uncompressed, as the file's metadata gives them);
+    Arrow files whole. Each shard: ``{"paths": [path], "row_groups":
+    [first, end] | None, "bytes": size}``; ``bytes`` is what progress
+    counts. A file that cannot be read is one shard whose task reports it."""
+    pa = _pyarrow()
+    shards: list[dict[str, Any]] = []
+    for path in paths:
+        groups = None
+        if path.lower().endswith(PARQUET):
+            try:
+                meta = pa.parquet.ParquetFile(path).metadata
+                groups = [meta.row_group(i).total_byte_size for i in range(meta.num_row_groups)]
+            except (pa.ArrowException, OSError):
+                pass
+        if groups is None:
+            shards.append({"paths": [path], "row_groups": None, "bytes": os.path.getsize(path) if os.path.isfile(path) else 0})
+            continue
+        first, size = 0, 0
+        for i, g in enumerate(groups):
+            if i > first and size + g > shard_bytes:
+                shards.append({"paths": [path], "row_groups": [first, i], "bytes": size})
+                first, size = i, 0
+            size += g
+        shards.append({"paths": [path], "row_groups": [first, len(groups)], "bytes": size})
+    return shards
+
+
+def shard_languages(paths: list[str], columns: list[str], settings: tuple) -> tuple[list[str], list[int]]:
+    """The run's languages and their row counts, in first-seen order over
+    all ``paths`` (one task reads them, as the local run's first pass
+    does); ``settings`` as :func:`engine_settings` gives them."""
+    _, text, lang, on_bad_record = settings
+    return _Rows(text, lang, on_bad_record, None).count_languages(_Source(paths, columns))
+
+
+def count_shard(shard: dict[str, Any], columns: list[str], settings: tuple,
+                languages: tuple[list[str], list[int]] | None) -> tuple[bytes, list[int]]:
+    """One shard's serialized counts and the UTF-8 bytes of each language's
+    texts in it (``_native.count_arrow_shard``)."""
+    engine, text, lang, on_bad_record = settings
+    rows = _Rows(text, lang, on_bad_record, {name: i for i, name in enumerate(languages[0])} if languages else None)
+    groups = shard.get("row_groups")
+    source = _Source(shard["paths"], columns, row_groups=None if groups is None else (groups[0], groups[1]))
+    return _native.count_arrow_shard(rows.batches(source), engine, "off", languages)
 
 
 # ---- Hugging Face datasets ------------------------------------------------------

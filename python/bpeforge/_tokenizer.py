@@ -485,7 +485,11 @@ class Tokenizer:
         ``text_field="text"`` reads JSON lines (each line's text is that
         field; a dotted path reaches nested fields); a line without it is an
         error naming file and line, and a blank line is an empty text, so
-        row ``i`` of the output is always line ``i`` of the input.
+        row ``i`` of the output is always line ``i`` of the input. Parquet
+        and Arrow files (``.parquet``, ``.arrow``, ...; needs pyarrow) are
+        read the same way: ``text_field`` names the text column, and row
+        ``i`` of the output is row ``i`` of the input (a null text is an
+        error naming file, row group and row).
 
         ``format="ids"``: one line of space-separated ids per input line.
         ``"npy"``: a 1-D uint16 array (uint32 above 65,536 ids) of all ids;
@@ -506,10 +510,16 @@ class Tokenizer:
         if format != "ids":
             check_output(os.fspath(dst) + ".offsets.npy", "offsets")
         allowed, disallowed = self._rules(allowed_special, disallowed_special) if self._specials else (None, None)
-        lines, tokens, nbytes, seconds, id_bytes = self._native.encode_file(
-            paths(src), os.fspath(dst), format, threads, allowed, disallowed, native_progress(progress),
-            _text_field(text_field),
-        )
+        files = paths(src)
+        if any(map(_arrow.is_arrow_path, files)):
+            lines, tokens, nbytes, seconds, id_bytes = _arrow.encode_files(
+                self, files, os.fspath(dst), format, threads, (allowed, disallowed), native_progress(progress),
+                _text_field(text_field))
+        else:
+            lines, tokens, nbytes, seconds, id_bytes = self._native.encode_file(
+                files, os.fspath(dst), format, threads, allowed, disallowed, native_progress(progress),
+                _text_field(text_field),
+            )
         return {"lines": lines, "tokens": tokens, "bytes": nbytes, "seconds": seconds, "id_bytes": id_bytes}
 
     def encode_dataset(

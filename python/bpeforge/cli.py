@@ -168,8 +168,8 @@ def _special_rules(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def cmd_encode(args: argparse.Namespace) -> int:
-    if args.text_field is not None and (args.dropout or args.ray is not None):
-        raise ParameterError("--text-field is read by the file encoder: not with --dropout or --ray")
+    if args.text_field is not None and args.dropout:
+        raise ParameterError("--text-field is read by the file encoder: not with --dropout")
     if args.ray is not None:  # --ray [ADDRESS]: bpeforge.distributed
         return _encode_on_ray(args)
     if getattr(args, "more_inputs", None):
@@ -252,7 +252,7 @@ def _encode_on_ray(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     manifest = distributed.encode(tok, inputs, args.output, format=args.format, address=address,
                                   num_cpus_per_task=args.threads or 1, shard_bytes=_shard_bytes(args),
-                                  progress="off" if args.quiet else args.progress, **kw)
+                                  progress="off" if args.quiet else args.progress, text_field=args.text_field, **kw)
     wall = time.perf_counter() - t0
     if not args.quiet:
         print(f"encoded {manifest['lines']} lines, {manifest['bytes'] / 1e6:.1f} MB -> {manifest['tokens']} tokens "

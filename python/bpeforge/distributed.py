@@ -18,7 +18,11 @@ Shards:
   shard (it cannot be entered in the middle): split big corpora into several
   compressed files, or keep them plain, to spread them over the cluster;
 * for training, small files are grouped into shards of about ``shard_bytes``;
-  ``documents=True`` and ``separator=...`` never cut a file.
+  ``documents=True`` and ``separator=...`` never cut a file;
+* a Parquet file is cut into runs of row groups of about ``shard_bytes``
+  (uncompressed) for training, and an Arrow file is one shard; for
+  encoding, each Parquet/Arrow file is one shard (``text_field`` names the
+  column, as in :meth:`bpeforge.Tokenizer.encode_file`).
 
 Where things run: input paths (and language files) are made absolute against
 the driver's working directory and then opened *by the workers*: on a
@@ -45,7 +49,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from . import _arrow, _native
 from ._io import write_atomic
 from ._tokenizer import PathLike, SpecialSet, Tokenizer, _progress_arg, load
-from .options import NOT_ON_RAY, TrainOptions
+from .options import TrainOptions
 from .options import paths as _paths
 from .errors import BpeforgeError, ParameterError
 
@@ -112,7 +116,7 @@ def plan_shards(
             flush()
             add({"paths": [path], "byte_range": None, "bytes": 0}, [index])
             continue
-        if split and size > shard_bytes and not _compressed(path):
+        if split and size > shard_bytes and not _compressed(path) and not _arrow.is_arrow_path(path):
             flush()
             n = math.ceil(size / shard_bytes)
             cuts = [size * i // n for i in range(n + 1)]
@@ -327,8 +331,22 @@ def _plan_task(paths: list[str], shard_bytes: int, split: bool, group: bool, fil
     return plan_shards(paths, shard_bytes, split=split, group=group, files=files, lines=lines)
 
 
-def _language_table_task(paths: list[str], args: dict[str, Any]) -> tuple[list[str], list[int]]:
+def _language_table_task(paths: list[str], args: dict[str, Any]) -> tuple[list[str], list[int], list[int]]:
     return _native.language_table(paths, args)
+
+
+def _arrow_plan_task(paths: list[str], shard_bytes: int) -> list[dict[str, Any]]:
+    return _arrow.plan_shards(paths, shard_bytes)
+
+
+def _arrow_languages_task(paths: list[str], columns: list[str], settings: tuple) -> tuple[list[str], list[int], list[int]]:
+    names, lines = _arrow.shard_languages(paths, columns, settings)
+    return names, lines, [0] * len(names)  # each language's bytes are added while counting
+
+
+def _arrow_count_task(shard: dict[str, Any], columns: list[str], settings: tuple,
+                      languages: tuple[list[str], list[int]] | None) -> tuple[bytes, list[int]]:
+    return _arrow.count_shard(shard, columns, settings, languages)
 
 
 def _count_task(shard: dict[str, Any], args: dict[str, Any],
@@ -345,14 +363,15 @@ _MODEL_CACHE: dict[str, Tokenizer] = {}
 
 def _encode_task(
     model_json: str, src: str, byte_range: list[int] | None, dst: str, format: str,
-    threads: int, allowed: Any, disallowed: Any,
+    threads: int, allowed: Any, disallowed: Any, text_field: str | None,
 ) -> dict[str, Any]:
     tok = _MODEL_CACHE.get(model_json)
     if tok is None:
         _MODEL_CACHE.clear()
         tok = _MODEL_CACHE[model_json] = Tokenizer.from_json(model_json)
     os.makedirs(os.path.dirname(dst), exist_ok=True)
-    kw = {"format": format, "threads": threads, "allowed_special": allowed, "disallowed_special": disallowed}
+    kw = {"format": format, "threads": threads, "allowed_special": allowed, "disallowed_special": disallowed,
+          "text_field": text_field}
     if byte_range is None:
         return tok.encode_file(src, dst, **kw)
     if _compressed(src):
@@ -444,13 +463,15 @@ def train(
         ...                                  shard_bytes=100_000, progress=False)  # doctest: +SKIP
     """
     inputs = _paths(paths)
-    if any(str(p).lower().endswith(_arrow.PARQUET + _arrow.ARROW_IPC) for p in inputs):
-        raise ParameterError("Parquet/Arrow input: the shards here are byte ranges of text files; train it with "
-                             "bpeforge.train (all cores of one machine)")
     _check_task_settings(shard_bytes, num_cpus_per_task)
     opts = TrainOptions(**options)
-    opts.refuse(sorted(NOT_ON_RAY), "in bpeforge.distributed.train", "use bpeforge.train")
-    args = opts.engine_args()
+    # Parquet/Arrow files: shards are runs of row groups, read with pyarrow
+    # on the workers (Python applies the text and language columns).
+    arrow = any(map(_arrow.is_arrow_path, inputs))
+    abs_inputs = _abspaths(inputs)
+    columns = _arrow.check_files(abs_inputs, opts) if arrow else None
+    arrow_settings = _arrow.engine_settings(opts) if arrow else None
+    args = arrow_settings[0] if arrow_settings else opts.engine_args()
     _native.check_train_options(args)  # a bad setting fails here, before any task
     prog = _progress_arg(progress)
     ray = _connect(address)
@@ -458,26 +479,36 @@ def train(
     worker_args = dict(args, threads=max(1, math.ceil(num_cpus_per_task)), checkpoint_path=None, progress_csv=None)
     if args["langs"] is not None:
         worker_args["langs"] = _abspaths(args["langs"])
-    balanced = args["langs"] is not None or args["file_languages"] is not None
-    split = not opts.documents and opts.separator is None
-    abs_inputs = _abspaths(inputs)
-    plan = _remote(_plan_task, 0.1).remote(abs_inputs, shard_bytes, split, True, balanced, args["langs"] is not None)
-    languages = None
+    balanced = any(args[k] is not None for k in ("langs", "file_languages", "lang_field"))
+    if arrow:
+        plan = _remote(_arrow_plan_task, 0.1).remote(abs_inputs, shard_bytes)
+    else:
+        split = not opts.documents and opts.separator is None
+        plan = _remote(_plan_task, 0.1).remote(abs_inputs, shard_bytes, split, True, balanced,
+                                               args["langs"] is not None)
+    if arrow_settings:
+        arrow_settings = (worker_args, *arrow_settings[1:])
+    languages, lang_bytes = None, []
     if balanced:
-        languages = _get(_remote(_language_table_task, num_cpus_per_task).remote(abs_inputs, worker_args))
+        task = (_remote(_arrow_languages_task, num_cpus_per_task).remote(abs_inputs, columns, arrow_settings)
+                if arrow else _remote(_language_table_task, num_cpus_per_task).remote(abs_inputs, worker_args))
+        names, lines, lang_bytes = _get(task)
+        languages = (names, lines)
     shards = _get(plan)
-    args_ref, languages_ref = ray.put(worker_args), ray.put(languages)
-    count = _remote(_count_task, num_cpus_per_task)
+    languages_ref = ray.put(languages)
+    if arrow:
+        count, task_args = _remote(_arrow_count_task, num_cpus_per_task), (ray.put(columns), ray.put(arrow_settings))
+    else:
+        count, task_args = _remote(_count_task, num_cpus_per_task), (ray.put(worker_args),)
     sizes = [s["bytes"] for s in shards]
     total = _native.CountSum()
-    lang_bytes = [0] * (len(languages[0]) if languages else 0)
 
     def add(_: int, result: tuple[bytes, list[int]]) -> None:
         table, shard_lang_bytes = result
         total.add(table)
         lang_bytes[:] = [a + b for a, b in zip(lang_bytes, shard_lang_bytes)]
 
-    _gather([count.remote(s, args_ref, languages_ref) for s in shards], sizes,
+    _gather([count.remote(s, *task_args, languages_ref) for s in shards], sizes,
             _Progress(prog, "counting", len(shards), sum(sizes)), add)
     cluster_seconds = time.perf_counter() - start
     tok = Tokenizer(_native.train_count_sum(total, args, prog, inputs, languages, lang_bytes if balanced else None))
@@ -518,6 +549,7 @@ def encode(
     allowed_special: SpecialSet = (),
     disallowed_special: SpecialSet = "all",
     progress: bool | str = True,
+    text_field: str | None = None,
 ) -> dict[str, Any]:
     """Encode a corpus across a Ray cluster into sharded id files.
 
@@ -546,7 +578,9 @@ def encode(
     :func:`train`; paths and ``output_dir`` are resolved against the driver's
     working directory and used by the workers (shared storage on a cluster).
     Special tokens as in ``encode_file`` and ``Tokenizer.encode``: their text
-    is an error unless ``allowed_special`` names them.
+    is an error unless ``allowed_special`` names them. ``text_field`` as in
+    ``encode_file``: JSON lines (split into byte ranges like plain text) or
+    the text column of Parquet/Arrow files (each file one shard).
     """
     tok = model if isinstance(model, Tokenizer) else load(model)
     inputs = _paths(paths)
@@ -578,7 +612,7 @@ def encode(
             "offsets": f"{name}.offsets.npy" if format != "ids" else None,
         })
         refs.append(task.remote(model_ref, s["paths"][0], s["byte_range"], os.path.join(out_dir, name),
-                                format, threads, allowed_special, disallowed_special))
+                                format, threads, allowed_special, disallowed_special, text_field))
     sizes = [s["bytes"] for s in shards]
     stats = _gather(refs, sizes, _Progress(prog, "encoding", len(refs), sum(sizes)))
     id_bytes = None

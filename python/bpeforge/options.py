@@ -33,8 +33,7 @@ from .errors import ParameterError
 
 PathLike = Union[str, "os.PathLike[str]"]
 
-__all__ = ["TrainOptions", "Regex", "PRESETS", "add_cli_arguments", "from_cli", "option_docs", "FILE_ONLY",
-           "NOT_ON_RAY"]
+__all__ = ["TrainOptions", "Regex", "PRESETS", "add_cli_arguments", "from_cli", "option_docs", "FILE_ONLY"]
 
 #: The pre-tokenizer presets, by their exact names.
 PRESETS = ("gpt2", "cl100k", "o200k", "whitespace", "none", "superword")
@@ -268,8 +267,6 @@ class Opt:
     flags setting one option; None: set by the CLI itself."""
     files_only: bool = False
     """Only for file input (not :func:`bpeforge.train_from_iterator`)."""
-    on_ray: bool = True
-    """Available with :func:`bpeforge.distributed.train` (else refused)."""
 
 
 def opt(default: Any, doc: str, check: Callable[[Any], Any], **kw: Any) -> Any:
@@ -406,7 +403,7 @@ class TrainOptions:
                                  "is this field (JSON lines with ``text_field``; a dotted path) or column "
                                  "(Parquet/Arrow; :func:`bpeforge.train_from_dataset`'s ``lang_column``). The "
                                  "model equals the texts as lines with a ``langs`` file of the same tags.",
-                                 _str("lang_field", none_ok=True, nonblank=True), files_only=True, on_ray=False,
+                                 _str("lang_field", none_ok=True, nonblank=True), files_only=True,
                                  cli={"metavar": "FIELD", "help": "language balancing: each record's language is "
                                                                   "this field (JSON lines, Parquet), instead of "
                                                                   "--langs"})
@@ -530,8 +527,6 @@ def _records() -> list[tuple[str, Opt]]:
 NAMES = tuple(name for name, _ in _records())
 #: Options that need file input.
 FILE_ONLY = frozenset(name for name, r in _records() if r.files_only)
-#: Options bpeforge.distributed.train refuses.
-NOT_ON_RAY = frozenset(name for name, r in _records() if not r.on_ray)
 
 
 def option_docs(skip: Iterable[str] = ()) -> str:

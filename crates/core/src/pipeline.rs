@@ -30,28 +30,16 @@ pub fn train_files(paths: &[PathBuf], config: &TrainConfig, observer: &mut dyn O
     let total = total_size(paths)?;
     let raw = Arc::new(AtomicU64::new(0));
     let start = Instant::now();
-    // The text mode as read: with lang_field, it carries the language ids.
-    let mut text_mode = config.text_mode.clone();
-    let (languages, lang_bytes) = match (&config.balance, &mut text_mode) {
-        (Some(b), TextMode::Fields(fields)) if matches!(b.source, LangSource::Field(_)) => {
-            let (table, bytes) = LanguageTable::from_records(paths, fields, b.temperature)?;
-            if let Some(LangField { ids, .. }) = fields.lang.as_mut() {
-                *ids = Arc::new(table.ids.clone());
-            }
-            (Some(table), bytes)
-        }
-        (Some(b), _) => {
-            let table = LanguageTable::build(paths, b)?;
-            let n = table.names.len();
-            (Some(table), vec![0; n])
-        }
-        (None, _) => (None, Vec::new()),
+    let (languages, lang_bytes) = match language_table(paths, config)? {
+        Some((table, bytes)) => (Some(table), bytes),
+        None => (None, Vec::new()),
     };
+    let text_mode = reading_mode(config, languages.as_ref());
     let inputs: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
     let text_mode = &text_mode;
     let languages_ref = &languages;
     let feed = move |sink: &mut dyn FnMut(Chunk) -> Result<()>, observer: &mut dyn Observer, lang_bytes: &mut [u64]| {
-        let mut last = 0.0f64;
+        let mut pacer = CountPacer::new(start);
         for (i, path) in paths.iter().enumerate() {
             let mut tagger = match (&config.balance, languages_ref) {
                 (Some(b), Some(table)) => Some(Tagger::new(&b.source, i, table)?),
@@ -71,20 +59,10 @@ pub fn train_files(paths: &[PathBuf], config: &TrainConfig, observer: &mut dyn O
                 if let Some(t) = tagger.as_mut() {
                     t.tag(&mut chunk)?;
                 }
-                let t = start.elapsed().as_secs_f64();
-                if t - last >= POLL_SECONDS {
-                    last = t;
-                    if observer.should_stop() {
-                        return Err(Error::interrupted());
-                    }
+                pacer.poll(observer, |t| {
                     let done = raw.load(Ordering::Relaxed);
-                    observer.counting(&CountProgress {
-                        raw_bytes_done: done,
-                        raw_bytes_total: Some(total),
-                        elapsed: t,
-                        file: Some(file.progress(done, t)),
-                    });
-                }
+                    CountProgress { raw_bytes_done: done, raw_bytes_total: Some(total), elapsed: t, file: Some(file.progress(done, t)) }
+                })?;
                 sink(chunk)
             })?;
             if let Some(t) = tagger {
@@ -96,6 +74,62 @@ pub fn train_files(paths: &[PathBuf], config: &TrainConfig, observer: &mut dyn O
         Ok(0)
     };
     train_fed(config, languages.as_ref(), lang_bytes, serde_json::json!(inputs), start, observer, Box::new(feed))
+}
+
+/// The run's language table, when it balances languages, and the UTF-8
+/// bytes of each language's texts known before counting: with `lang_field`
+/// a first pass over the records reads both (the weights need every
+/// language's share before counting); language files and per-file tags
+/// give the table, and their bytes are added while counting.
+pub fn language_table(paths: &[PathBuf], config: &TrainConfig) -> Result<Option<(LanguageTable, Vec<u64>)>> {
+    let Some(b) = &config.balance else { return Ok(None) };
+    match (&b.source, &config.text_mode) {
+        (LangSource::Field(_), TextMode::Fields(fields)) => LanguageTable::from_records(paths, fields, b.temperature).map(Some),
+        _ => {
+            let table = LanguageTable::build(paths, b)?;
+            let n = table.names.len();
+            Ok(Some((table, vec![0; n])))
+        }
+    }
+}
+
+/// The text mode to read files with: with `lang_field`, records name their
+/// language by the ids of `languages` (the same ids in every shard).
+pub fn reading_mode(config: &TrainConfig, languages: Option<&LanguageTable>) -> TextMode {
+    let mut mode = config.text_mode.clone();
+    if let (TextMode::Fields(fields), Some(table)) = (&mut mode, languages) {
+        if let Some(LangField { ids, .. }) = fields.lang.as_mut() {
+            *ids = Arc::new(table.ids.clone());
+        }
+    }
+    mode
+}
+
+/// Paces a counting feed: every `POLL_SECONDS` it stops the run if the
+/// observer asks to, else reports where counting is.
+pub struct CountPacer {
+    start: Instant,
+    last: f64,
+}
+
+impl CountPacer {
+    pub fn new(start: Instant) -> Self {
+        CountPacer { start, last: 0.0 }
+    }
+
+    /// Reports `progress(elapsed seconds)` when a poll interval has passed.
+    pub fn poll(&mut self, observer: &mut dyn Observer, progress: impl FnOnce(f64) -> CountProgress) -> Result<()> {
+        let t = self.start.elapsed().as_secs_f64();
+        if t - self.last < POLL_SECONDS {
+            return Ok(());
+        }
+        self.last = t;
+        if observer.should_stop() {
+            return Err(Error::interrupted());
+        }
+        observer.counting(&progress(t));
+        Ok(())
+    }
 }
 
 /// Trains on the chunks `feed` hands over (files, or Arrow data from the
@@ -111,7 +145,7 @@ pub fn train_fed(
     observer: &mut dyn Observer,
     feed: Box<Feed<'_>>,
 ) -> Result<Model> {
-    let counted = count_fed(config, languages, lang_bytes, start, observer, feed)?;
+    let counted = count_fed(config, languages, lang_bytes, start, observer, CountScope::Run, feed)?;
     train_counted(counted, config, languages, inputs, observer)
 }
 
@@ -122,6 +156,21 @@ pub struct Counted {
     count_seconds: f64,
 }
 
+impl Counted {
+    /// The counts and the UTF-8 bytes of each language's texts.
+    pub fn into_parts(self) -> (WordCounts, Vec<u64>) {
+        (self.counts, self.lang_bytes)
+    }
+}
+
+/// Whose counts a feed's are: a whole run's, or one part of a run's (a
+/// shard of a distributed count, summed elsewhere).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CountScope {
+    Run,
+    Part,
+}
+
 /// The counting half of `train_fed` (callers that hold a lock while
 /// feeding, such as Python's, release it for the merge half).
 pub fn count_fed(
@@ -130,14 +179,16 @@ pub fn count_fed(
     mut lang_bytes: Vec<u64>,
     start: Instant,
     observer: &mut dyn Observer,
+    scope: CountScope,
     feed: Box<Feed<'_>>,
 ) -> Result<Counted> {
     config.validate()?;
     lang_bytes.resize(languages.map_or(0, |t| t.names.len()), 0);
     let mode = count_mode(config, languages);
-    // Plain counts are the final table: a spilled count may leave out the
-    // rarest types as its runs merge (weighted and SuperBPE counts go on).
-    let final_counts = matches!(mode, CountMode::Plain) && config.superbpe.is_none();
+    // A run's plain counts are its final table: a spilled count may leave
+    // out the rarest types as its runs merge (weighted and SuperBPE counts
+    // go on, and a part is summed with others first).
+    let final_counts = scope == CountScope::Run && matches!(mode, CountMode::Plain) && config.superbpe.is_none();
     let mut skipped = 0;
     let mut counts = count_words_mode(config, observer, mode, final_counts, |sink, observer| {
         skipped = feed(sink, observer, &mut lang_bytes)?;

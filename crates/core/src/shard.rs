@@ -11,6 +11,9 @@
 //!   (parity), as `pipeline::count_mode` says; each shard also returns the
 //!   UTF-8 bytes of each language's texts, which parity measures against.
 //!
+//! With `lang_field` each record names its language, mapped to the ids of
+//! the same table (built in a first pass over the records).
+//!
 //! A shard that starts inside its file skips the tags of the lines before
 //! it (`Shard::lines_before`, counted when the shards were planned); the
 //! shard that reaches its file's end checks that the language file has no
@@ -21,7 +24,7 @@ use crate::count::WordCounts;
 use crate::error::{Error, Result};
 use crate::input::{read_chunks, read_range_chunks, total_size};
 use crate::observe::Observer;
-use crate::pipeline::count_mode;
+use crate::pipeline::{count_mode, reading_mode};
 use crate::train::{count_words_mode, TrainConfig};
 use std::path::PathBuf;
 use std::sync::atomic::AtomicU64;
@@ -71,6 +74,7 @@ pub fn count_shard(
     let mut lang_bytes = vec![0u64; languages.map_or(0, |t| t.names.len())];
     let raw = Arc::new(AtomicU64::new(0));
     let mode = count_mode(config, languages);
+    let text_mode = reading_mode(config, languages);
     // Not the final counts (the driver sums the shards), so a spilled count
     // keeps every type.
     let counts = count_words_mode(config, observer, mode, false, |sink, observer| {
@@ -94,12 +98,12 @@ pub fn count_shard(
             };
             let reaches_end = match shard.byte_range {
                 Some((start, end)) => {
-                    read_range_chunks(&path[0], &config.text_mode, start, end, raw.clone(), &mut feed)?;
+                    read_range_chunks(&path[0], &text_mode, start, end, raw.clone(), &mut feed)?;
                     end >= total_size(path)?
                 }
                 None => {
                     total_size(path)?;
-                    read_chunks(path, &config.text_mode, raw.clone(), &mut feed)?;
+                    read_chunks(path, &text_mode, raw.clone(), &mut feed)?;
                     true
                 }
             };

@@ -7,12 +7,16 @@
 use crate::{finish, specials_rule, check_threads, to_pyerr, NativeTokenizer, PyObserver};
 use bpeforge_core::balance::{LangSource, LanguageTable};
 use bpeforge_core::error::Error;
+use bpeforge_core::encode::file::{encode_chunks, IdFormat};
 use bpeforge_core::input::{Chunk, Layout};
-use bpeforge_core::observe::CountProgress;
-use bpeforge_core::pipeline;
+use bpeforge_core::observe::{CountProgress, Observer};
+use bpeforge_core::pipeline::{self, CountPacer, CountScope};
+use bpeforge_core::train::TrainConfig;
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
-use pyo3::types::PyBytes;
+use pyo3::types::{PyBytes, PyString};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -80,37 +84,37 @@ fn string_rows<'b>(offsets: &'b Bound<'_, PyAny>, data: &'b Bound<'_, PyAny>, st
 /// start) and the rows Python skipped as bad records.
 type Batch<'py> = (String, u64, Bound<'py, PyAny>, Bound<'py, PyAny>, usize, usize, bool, Option<(Bound<'py, PyAny>, usize)>, u64);
 
-/// Trains on batches of Arrow string rows (`bpeforge._arrow` makes them):
-/// the calling thread pulls batches under the GIL and copies each batch's
-/// bytes once, while the workers count earlier batches. `languages`: the
-/// language names in id order and their row counts (lang_field), read by
-/// Python in a first pass over the language column.
-#[pyfunction]
-#[pyo3(signature = (batches, args, progress, inputs, languages=None))]
-pub fn train_arrow(
-    py: Python<'_>,
-    batches: &Bound<'_, PyAny>,
-    args: &Bound<'_, PyAny>,
-    progress: &Bound<'_, PyAny>,
-    inputs: Vec<String>,
-    languages: Option<(Vec<String>, Vec<u64>)>,
-) -> PyResult<NativeTokenizer> {
-    let config = crate::train_config(args)?;
-    let mut observer = PyObserver::new(progress)?;
-    let table = match (&config.balance, languages) {
+/// The language table of an Arrow run: `languages` (names in id order and
+/// their row counts, read by Python in a first pass over the language
+/// column) for `lang_field`, else none.
+fn arrow_languages(config: &TrainConfig, languages: Option<(Vec<String>, Vec<u64>)>) -> PyResult<Option<LanguageTable>> {
+    match (&config.balance, languages) {
         (Some(b), Some((names, lines))) if matches!(b.source, LangSource::Field(_)) => {
-            Some(LanguageTable::from_lines(names, lines, b.temperature).map_err(to_pyerr)?)
+            Ok(Some(LanguageTable::from_lines(names, lines, b.temperature).map_err(to_pyerr)?))
         }
-        (None, None) => None,
-        _ => return Err(to_pyerr(Error::parameter("Arrow input balances languages by a column only (lang_field)"))),
-    };
+        (None, None) => Ok(None),
+        _ => Err(to_pyerr(Error::parameter("Arrow input balances languages by a column only (lang_field)"))),
+    }
+}
+
+/// Counts batches of Arrow string rows (`bpeforge._arrow` makes them): the
+/// calling thread pulls batches under the GIL and copies each batch's bytes
+/// once, while the workers count earlier batches. An error the batches
+/// raised in Python is returned as it is.
+fn count_arrow(
+    batches: &Bound<'_, PyAny>,
+    config: &TrainConfig,
+    table: Option<&LanguageTable>,
+    observer: &mut PyObserver,
+    scope: CountScope,
+) -> PyResult<Result<pipeline::Counted, Error>> {
     let iter = batches.try_iter()?;
     let start = Instant::now();
     let mut py_error: Option<PyErr> = None;
-    let feed = |sink: &mut dyn FnMut(Chunk) -> bpeforge_core::Result<()>, observer: &mut dyn bpeforge_core::observe::Observer, lang_bytes: &mut [u64]| {
+    let feed = |sink: &mut dyn FnMut(Chunk) -> bpeforge_core::Result<()>, observer: &mut dyn Observer, lang_bytes: &mut [u64]| {
         let mut skipped = 0u64;
         let mut read = 0u64;
-        let mut last = 0.0f64;
+        let mut pacer = CountPacer::new(start);
         for item in iter {
             let pulled = item.and_then(|b| b.extract::<Batch>()).and_then(|b| chunk_of(b, lang_bytes));
             let (chunk, skip) = match pulled {
@@ -125,27 +129,61 @@ pub fn train_arrow(
             if matches!(&chunk.layout, Layout::Ends(ends) if !ends.is_empty()) {
                 sink(chunk)?;
             }
-            let t = start.elapsed().as_secs_f64();
-            if t - last >= 0.05 {
-                last = t;
-                if observer.should_stop() {
-                    return Err(Error::interrupted());
-                }
-                observer.counting(&CountProgress { raw_bytes_done: read, raw_bytes_total: None, elapsed: t, file: None });
-            }
+            pacer.poll(observer, |t| CountProgress { raw_bytes_done: read, raw_bytes_total: None, elapsed: t, file: None })?;
         }
         Ok(skipped)
     };
-    // Counting pulls batches under the GIL; the merge loop runs without it.
-    let counted = pipeline::count_fed(&config, table.as_ref(), Vec::new(), start, &mut observer, Box::new(feed));
-    let counted = match (counted, py_error) {
-        (Ok(c), _) => c,
-        (Err(_), Some(e)) => return Err(e),
-        (Err(e), None) => return finish(Err(e), observer),
+    let counted = pipeline::count_fed(config, table, Vec::new(), start, observer, scope, Box::new(feed));
+    match (counted, py_error) {
+        (Err(_), Some(e)) => Err(e),
+        (counted, _) => Ok(counted),
+    }
+}
+
+/// Trains on batches of Arrow string rows (see `count_arrow`); counting
+/// pulls batches under the GIL, the merge loop runs without it.
+/// `languages`: see `arrow_languages`.
+#[pyfunction]
+#[pyo3(signature = (batches, args, progress, inputs, languages=None))]
+pub fn train_arrow(
+    py: Python<'_>,
+    batches: &Bound<'_, PyAny>,
+    args: &Bound<'_, PyAny>,
+    progress: &Bound<'_, PyAny>,
+    inputs: Vec<String>,
+    languages: Option<(Vec<String>, Vec<u64>)>,
+) -> PyResult<NativeTokenizer> {
+    let config = crate::train_config(args)?;
+    let mut observer = PyObserver::new(progress)?;
+    let table = arrow_languages(&config, languages)?;
+    let counted = match count_arrow(batches, &config, table.as_ref(), &mut observer, CountScope::Run)? {
+        Ok(c) => c,
+        Err(e) => return finish(Err(e), observer),
     };
     let inputs = serde_json::json!(inputs);
     let result = py.detach(|| pipeline::train_counted(counted, &config, table.as_ref(), inputs, &mut observer));
     NativeTokenizer::from_model(finish(result, observer)?)
+}
+
+/// Counts batches of Arrow string rows as one shard of a distributed run
+/// (`bpeforge.distributed`): the table serialized, and the UTF-8 bytes of
+/// each language's texts (with `languages`, as in `train_arrow`).
+#[pyfunction]
+#[pyo3(signature = (batches, args, progress, languages=None))]
+pub fn count_arrow_shard<'py>(
+    py: Python<'py>,
+    batches: &Bound<'_, PyAny>,
+    args: &Bound<'_, PyAny>,
+    progress: &Bound<'_, PyAny>,
+    languages: Option<(Vec<String>, Vec<u64>)>,
+) -> PyResult<(Bound<'py, PyBytes>, Vec<u64>)> {
+    let config = crate::train_config(args)?;
+    let mut observer = PyObserver::new(progress)?;
+    let table = arrow_languages(&config, languages)?;
+    let counted = count_arrow(batches, &config, table.as_ref(), &mut observer, CountScope::Part)?;
+    let (counts, lang_bytes) = finish(counted, observer)?.into_parts();
+    let bytes = py.detach(|| counts.to_bytes());
+    Ok((PyBytes::new(py, &bytes), lang_bytes))
 }
 
 /// A batch as a chunk (its bytes copied once), adding its texts' bytes to
@@ -202,4 +240,54 @@ pub fn encode_arrow<'py>(
     let id_bytes: Vec<u8> = ids.iter().flat_map(|x| x.to_le_bytes()).collect();
     let off_bytes: Vec<u8> = offs.iter().flat_map(|&x| (x as i64).to_le_bytes()).collect();
     Ok((PyBytes::new(py, &id_bytes), PyBytes::new(py, &off_bytes)))
+}
+
+/// Encodes batches of Arrow string rows (`bpeforge._arrow` makes them from
+/// Parquet/Arrow files) into `dst` as `encode_file` does for text files:
+/// row `i` of the output is row `i` of the input. Returns (rows, tokens,
+/// bytes, seconds, id_bytes).
+#[pyfunction]
+#[pyo3(signature = (tok, batches, dst, format, threads=None, allowed=None, disallowed=None, progress=None))]
+#[allow(clippy::too_many_arguments)]
+pub fn encode_arrow_file(
+    py: Python<'_>,
+    tok: &NativeTokenizer,
+    batches: &Bound<'_, PyAny>,
+    dst: PathBuf,
+    format: &str,
+    threads: Option<usize>,
+    allowed: Option<Vec<usize>>,
+    disallowed: Option<Vec<usize>>,
+    progress: Option<&Bound<'_, PyAny>>,
+) -> PyResult<(u64, u64, u64, f64, usize)> {
+    let rule = specials_rule(&tok.enc, allowed, disallowed)?;
+    let format = IdFormat::parse(format).map_err(to_pyerr)?;
+    let threads = check_threads(threads)?;
+    let mut observer = PyObserver::new(&progress.cloned().unwrap_or_else(|| PyString::new(py, "off").into_any()))?;
+    let iter = batches.try_iter()?;
+    let read = Arc::new(AtomicU64::new(0));
+    let mut py_error: Option<PyErr> = None;
+    let feed = |sink: &mut dyn FnMut(Chunk) -> bpeforge_core::Result<()>| {
+        for item in iter {
+            // Bad rows were refused in Python (a null text is an error here).
+            match item.and_then(|b| b.extract::<Batch>()).and_then(|b| chunk_of(b, &mut [])) {
+                Ok((chunk, _)) => {
+                    read.fetch_add(chunk.data.len() as u64, Ordering::Relaxed);
+                    sink(chunk)?;
+                }
+                Err(e) => {
+                    py_error = Some(e);
+                    return Err(Error::input("reading the Arrow data failed"));
+                }
+            }
+        }
+        Ok(())
+    };
+    // Batches are pulled under the GIL, as for training from Arrow data.
+    let result = encode_chunks(&tok.enc, &dst, format, &rule, threads, None, &mut observer, (read.clone(), None), Box::new(feed));
+    if let (Err(_), Some(e)) = (&result, py_error) {
+        return Err(e);
+    }
+    let s = finish(result, observer)?;
+    Ok((s.lines, s.tokens, s.bytes, s.seconds, s.id_bytes))
 }

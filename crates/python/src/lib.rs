@@ -12,6 +12,7 @@ use bpeforge_core::input::{Chunk, Layout};
 use bpeforge_core::model::Model;
 use bpeforge_core::pretok::{PreTokenizer, PreTokenizerSpec};
 use bpeforge_core::observe::CountProgress;
+use bpeforge_core::pipeline::CountPacer;
 use bpeforge_core::train::{self, TrainConfig, TrainOptions};
 use pyo3::exceptions::{PyRuntimeError, PyTypeError};
 use pyo3::prelude::*;
@@ -143,7 +144,7 @@ fn train_iterator(py: Python<'_>, texts: &Bound<'_, PyAny>, args: &Bound<'_, PyA
     let counts = train::count_words(&config, &mut observer, |sink, observer| {
         let mut item_no: u64 = 0;
         let mut iter = iter;
-        let mut last = 0.0f64;
+        let mut pacer = CountPacer::new(start);
         let mut read: u64 = 0;
         loop {
             let mut data = Vec::with_capacity(ITER_CHUNK_BYTES + 4096);
@@ -190,14 +191,7 @@ fn train_iterator(py: Python<'_>, texts: &Bound<'_, PyAny>, args: &Bound<'_, PyA
             if !ends.is_empty() {
                 sink(Chunk { data, layout: Layout::Ends(ends), source: source.clone(), first_line: first, langs: Vec::new() })?;
             }
-            let t = start.elapsed().as_secs_f64();
-            if t - last >= 0.05 {
-                last = t;
-                if observer.should_stop() {
-                    return Err(Error::interrupted());
-                }
-                observer.counting(&CountProgress { raw_bytes_done: read, raw_bytes_total: None, elapsed: t, file: None });
-            }
+            pacer.poll(observer, |t| CountProgress { raw_bytes_done: read, raw_bytes_total: None, elapsed: t, file: None })?;
             if exhausted {
                 return Ok(());
             }
@@ -648,6 +642,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(train_files, m)?)?;
     m.add_function(wrap_pyfunction!(train_iterator, m)?)?;
     m.add_function(wrap_pyfunction!(arrow::train_arrow, m)?)?;
+    m.add_function(wrap_pyfunction!(arrow::count_arrow_shard, m)?)?;
+    m.add_function(wrap_pyfunction!(arrow::encode_arrow_file, m)?)?;
     m.add_function(wrap_pyfunction!(arrow::encode_arrow, m)?)?;
     m.add_function(wrap_pyfunction!(count_files, m)?)?;
     m.add_function(wrap_pyfunction!(shards::train_counts, m)?)?;

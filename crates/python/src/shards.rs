@@ -8,7 +8,7 @@ use super::{finish, to_pyerr, train_config, NativeTokenizer, PyObserver};
 use bpeforge_core::balance::{self, LanguageTable};
 use bpeforge_core::count::WordCounts;
 use bpeforge_core::error::Error;
-use bpeforge_core::pipeline::train_on_counts;
+use bpeforge_core::pipeline::{self, train_on_counts};
 use bpeforge_core::shard::{count_shard as count_one_shard, Shard};
 use bpeforge_core::train::TrainConfig;
 use pyo3::prelude::*;
@@ -23,21 +23,23 @@ pub(crate) fn check_train_options(args: &Bound<'_, PyAny>) -> PyResult<()> {
     train_config(args).map(|_| ())
 }
 
-/// The run's languages and their line counts (`LanguageTable::build`, which
-/// reads the language files, or with `file_languages` the inputs): built
-/// once, by one task, and sent to every shard and to the driver's training.
+/// The run's languages, their line counts and the UTF-8 bytes of their
+/// texts known before counting (`pipeline::language_table`: language
+/// files, per-file tags, or with `lang_field` a pass over the records):
+/// built once, by one task, and sent to every shard and to the driver's
+/// training.
 #[pyfunction]
-pub(crate) fn language_table(py: Python<'_>, paths: Vec<PathBuf>, args: &Bound<'_, PyAny>) -> PyResult<(Vec<String>, Vec<u64>)> {
+pub(crate) fn language_table(py: Python<'_>, paths: Vec<PathBuf>, args: &Bound<'_, PyAny>) -> PyResult<(Vec<String>, Vec<u64>, Vec<u64>)> {
     let config = train_config(args)?;
-    let Some(b) = config.balance.clone() else {
-        return Err(to_pyerr(Error::parameter("language_table needs langs or file_languages")));
+    let table = py.detach(|| pipeline::language_table(&paths, &config)).map_err(to_pyerr)?;
+    let Some((table, bytes)) = table else {
+        return Err(to_pyerr(Error::parameter("language_table needs langs, file_languages or lang_field")));
     };
-    let table = py.detach(|| LanguageTable::build(&paths, &b)).map_err(to_pyerr)?;
-    Ok((table.names, table.lines))
+    Ok((table.names, table.lines, bytes))
 }
 
 /// The language table of `languages` (names, lines) for `config`'s temperature.
-fn table_of(config: &TrainConfig, languages: Option<(Vec<String>, Vec<u64>)>) -> Result<Option<LanguageTable>, Error> {
+pub(crate) fn table_of(config: &TrainConfig, languages: Option<(Vec<String>, Vec<u64>)>) -> Result<Option<LanguageTable>, Error> {
     match (languages, &config.balance) {
         (Some((names, lines)), Some(b)) => LanguageTable::from_lines(names, lines, b.temperature).map(Some),
         (None, None) => Ok(None),

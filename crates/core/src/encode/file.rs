@@ -3,6 +3,8 @@
 //! Lines are read in chunks of a few MiB (plain or compressed input), each
 //! chunk is encoded on all threads, and the ids are written in input order,
 //! so memory stays bounded by the chunk size whatever the corpus size.
+//! The same loop encodes chunks from elsewhere (`encode_chunks`: Arrow
+//! rows from the Python bindings).
 //! Outputs go to temporary files beside the destination and are renamed into
 //! place only when everything succeeded: a failed run leaves earlier outputs
 //! intact and no partial file behind.
@@ -19,7 +21,7 @@ use super::{Encoder, Specials};
 use crate::atomic::{persist, temp_beside};
 use crate::error::{Error, Result};
 use crate::fields::{FieldSpec, Fields};
-use crate::input::{read_chunks, total_size, TextMode};
+use crate::input::{read_chunks, total_size, Chunk, TextMode};
 use std::borrow::Cow;
 use crate::observe::{CountProgress, EncodeStats, Observer};
 use std::io::{BufWriter, Seek, SeekFrom, Write};
@@ -94,11 +96,7 @@ impl NpyStream {
 
 /// Encodes every line of `src` into `dst` (with `fields`, the text of each
 /// line is its JSON field or its one column; a blank line is an empty text).
-///
-/// Longer than the usual 80 lines on purpose: one read -> encode -> write
-/// loop whose state (the temporary outputs, the running offsets, counters
-/// and progress) lives across every chunk; cut into parts it would be
-/// passed around as a struct of exactly these locals.
+#[allow(clippy::too_many_arguments)]
 pub fn encode_file(
     enc: &Encoder,
     src: &[PathBuf],
@@ -115,15 +113,44 @@ pub fn encode_file(
         }
     }
     let mode = fields.map_or(TextMode::Lines, |f| TextMode::Fields(f.clone()));
+    let total = total_size(src)?;
+    let raw = Arc::new(AtomicU64::new(0));
+    let read = raw.clone();
+    let feed = move |sink: &mut dyn FnMut(Chunk) -> Result<()>| read_chunks(src, &mode, read, sink);
+    encode_chunks(enc, dst, format, specials, threads, fields, observer, (raw, Some(total)), Box::new(feed))
+}
+
+/// Hands `encode_chunks` the chunks to encode, in output order.
+pub type ChunkFeed<'f> = dyn FnOnce(&mut dyn FnMut(Chunk) -> Result<()>) -> Result<()> + 'f;
+
+/// Encodes the texts of the chunks `feed` gives (files, or Arrow rows from
+/// the bindings) into `dst`; `progress` is the input bytes read so far (the
+/// feed adds to it) and their total if known.
+///
+/// Longer than the usual 80 lines on purpose: one read -> encode -> write
+/// loop whose state (the temporary outputs, the running offsets, counters
+/// and progress) lives across every chunk; cut into parts it would be
+/// passed around as a struct of exactly these locals.
+#[allow(clippy::too_many_arguments)]
+pub fn encode_chunks(
+    enc: &Encoder,
+    dst: &Path,
+    format: IdFormat,
+    specials: &Specials,
+    threads: usize,
+    fields: Option<&Fields>,
+    observer: &mut dyn Observer,
+    progress: (Arc<AtomicU64>, Option<u64>),
+    feed: Box<ChunkFeed<'_>>,
+) -> Result<EncodeStats> {
+    let (raw, total) = progress;
     let werr = |e: std::io::Error| Error::output(format!("cannot write {}: {e}", dst.display()));
     if dst.is_dir() {
         return Err(Error::output(format!("cannot write {}: it is a directory", dst.display())));
     }
-    let total = total_size(src)?;
     let wide = enc.vocab_size() > 1 << 16;
     let id_bytes = if wide { 4 } else { 2 };
     let start = Instant::now();
-    let raw = Arc::new(AtomicU64::new(0));
     let mut stats = EncodeStats { id_bytes, ..Default::default() };
 
     enum Sink {
@@ -148,7 +175,7 @@ pub fn encode_file(
     }
     let mut last_poll = 0.0f64;
     let mut line_buf: Vec<u8> = Vec::new();
-    read_chunks(src, &mode, raw.clone(), &mut |chunk| {
+    feed(&mut |chunk| {
         let mut texts: Vec<&[u8]> = Vec::new();
         chunk.for_each_text::<()>(&mut |t, _| {
             texts.push(t);
@@ -200,7 +227,7 @@ pub fn encode_file(
             if observer.should_stop() {
                 return Err(Error::interrupted());
             }
-            observer.encoding(&CountProgress { raw_bytes_done: raw.load(Ordering::Relaxed), raw_bytes_total: Some(total), elapsed: t, file: None });
+            observer.encoding(&CountProgress { raw_bytes_done: raw.load(Ordering::Relaxed), raw_bytes_total: total, elapsed: t, file: None });
         }
         Ok(())
     })?;
