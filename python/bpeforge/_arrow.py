@@ -79,16 +79,9 @@ class _Source:
         self._check_columns(path, pf.schema_arrow.names)
         first, end = self.row_groups or (0, pf.num_row_groups)
         for group in range(first, min(end, pf.num_row_groups)):
-            where = f"{path}, row group {group}"
-            row = 1
+            row = 1  # rows are numbered within their row group
             batches = pf.iter_batches(batch_size=self.batch_rows, row_groups=[group], columns=self.columns)
-            while True:
-                try:
-                    batch = next(batches)
-                except StopIteration:
-                    break
-                except (pa.ArrowException, OSError) as e:
-                    raise InputError(f"{where}: cannot read ({e})") from None
+            for where, batch in _read(batches, lambda _: f"{path}, row group {group}"):  # noqa: B023 (used at once)
                 yield where, row, batch
                 row += batch.num_rows
 
@@ -110,18 +103,26 @@ class _Source:
         except (pa.ArrowException, OSError) as e:
             raise InputError(f"{path}: not a readable Arrow file ({e})") from None
         self._check_columns(path, schema.names)
-        row, index = 1, 0
-        while True:
-            where = f"{path}, record batch {index}"
-            try:
-                batch = next(batches)
-            except StopIteration:
-                break
-            except (pa.ArrowException, OSError) as e:
-                raise InputError(f"{where}: cannot read ({e})") from None
+        row = 1
+        for where, batch in _read(batches, lambda index: f"{path}, record batch {index}"):
             yield where, row, batch.select(self.columns)
             row += batch.num_rows
-            index += 1
+
+
+def _read(batches: Iterator[Any], where: Any) -> Iterator[tuple[str, Any]]:
+    """Each batch with its place (``where(index)``); a batch that cannot be
+    read (a truncated or corrupt file) is an InputError naming its place."""
+    pa = _pyarrow()
+    index = 0
+    while True:
+        try:
+            batch = next(batches)
+        except StopIteration:
+            return
+        except (pa.ArrowException, OSError) as e:
+            raise InputError(f"{where(index)}: cannot read ({e})") from None
+        yield where(index), batch
+        index += 1
 
 
 def _strings(column: Any, name: str, where: str) -> list[Any]:
