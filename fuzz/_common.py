@@ -161,3 +161,20 @@ def timed(label: str, f: Callable[[], object], limit: float) -> object:
     if dt > limit:
         raise AssertionError(f"{label} took {dt:.2f}s (limit {limit}s)")
     return out
+
+
+def run(test_one_input: Callable[[bytes], None], write_seeds: Callable[[str], None],
+        prepare: Callable[[], None] | None = None) -> None:
+    """Every target's entry point: ``--seeds DIR`` writes its seed corpus;
+    otherwise the memory limit, ``prepare()`` (set-up and warm-ups, outside
+    libFuzzer's per-input timeout), then the fuzzing loop."""
+    import atheris
+
+    if len(sys.argv) == 3 and sys.argv[1] == "--seeds":
+        write_seeds(sys.argv[2])
+        return
+    limit_memory()
+    if prepare is not None:
+        prepare()
+    atheris.Setup(sys.argv, test_one_input)
+    atheris.Fuzz()

@@ -27,7 +27,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import atheris  # noqa: E402
 
-from _common import error_label, feature, limit_memory  # noqa: E402
+from _common import error_label, feature, run  # noqa: E402
 
 with atheris.instrument_imports():
     import bpeforge
@@ -142,13 +142,7 @@ def check_decode(tok: bpeforge.Tokenizer, fdp: atheris.FuzzedDataProvider) -> No
 
 
 def main() -> None:
-    if len(sys.argv) == 3 and sys.argv[1] == "--seeds":
-        write_seeds(sys.argv[2])
-        return
-    limit_memory()
-    TOKS.extend(build_tokenizers())
-    atheris.Setup(sys.argv, test_one_input)
-    atheris.Fuzz()
+    run(test_one_input, write_seeds, lambda: TOKS.extend(build_tokenizers()))
 
 
 if __name__ == "__main__":

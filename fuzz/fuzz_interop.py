@@ -25,7 +25,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import atheris  # noqa: E402
 
-from _common import collect, error_label, feature, limit_memory, timed  # noqa: E402
+from _common import collect, error_label, feature, run, timed  # noqa: E402
 
 with atheris.instrument_imports():
     import bpeforge
@@ -138,21 +138,20 @@ def one_input(data: bytes) -> None:
     tok.decode(ids)
 
 
-def main() -> None:
+def load_ranks() -> None:
+    """A real tiktoken rank file, the base the importer inputs mutate."""
     global RANKS
-    if not available():
-        print("bpeforge.interop importers are not available: nothing to fuzz", file=sys.stderr)
-        return
-    if len(sys.argv) == 3 and sys.argv[1] == "--seeds":
-        write_seeds(sys.argv[2])
-        return
-    limit_memory()
     tok = bpeforge.train_from_iterator(["hello world"] * 5, vocab_size=260, progress=False)
     tok.to_tiktoken(os.path.join(WORK, "ranks.tiktoken"))
     with open(os.path.join(WORK, "ranks.tiktoken"), "rb") as f:
         RANKS = f.read()
-    atheris.Setup(sys.argv, test_one_input)
-    atheris.Fuzz()
+
+
+def main() -> None:
+    if not available():
+        print("bpeforge.interop importers are not available: nothing to fuzz", file=sys.stderr)
+        return
+    run(test_one_input, write_seeds, load_ranks)
 
 
 if __name__ == "__main__":

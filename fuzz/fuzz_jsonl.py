@@ -25,7 +25,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import atheris  # noqa: E402
 
-from _common import error_label, feature, limit_memory, timed  # noqa: E402
+from _common import error_label, feature, run, timed  # noqa: E402
 
 with atheris.instrument_imports():
     import bpeforge
@@ -130,16 +130,14 @@ def test_one_input(data: bytes) -> None:
         os.unlink(path)
 
 
-def main() -> None:
-    if len(sys.argv) == 3 and sys.argv[1] == "--seeds":
-        write_seeds(sys.argv[2])
-        return
-    limit_memory()
-    # Warm up (lazy imports, the pre-tokenizer's tables) outside the per-input timeout.
+def warm_up() -> None:
+    """Lazy imports and the pre-tokenizer's tables, outside the per-input timeout."""
     test_one_input(b"\x00" + json.dumps({"text": "warm up", "lang": "en"}).encode())
     test_one_input(b"\x03" + json.dumps({"text": "warm up", "lang": "en"}).encode())
-    atheris.Setup(sys.argv, test_one_input)
-    atheris.Fuzz()
+
+
+def main() -> None:
+    run(test_one_input, write_seeds, warm_up)
 
 
 if __name__ == "__main__":

@@ -29,7 +29,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import atheris  # noqa: E402
 
-from _common import feature, limit_memory  # noqa: E402
+from _common import feature, run  # noqa: E402
 
 with atheris.instrument_imports():
     import bpeforge
@@ -104,12 +104,7 @@ def test_one_input(data: bytes) -> None:
 
 
 def main() -> None:
-    if len(sys.argv) == 3 and sys.argv[1] == "--seeds":
-        write_seeds(sys.argv[2])
-        return
-    limit_memory()
-    atheris.Setup(sys.argv, test_one_input)
-    atheris.Fuzz()
+    run(test_one_input, write_seeds)
 
 
 if __name__ == "__main__":
