@@ -192,3 +192,11 @@ def test_cli_still_prints_to_stderr(corpus, tmp_path) -> None:
     assert [e["phase"] for e in events if e.get("done") is True] == PHASE_ORDER, r.stderr
     live = [e for e in events if e["phase"] == "counting" and "file" in e]
     assert all(e["files"] == 2 and "file_eta_s" in e for e in live)
+
+
+def test_cli_human_progress_to_a_log_file_has_no_terminal_codes(corpus, tmp_path) -> None:
+    out = tmp_path / "m.json"
+    r = subprocess.run([sys.executable, "-m", "bpeforge", "train", str(corpus["plain"]), "--vocab-size", "1000",
+                        "--output", str(out), "--progress", "human"], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert "merged: " in r.stderr and "\x1b[" not in r.stderr, r.stderr

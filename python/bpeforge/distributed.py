@@ -251,6 +251,7 @@ class _Progress:
         self.start = time.perf_counter()
         self.last = -1e9
         self.interval = 2.0 if self.fmt == "json" else 0.25
+        self.shown = 0  # characters of the live line (human format)
 
     def update(self, done: int, done_bytes: int, final: bool = False) -> None:
         if self.fmt == "off":
@@ -270,7 +271,11 @@ class _Progress:
         else:
             text = (f"{self.phase} on Ray: {done}/{self.total} shards, {done_bytes / 1e6:.1f}"
                     f"/{self.total_bytes / 1e6:.1f} MB in {elapsed:.1f}s")
-            sys.stderr.write("\r\x1b[2K" + text + ("\n" if final else ""))
+            # Erase the last line with ANSI on a terminal, else with spaces
+            # (a log file gets no escape codes).
+            erase = "\r\x1b[2K" if sys.stderr.isatty() else "\r" + " " * self.shown + "\r"
+            sys.stderr.write(erase + text + ("\n" if final else ""))
+            self.shown = 0 if final else len(text)
         sys.stderr.flush()
 
 

@@ -91,9 +91,10 @@ fn eta(done: f64, total: f64, elapsed: f64) -> String {
 }
 
 impl ProgressPrinter {
-    /// A printer to the process's stderr.
+    /// A printer to the process's stderr (ANSI erasing only on a terminal:
+    /// a log file gets no escape codes).
     pub fn new(format: ProgressFormat) -> Self {
-        Self::with_sink(format, Box::new(Stderr), true)
+        Self::with_sink(format, Box::new(Stderr), std::io::stderr().is_terminal())
     }
 
     /// A printer to `sink`; `ansi` if it is a terminal.
