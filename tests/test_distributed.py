@@ -471,3 +471,16 @@ def test_cli_ray_argument_mistakes(corpus, model, tmp_path, capsys):
                      "-o", str(tmp_path / "x.ids")]) == 1
     assert "need --ray" in capsys.readouterr().err
     assert not os.path.exists(tmp_path / "x.ids")
+
+
+def test_each_counting_task_takes_its_share_of_the_memory_budget(corpus):
+    # The local instance has 2 CPUs: a 1-CPU task may use half the budget,
+    # a 2-CPU task all of it; without max_memory, half the default budget.
+    share = ray.remote(num_cpus=0.1)(lambda args, cpus: distributed._task_budget(args, cpus)["max_memory"])
+    assert ray.get(share.remote({"max_memory": 1000}, 1)) == 500
+    assert ray.get(share.remote({"max_memory": 1000}, 2)) == 1000
+    default = ray.get(share.remote({"max_memory": None}, 1))
+    assert 0 < default <= bpeforge._native.default_memory_budget() * 0.6
+    kw = dict(vocab_size=700, progress=False, max_memory="300M")
+    assert comparable(distributed.train([corpus["big"]], shard_bytes=9_000, **kw)) == comparable(
+        bpeforge.train([corpus["big"]], **kw))

@@ -331,6 +331,22 @@ def _check_task_settings(shard_bytes: int, num_cpus_per_task: float) -> None:
 # ---- tasks (run on the workers) ---------------------------------------------
 
 
+def _task_budget(args: dict[str, Any], cpus: float) -> dict[str, Any]:
+    """``args`` with the counting task's share of its machine's memory
+    budget: the budget (``max_memory``, or the default of the machine the
+    task runs on) times the task's CPUs over the node's, so the tasks Ray
+    runs side by side on a node stay within the budget together."""
+    ray = _ray()
+    node_cpus = 0.0
+    node = ray.get_runtime_context().get_node_id()
+    for n in ray.nodes():
+        if n.get("NodeID") == node:
+            node_cpus = float(n.get("Resources", {}).get("CPU", 0))
+    share = min(1.0, cpus / node_cpus) if node_cpus > 0 else 1.0
+    budget = args["max_memory"] if args["max_memory"] is not None else _native.default_memory_budget()
+    return dict(args, max_memory=max(1, int(budget * share)))
+
+
 def _plan_task(paths: list[str], shard_bytes: int, split: bool, group: bool, files: bool = False,
                lines: bool = False) -> list[dict[str, Any]]:
     return plan_shards(paths, shard_bytes, split=split, group=group, files=files, lines=lines)
@@ -350,12 +366,14 @@ def _arrow_languages_task(paths: list[str], columns: list[str], settings: tuple)
 
 
 def _arrow_count_task(shard: dict[str, Any], columns: list[str], settings: tuple,
-                      languages: tuple[list[str], list[int]] | None) -> tuple[bytes, list[int]]:
+                      languages: tuple[list[str], list[int]] | None, cpus: float) -> tuple[bytes, list[int]]:
+    settings = (_task_budget(settings[0], cpus), *settings[1:])
     return _arrow.count_shard(shard, columns, settings, languages)
 
 
 def _count_task(shard: dict[str, Any], args: dict[str, Any],
-                languages: tuple[list[str], list[int]] | None) -> tuple[bytes, list[int]]:
+                languages: tuple[list[str], list[int]] | None, cpus: float) -> tuple[bytes, list[int]]:
+    args = _task_budget(args, cpus)
     rng = shard["byte_range"]
     # Positions among the inputs matter only to language-balanced runs.
     files = shard.get("files", [0] * len(shard["paths"]))
@@ -423,7 +441,11 @@ def train(
     One Ray task per shard (see the module docs) counts the word types of its
     shard with ``num_cpus_per_task`` threads; the driver adds each shard's
     table to a running sum as it arrives, then runs the merge loop
-    (``threads`` is only recorded, as in :func:`bpeforge.train`). The model
+    (``threads`` is only recorded, as in :func:`bpeforge.train`).
+    ``max_memory`` is each machine's budget: the driver's merge phase keeps
+    within it, and each counting task within its share of its machine's
+    (its CPUs over the node's; without ``max_memory``, of that machine's
+    default budget), spilling to its temporary folder past it. The model
     equals ``bpeforge.train(paths, ...)`` with the same keywords, merge for
     merge and count for count, for every option; its metadata lists
     ``paths`` as given. Its ``timings`` say how long counting took from the
@@ -513,7 +535,7 @@ def train(
         total.add(table)
         lang_bytes[:] = [a + b for a, b in zip(lang_bytes, shard_lang_bytes)]
 
-    _gather([count.remote(s, *task_args, languages_ref) for s in shards], sizes,
+    _gather([count.remote(s, *task_args, languages_ref, num_cpus_per_task) for s in shards], sizes,
             _Progress(prog, "counting", len(shards), sum(sizes)), add)
     cluster_seconds = time.perf_counter() - start
     tok = Tokenizer(_native.train_count_sum(total, args, prog, inputs, languages, lang_bytes if balanced else None))

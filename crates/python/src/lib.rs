@@ -69,6 +69,13 @@ fn train_config(args: &Bound<'_, PyAny>) -> PyResult<TrainConfig> {
     options.into_config().map_err(to_pyerr)
 }
 
+/// The default memory budget of a run started now (`max_memory=None`):
+/// a share of the memory available on this machine.
+#[pyfunction]
+fn default_memory_budget() -> u64 {
+    bpeforge_core::budget::default_budget()
+}
+
 /// The training option names the engine takes (`TrainOptions`' fields).
 #[pyfunction]
 fn train_option_names() -> Vec<&'static str> {
@@ -642,6 +649,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(train_files, m)?)?;
     m.add_function(wrap_pyfunction!(train_iterator, m)?)?;
     m.add_function(wrap_pyfunction!(arrow::train_arrow, m)?)?;
+    m.add_function(wrap_pyfunction!(default_memory_budget, m)?)?;
     m.add_function(wrap_pyfunction!(arrow::count_arrow_shard, m)?)?;
     m.add_function(wrap_pyfunction!(arrow::encode_arrow_file, m)?)?;
     m.add_function(wrap_pyfunction!(arrow::encode_arrow, m)?)?;
