@@ -239,7 +239,7 @@ pub fn choose_min_count(
             "max_memory {} is too small for this corpus: even its most frequent word types would need about {} \
              (the process already holds {}); raise max_memory",
             human(budget),
-            human(cost(hist.descending().first().map_or(0, |b| b.1.types), 0)),
+            human(hist.descending().first().map_or(0, |(_, b)| cost(b.types, b.symbols))),
             human(budget.saturating_sub(room)),
         ))
     })
@@ -265,6 +265,9 @@ mod tests {
         assert_eq!(choose_min_count(&h, 1, 1, 1, cost).unwrap(), 50);
         let err = choose_min_count(&h, 1, 0, 0, cost).unwrap_err();
         assert!(err.message().contains("max_memory"), "{}", err.message());
+        // The need named is the most frequent types' with their symbols.
+        let err = choose_min_count(&h, 1, 0, 0, |t, s| (t + s) << 20).unwrap_err();
+        assert!(err.message().contains("would need about 5 MiB"), "{}", err.message());
         assert_eq!(h.kept(2), (111, 444, 200 + 50 + 50));
     }
 

@@ -177,6 +177,10 @@ pub struct SuperBpeStats {
     #[serde(serialize_with = "millis")]
     pub stage2_merge_seconds: f64,
     pub stage2_merge_breakdown: Option<MergeBreakdown>,
+    /// Stage 2's own fit to `max_memory` when it dropped word units (stage
+    /// 1's is the run's `memory_budget`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stage2_memory_budget: Option<MemoryBudget>,
 }
 
 impl TrainStats {

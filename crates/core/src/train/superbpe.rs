@@ -55,6 +55,7 @@ pub(crate) fn train(
         stage1_merge_seconds: s1.timings.merge_seconds,
         stage2_merge_seconds: s2.timings.merge_seconds,
         stage2_merge_breakdown: s2.timings.merge_breakdown.clone(),
+        stage2_memory_budget: s2.memory_budget.clone().filter(|m| m.word_types_dropped > 0),
     });
     combined.timings = Timings {
         count_seconds,
