@@ -741,3 +741,58 @@ def test_exporters_do_not_import_the_tokenizer_module() -> None:
                 assert target != ".._tokenizer", f"{name} imports bpeforge._tokenizer"
                 if node.level == 1 and node.module:
                     assert node.module in below, f"{name} imports .{node.module}, which is not below _tokenizer"
+
+
+# ---- deriving merges from ranks: the engine against tiktoken's algorithm in Python --
+
+
+def _reference_split(ranks: dict[bytes, int], token: bytes, limit: int) -> int | None:
+    """tiktoken's algorithm on ``token`` with the ranks below ``limit``: where
+    it cuts the token when it ends in two parts."""
+    parts = [token[i:i + 1] for i in range(len(token))]
+    while len(parts) > 1:
+        found = [(ranks[parts[i] + parts[i + 1]], i) for i in range(len(parts) - 1)
+                 if ranks.get(parts[i] + parts[i + 1], limit) < limit]
+        if not found:
+            break
+        _, i = min(found)
+        parts[i:i + 2] = [parts[i] + parts[i + 1]]
+    return len(parts[0]) if len(parts) == 2 else None
+
+
+def _reference_unreachable(base: int, merges: list[tuple[int, int]]) -> int:
+    rank = {pair: k for k, pair in enumerate(merges)}
+    tokens = [[i] for i in range(base)]
+    bad = 0
+    for k, (a, c) in enumerate(merges):
+        tokens.append(tokens[a] + tokens[c])
+        syms = list(tokens[-1])
+        while len(syms) > 1:
+            found = [(rank[(syms[i], syms[i + 1])], i) for i in range(len(syms) - 1) if (syms[i], syms[i + 1]) in rank]
+            if not found:
+                break
+            r, i = min(found)
+            syms[i:i + 2] = [base + r]
+        bad += syms != [base + k]
+    return bad
+
+
+def test_merge_splits_and_unreachable_tokens_equal_the_python_algorithm() -> None:
+    import random
+
+    from bpeforge import _native
+
+    rng = random.Random(5)
+    for _ in range(30):
+        # Random rank tables over a small alphabet: many tokens whose parts are
+        # missing or ranked after them, as hostile or pruned vocabularies have.
+        tokens = {bytes([b]) for b in b"abcd"}
+        while len(tokens) < 60:
+            tokens.add(bytes(rng.choice(b"abcd") for _ in range(rng.randint(2, 6))))
+        order = sorted(tokens, key=lambda t: (len(t) + rng.random() * 3, t))
+        ranks = {t: r for r, t in enumerate(order)}
+        splits = _native.merge_splits(order, list(range(len(order))))
+        assert splits == [_reference_split(ranks, t, r) if len(t) > 1 else None for r, t in enumerate(order)]
+        base = 4
+        merges = [(rng.randrange(base + k), rng.randrange(base + k)) for k in range(40)]
+        assert _native.unreachable_merges(base, merges) == _reference_unreachable(base, merges)

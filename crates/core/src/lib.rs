@@ -39,6 +39,7 @@ pub mod observe;
 pub mod pipeline;
 pub mod pretok;
 pub mod progress;
+pub mod ranks;
 mod scan;
 pub mod shard;
 pub mod steps;

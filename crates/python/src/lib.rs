@@ -69,6 +69,21 @@ fn train_config(args: &Bound<'_, PyAny>) -> PyResult<TrainConfig> {
     options.into_config().map_err(to_pyerr)
 }
 
+/// `bpeforge_core::ranks::merge_splits`, for the tiktoken importer.
+#[pyfunction]
+fn merge_splits(py: Python<'_>, tokens: Vec<Vec<u8>>, ranks: Vec<u32>) -> PyResult<Vec<Option<usize>>> {
+    if tokens.len() != ranks.len() {
+        return Err(to_pyerr(Error::parameter("merge_splits: one rank per token is needed")));
+    }
+    Ok(py.detach(|| bpeforge_core::ranks::merge_splits(&tokens, &ranks)))
+}
+
+/// `bpeforge_core::ranks::unreachable_merges`, for the importers.
+#[pyfunction]
+fn unreachable_merges(py: Python<'_>, base: usize, merges: Vec<(u32, u32)>) -> usize {
+    py.detach(|| bpeforge_core::ranks::unreachable_merges(base, &merges))
+}
+
 /// The default memory budget of a run started now (`max_memory=None`):
 /// a share of the memory available on this machine.
 #[pyfunction]
@@ -650,6 +665,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(train_iterator, m)?)?;
     m.add_function(wrap_pyfunction!(arrow::train_arrow, m)?)?;
     m.add_function(wrap_pyfunction!(default_memory_budget, m)?)?;
+    m.add_function(wrap_pyfunction!(merge_splits, m)?)?;
+    m.add_function(wrap_pyfunction!(unreachable_merges, m)?)?;
     m.add_function(wrap_pyfunction!(arrow::count_arrow_shard, m)?)?;
     m.add_function(wrap_pyfunction!(arrow::encode_arrow_file, m)?)?;
     m.add_function(wrap_pyfunction!(arrow::encode_arrow, m)?)?;

@@ -12,6 +12,7 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
+from .. import _native
 from .._tokenizer import Tokenizer
 from ..errors import ModelFormatError, ParameterError
 from ._common import InteropWarning
@@ -96,27 +97,7 @@ class Builder:
 def unreachable_tokens(b: Builder) -> int:
     """How many merged tokens merge-list BPE cannot produce from their own
     symbols (a library that looks whole pieces up first would give them)."""
-    ranks = {(a, c): k for k, (a, c) in enumerate(b.merges)}
-    nb = len(b.base)
-    tokens: list[list[int]] = [[i] for i in range(nb)]
-    for a, c in b.merges:
-        tokens.append(tokens[a] + tokens[c])
-    bad = 0
-    for k in range(len(b.merges)):
-        syms = list(tokens[nb + k])
-        while len(syms) > 1:
-            best = None
-            for i in range(len(syms) - 1):
-                r = ranks.get((syms[i], syms[i + 1]))
-                if r is not None and (best is None or r < best[0]):
-                    best = (r, i)
-            if best is None:
-                break
-            r, i = best
-            syms[i : i + 2] = [nb + r]
-        if syms != [nb + k]:
-            bad += 1
-    return bad
+    return _native.unreachable_merges(len(b.base), b.merges)
 
 
 def foreign_file_errors(kind: str) -> Callable[[Callable[..., Tokenizer]], Callable[..., Tokenizer]]:

@@ -7,26 +7,12 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
+from .. import _native
 from .._tokenizer import Tokenizer
 from ..errors import ParameterError
 from ._builder import Builder, foreign_file_errors, unreachable_tokens
 from ._common import _PRESET_PATTERNS, _TIKTOKEN_NAMES, _pretokenizer_for_pattern
 from .tiktoken_export import read_rank_file, read_sidecar
-
-
-def _rank_parts(ranks: Mapping[bytes, int], token: bytes, max_rank: int) -> list[bytes]:
-    """tiktoken's algorithm on ``token`` using only ranks below ``max_rank``."""
-    parts = [token[i : i + 1] for i in range(len(token))]
-    while len(parts) > 1:
-        best_rank, best_i = None, -1
-        for i in range(len(parts) - 1):
-            r = ranks.get(parts[i] + parts[i + 1])
-            if r is not None and r < max_rank and (best_rank is None or r < best_rank):
-                best_rank, best_i = r, i
-        if best_rank is None:
-            break
-        parts[best_i : best_i + 2] = [parts[best_i] + parts[best_i + 1]]
-    return parts
 
 
 @foreign_file_errors("tiktoken vocabulary")
@@ -116,14 +102,16 @@ def _add_bytes(b: Builder, ranks: Mapping[bytes, int], next_id: int) -> None:
 def _add_merges(b: Builder, ranks: Mapping[bytes, int]) -> None:
     """One merge per multi-byte token, in rank order: the two parts tiktoken's
     algorithm makes of it with the lower ranks."""
-    for token, rank in sorted(ranks.items(), key=lambda kv: kv[1]):
+    ordered = sorted(ranks.items(), key=lambda kv: kv[1])
+    tokens = [t for t, _ in ordered]
+    splits = _native.merge_splits(tokens, [r for _, r in ordered])
+    for (token, rank), split in zip(ordered, splits):
         if len(token) < 2:
             continue
-        parts = _rank_parts(ranks, token, rank)
-        if len(parts) != 2:
+        if split is None:
             b.count("tokens_not_reachable_by_merges")
             continue
-        b.add_merge(parts[0], parts[1], rank)
+        b.add_merge(token[:split], token[split:], rank)
     if b.stats.get("tokens_not_reachable_by_merges"):
         b.note(f"{b.stats['tokens_not_reachable_by_merges']} tokens are not two lower-ranked tokens; they were dropped "
                "(tiktoken gives them only for a piece equal to the whole token)")
