@@ -523,6 +523,7 @@ def train(
         languages = (names, lines)
     shards = _get(plan)
     languages_ref = ray.put(languages)
+    task_args: tuple[Any, ...]
     if arrow:
         count, task_args = _remote(_arrow_count_task, num_cpus_per_task), (ray.put(columns), ray.put(arrow_settings))
     else:
