@@ -232,13 +232,17 @@ def _train(make_source: Any, inputs: list[str], text: str, lang: str | None, opt
     return _native.train_arrow(rows.batches(make_source()), engine, progress, inputs, languages)
 
 
-def check_files(files: list[str], options: Any) -> list[str]:
-    """Checks Parquet/Arrow inputs and their options; returns the columns to
-    read (the text column, then the language column if any)."""
+def _only_arrow(files: list[str]) -> None:
     not_arrow = [f for f in files if not is_arrow_path(f)]
     if not_arrow:
         raise ParameterError(f"give either Parquet/Arrow files or text files, not both ({not_arrow[0]} is not "
                              f"{'/'.join(PARQUET + ARROW_IPC)})")
+
+
+def check_files(files: list[str], options: Any) -> list[str]:
+    """Checks Parquet/Arrow inputs and their options; returns the columns to
+    read (the text column, then the language column if any)."""
+    _only_arrow(files)
     options.refuse(TEXT_FILE_ONLY, "for Parquet/Arrow input", "texts are rows of a column")
     text, lang = options.text_field, options.lang_field
     if text is None:
@@ -261,10 +265,7 @@ def encode_files(tok: Any, files: list[str], dst: str, format: str, threads: int
     """``Tokenizer.encode_file`` on Parquet/Arrow files: the ``text_field``
     column, row ``i`` of the output for row ``i`` of the input (a null text
     is an error naming file, row group and row)."""
-    not_arrow = [f for f in files if not is_arrow_path(f)]
-    if not_arrow:
-        raise ParameterError(f"give either Parquet/Arrow files or text files, not both ({not_arrow[0]} is not "
-                             f"{'/'.join(PARQUET + ARROW_IPC)})")
+    _only_arrow(files)
     if text_field is None:
         raise ParameterError("Parquet/Arrow input: give text_field= (the name of the text column)")
     rows = _Rows(text_field, None, "error", None)
