@@ -92,8 +92,11 @@ def _chars_pipeline(v: ModelView) -> _Pipeline:
         if normalizer is _WS_NORMALIZER:
             # Under SentencePiece's normalizers only U+0020 separates words.
             normalizer = WS_NORMALIZER_AFTER_PRECOMPILED
-        rest = normalizer["normalizers"] if normalizer else []
-        normalizer = {"type": "Sequence", "normalizers": [precompiled(spec["precompiled_charsmap"]), *rest]}
+        # First, as transformers' converters write it. (Put after the dummy
+        # prefix's Prepend, HF would normalize ▁ and a leading combining
+        # mark as one grapheme.)
+        steps = [precompiled(spec["precompiled_charsmap"]), *(normalizer["normalizers"] if normalizer else [])]
+        normalizer = {"type": "Sequence", "normalizers": steps}
     return normalizer, pre, decoder
 
 

@@ -243,10 +243,13 @@ def _peel_precompiled(doc: dict[str, Any], ignore_normalizer: bool, notes: list[
     (bpeforge's stored form), and the document with the steps after it."""
     norm = doc.get("normalizer")
     steps = norm.get("normalizers") if isinstance(norm, dict) and norm.get("type") == "Sequence" else [norm]
-    first = steps[0] if steps else None
+    # Also accepted after a Prepend (bpeforge normalizes first and then
+    # prefixes, which is SentencePiece's order).
+    at = 1 if len(steps) > 1 and isinstance(steps[0], dict) and steps[0].get("type") == "Prepend" else 0
+    first = steps[at] if steps else None
     if not (isinstance(first, dict) and first.get("type") == "Precompiled"):
         return None, doc
-    rest = steps[1:]
+    rest = steps[:at] + steps[at + 1:]
     doc = {**doc, "normalizer": {"type": "Sequence", "normalizers": rest} if len(rest) > 1 else (rest[0] if rest else None)}
     if ignore_normalizer:
         notes.append("normalizer 'Precompiled' ignored: ids differ on text it would change")
