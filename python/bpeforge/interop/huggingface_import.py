@@ -275,8 +275,8 @@ def _accept_normalizer(norm: Any, ignore_normalizer: bool, where: str, notes: li
         return norm is not None
     if not ignore_normalizer:
         raise ParameterError(
-            f"{where}: the normalizer {norm.get('type')!r} has no bpeforge equivalent (bpeforge does not "
-            "normalize text); pass ignore_normalizer=True to import anyway: ids then match only on text "
+            f"{where}: the normalizer {norm.get('type')!r} has no bpeforge equivalent (bpeforge applies only "
+            "SentencePiece's Precompiled tables); pass ignore_normalizer=True to import anyway: ids then match only on text "
             "the normalizer leaves unchanged"
         )
     notes.append(f"normalizer {norm.get('type')!r} ignored: ids differ on text it would change")
