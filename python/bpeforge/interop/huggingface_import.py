@@ -243,6 +243,8 @@ def _peel_precompiled(doc: dict[str, Any], ignore_normalizer: bool, notes: list[
     (bpeforge's stored form), and the document with the steps after it."""
     norm = doc.get("normalizer")
     steps = norm.get("normalizers") if isinstance(norm, dict) and norm.get("type") == "Sequence" else [norm]
+    if not isinstance(steps, list):
+        return None, doc
     # Also accepted after a Prepend (bpeforge normalizes first and then
     # prefixes, which is SentencePiece's order).
     at = 1 if len(steps) > 1 and isinstance(steps[0], dict) and steps[0].get("type") == "Prepend" else 0
@@ -250,7 +252,8 @@ def _peel_precompiled(doc: dict[str, Any], ignore_normalizer: bool, notes: list[
     if not (isinstance(first, dict) and first.get("type") == "Precompiled"):
         return None, doc
     rest = steps[:at] + steps[at + 1:]
-    doc = {**doc, "normalizer": {"type": "Sequence", "normalizers": rest} if len(rest) > 1 else (rest[0] if rest else None)}
+    after = {"type": "Sequence", "normalizers": rest} if len(rest) > 1 else (rest[0] if rest else None)
+    doc = {**doc, "normalizer": after}
     if ignore_normalizer:
         notes.append("normalizer 'Precompiled' ignored: ids differ on text it would change")
         return None, doc
@@ -276,8 +279,8 @@ def _accept_normalizer(norm: Any, ignore_normalizer: bool, where: str, notes: li
     if not ignore_normalizer:
         raise ParameterError(
             f"{where}: the normalizer {norm.get('type')!r} has no bpeforge equivalent (bpeforge applies only "
-            "SentencePiece's Precompiled tables); pass ignore_normalizer=True to import anyway: ids then match only on text "
-            "the normalizer leaves unchanged"
+            "SentencePiece's Precompiled tables); pass ignore_normalizer=True to import anyway: ids then match "
+            "only on text the normalizer leaves unchanged"
         )
     notes.append(f"normalizer {norm.get('type')!r} ignored: ids differ on text it would change")
     return False
