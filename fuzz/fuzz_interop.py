@@ -38,7 +38,7 @@ with atheris.instrument_imports():
 
 IMPORTERS = ["from_huggingface", "from_tiktoken", "from_sentencepiece"]
 NAMES = ["tokenizer.json", "v.tiktoken", "m.model", "v.tiktoken.json"]
-SAMPLE = "Hello wörld, it's 12345 <s> ünïcödé\t\n  end 😀 中文"
+SAMPLE = "Hello wörld, it's 12345 <s> ünïcödé\t\n  end 😀 中文 ｈｅ\ufb01 \u2460\u3000e\u0301"
 # scratch files: FUZZ_TMP (fuzz/run.py points it into its workdir), else /dev/shm
 WORK = tempfile.mkdtemp(prefix="bpeforge-fuzz-",
                         dir=os.environ.get("FUZZ_TMP") or ("/dev/shm" if os.path.isdir("/dev/shm") else None))
@@ -60,13 +60,15 @@ def write_seeds(d: str) -> None:
                                      character_coverage=0.99, byte_fallback=True, fuse_unk=True, **kw)
     tmp = tempfile.mkdtemp()
     llama = _llama_style_seed(f, os.path.join(tmp, "llama.model"))
+    normalized = _charsmap_seed(f, os.path.join(tmp, "nfkc.model"))
+    sp_built = [p for p in (llama, normalized) if p]
     seeds = {
         0: [b.to_huggingface(os.path.join(tmp, "b.json")), c.to_huggingface(os.path.join(tmp, "c.json")),
             f.to_huggingface(os.path.join(tmp, "f.json"))]
-           + ([llama_hf(llama, os.path.join(tmp, "llama.json"))] if llama else []),
+           + [llama_hf(p, os.path.join(tmp, f"{k}.json")) for k, p in enumerate(sp_built)],
         1: [b.to_tiktoken(os.path.join(tmp, "b.tiktoken"))[0]],
         2: [c.to_sentencepiece(os.path.join(tmp, "c.model")), f.to_sentencepiece(os.path.join(tmp, "f.model"))]
-           + ([llama] if llama else []),
+           + sp_built,
         3: [os.path.join(tmp, "b.tiktoken.json")],
     }
     for sel, paths in seeds.items():
@@ -87,6 +89,28 @@ def _llama_style_seed(tok: bpeforge.Tokenizer, path: str) -> str | None:
     m.normalizer_spec.name = "identity"
     m.normalizer_spec.precompiled_charsmap = b""
     m.normalizer_spec.remove_extra_whitespaces = False
+    with open(path, "wb") as out:
+        out.write(m.SerializeToString())
+    return path
+
+
+def _charsmap_seed(tok: bpeforge.Tokenizer, path: str) -> str | None:
+    """A byte-fallback .model with a small precompiled charsmap (a few NFKC
+    rules: full-width letters, a ligature, a circled digit, U+3000), so that
+    the charsmap reader sees valid tables within -max_len (nmt_nfkc's own is
+    240 KB), and its HF twin a Precompiled normalizer."""
+    try:
+        import sentencepiece as spm
+        from bpeforge.interop.sentencepiece_export import sentencepiece_model_proto
+        from bpeforge.interop.sentencepiece_proto import sp_pb
+    except ImportError:
+        return None
+    rules = [("ｈ", "h"), ("ｅ", "e"), ("\ufb01", "fi"), ("\u2460", "1"), ("\u3000", " "), ("e\u0301", "\u00e9")]
+    spec = sp_pb().NormalizerSpec()
+    spec.ParseFromString(spm.SentencePieceNormalizer(norm_map=rules).serialized_normalizer_spec())
+    m = sentencepiece_model_proto(tok)
+    m.normalizer_spec.name = "user_defined"
+    m.normalizer_spec.precompiled_charsmap = spec.precompiled_charsmap
     with open(path, "wb") as out:
         out.write(m.SerializeToString())
     return path

@@ -602,8 +602,9 @@ def test_sentencepiece_import_unknown_runs(texts):
 
 
 def test_sentencepiece_import_refuses():
-    with pytest.raises(ParameterError, match="normalizer"):
-        bpeforge.from_sentencepiece(_sp_source("nmt_nfkc", 0.98, n=2000, vocab=4000))
+    # nmt_nfkc imports now, its table kept (tests/test_normalizer.py checks the ids)
+    tok = bpeforge.from_sentencepiece(_sp_source("nmt_nfkc", 0.98, n=2000, vocab=4000))
+    assert json.loads(tok.to_json())["scheme"]["normalizer"]["name"] == "nmt_nfkc"
     buf = io.BytesIO()
     spm.SentencePieceTrainer.train(sentence_iterator=iter(_read(2000)), model_writer=buf, vocab_size=4000,
                                    character_coverage=0.98, model_type="unigram", minloglevel=2)

@@ -115,6 +115,8 @@ def samples(tmp_path) -> dict[str, tuple[list[str], object]]:
         "unk_token": (["--unk-token", "<UNK>"], "<UNK>"),
         "byte_fallback": (["--scheme", "chars", "--byte-fallback"], True),
         "fuse_unk": (["--scheme", "chars", "--fuse-unk"], True),
+        "normalizer": (["--scheme", "chars", "--normalizer", "nmt_nfkc"],
+                       bpeforge._normalizers.check_normalizer("nmt_nfkc")),
         "documents": (["--documents"], True),
         "separator": (["--separator", "|||"], "|||"),
         "text_field": (["--text-field", "text"], "text"),

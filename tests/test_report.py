@@ -331,7 +331,7 @@ def test_compare_with_a_sentencepiece_model(data: dict[str, Path], tmp_path: Pat
     r = rp.build_report(data["bytes"], data["corpus"], compare=tmp_path / "sp.model", sample=300,
                         curve_lines=100, curve_points=3)
     assert r.models[1]["format"] == "sentencepiece" and r.models[1]["label"] == "sp"
-    assert any("normalizer" in n for n in r.notes)  # nmt_nfkc is imported with a note, not refused
+    assert not any("normalizer" in n for n in r.notes)  # nmt_nfkc is imported and applied, not ignored
     assert len(r.figures["pair_frequency"].panels[0].series) == 1  # no pair counts in a SentencePiece model
     assert any("no pair counts" in n for n in r.figures["pair_frequency"].notes)
 

@@ -24,6 +24,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from .errors import ParameterError
+
 if TYPE_CHECKING:  # pragma: no cover
     from ._tokenizer import Tokenizer
 
@@ -45,6 +47,9 @@ def utf8_starts(text: str) -> list[int]:
 
 def token_offsets(tok: Tokenizer, text: str, ids: Sequence[int], allowed: Any, unit: str) -> list[_Span]:
     """Offsets of ``ids`` (the encoding of ``text``) in characters or bytes."""
+    if tok._scheme_settings().get("normalizer"):
+        raise ParameterError("offsets are not available for a model with a normalizer: its tokens cover the "
+                             "normalized text, not the original one")
     lossless = tok.scheme == "bytes" and tok.pretokenizer != "whitespace"
     spans = _byte_level(tok, text, ids) if lossless else _unit_walk(tok, text, ids, allowed)
     if unit == "chars":

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from . import __version__, sample_corpus
 from ._display import show_token
+from ._normalizers import name_of as normalizer_name
 from ._io import check_output, open_text, write_atomic
 from ._tokenizer import Tokenizer, load, train
 from .errors import BpeforgeError, ParameterError
@@ -348,6 +349,8 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     for flag in ("fuse_unk", "dummy_prefix"):
         if scheme.get(flag):
             w(f"  {flag}: true\n")
+    if tok.scheme == "chars":
+        w(f"  normalizer: {normalizer_name(scheme)}\n")
     if tok.alphabet is not None:
         w(f"  alphabet: {len(tok.alphabet)} symbols\n")
     w(f"  merges: {len(tok.merge_counts)}\n")

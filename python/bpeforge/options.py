@@ -29,6 +29,8 @@ from dataclasses import dataclass, field
 from typing import Any, Union
 
 from . import _native
+from ._normalizers import NAMES as NORMALIZER_NAMES
+from ._normalizers import check_normalizer
 from .errors import ParameterError
 
 PathLike = Union[str, "os.PathLike[str]"]
@@ -331,6 +333,12 @@ class TrainOptions:
                          "which decodes as SentencePiece's `` ⁇ ``.", _flag,
                          cli={"action": "store_true", "help": "chars scheme: a run of unknown characters is one "
                                                               "unk token"})
+    normalizer: str = opt("identity", "chars scheme: ``\"identity\"`` (text as it is) or ``\"nmt_nfkc\"`` "
+                          "(SentencePiece's default normalizer: NFKC plus its whitespace and control-character "
+                          "rules), applied to the text before counting and encoding, and exported to "
+                          "SentencePiece and Hugging Face.", check_normalizer,
+                          cli={"choices": list(NORMALIZER_NAMES), "help": "chars scheme: text normalizer "
+                                                                          "(default identity)"})
     documents: bool = opt(False, "each file is one text (newlines kept).", _flag, files_only=True,
                           cli={"action": "store_true", "help": "each file is one text (newlines kept)"})
     separator: str | None = opt(None, 'texts are cut at this string instead of at newlines.',
@@ -491,10 +499,12 @@ class TrainOptions:
             "unk_token": scheme.get("unk_token", "<unk>"),
             "byte_fallback": scheme.get("byte_fallback", False),
             "fuse_unk": scheme.get("fuse_unk", False),
+            "normalizer": scheme.get("normalizer"),
         }
         given = self.non_default()
-        conflicts = [f"{k}={engine[k]!r} (the model has {v!r})" for k, v in kept.items()
-                     if k in given and engine[k] != v]
+        shown = {"normalizer": lambda v: repr((v or {}).get("name", "identity"))}
+        conflicts = [f"{k}={shown.get(k, repr)(engine[k])} (the model has {shown.get(k, repr)(v)})"
+                     for k, v in kept.items() if k in given and engine[k] != v]
         if conflicts:
             raise ParameterError("resume_from keeps the resumed model's settings, and these differ: "
                                  + "; ".join(conflicts) + ". Leave them out to continue the model as it is")

@@ -13,7 +13,7 @@ fn main() {
     let vocab: usize = args.get(2).map_or(32000, |s| s.parse().unwrap());
     let threads: usize = args.get(3).map_or(1, |s| s.parse().unwrap());
     let scheme = match args.get(4).map(String::as_str) {
-        Some("chars") => Scheme::Chars { unk_token: "<unk>".into(), end_of_word_suffix: None, character_coverage: 1.0, byte_fallback: false, fuse_unk: false, dummy_prefix: false },
+        Some("chars") => Scheme::Chars { unk_token: "<unk>".into(), end_of_word_suffix: None, character_coverage: 1.0, byte_fallback: false, fuse_unk: false, dummy_prefix: false, normalizer: None },
         _ => Scheme::Bytes,
     };
     let pretok = PreTokenizerSpec::from_name(args.get(5).map_or("gpt2", String::as_str));

@@ -916,6 +916,9 @@ pub struct Counter<'a> {
     /// Parity balancing: key every piece by its text's language instead
     /// (`WordCounts::add_tagged`), so the weights can change after counting.
     pub tag_languages: bool,
+    /// Chars scheme: SentencePiece's normalizer, applied to each text
+    /// segment before pre-tokenizing (as encoding does).
+    pub normalizer: Option<&'a crate::normalize::Normalizer>,
 }
 
 /// A counting thread's regex scratch space (see `PreTokenizer::split_with`).
@@ -959,44 +962,61 @@ impl Counter<'_> {
                 out.stats.specials += 1;
                 Ok(())
             }
-            Segment::Text(seg) => utf8_runs(seg, &mut |run| match run {
-                Ok(s) => {
-                    if let (Some(p2), Some(second), Some(cache)) =
-                        (self.superword, out.superword.as_deref_mut(), scratch.superword.as_mut())
-                    {
-                        p2.split_with(cache, s, &mut |piece| second.add(piece.as_bytes(), weight))
-                            .map_err(|e| (s.as_ptr() as usize - base, Some(e)))?;
+            Segment::Text(seg) => {
+                // Offsets of errors are in `text`; a normalized segment's pieces
+                // are not, and report the segment's start.
+                let seg_start = seg.as_ptr() as usize - base;
+                let offset_of = |p: *const u8| (p as usize).checked_sub(base).filter(|&o| o <= text.len()).unwrap_or(seg_start);
+                let normalized;
+                let seg = match self.normalizer {
+                    Some(n) => {
+                        if let (Err(e), false) = (std::str::from_utf8(seg), self.allow_invalid_utf8) {
+                            return Err((seg_start + e.valid_up_to(), None));
+                        }
+                        normalized = n.normalize(seg);
+                        normalized.as_bytes()
                     }
-                    let mut pieces = 0u64;
-                    let r = self
-                        .pretokenizer
-                        .split_with(&mut scratch.words, s, &mut |piece| {
-                            pieces += 1;
+                    None => seg,
+                };
+                utf8_runs(seg, &mut |run| match run {
+                    Ok(s) => {
+                        if let (Some(p2), Some(second), Some(cache)) =
+                            (self.superword, out.superword.as_deref_mut(), scratch.superword.as_mut())
+                        {
+                            p2.split_with(cache, s, &mut |piece| second.add(piece.as_bytes(), weight))
+                                .map_err(|e| (offset_of(s.as_ptr()), Some(e)))?;
+                        }
+                        let mut pieces = 0u64;
+                        let r = self
+                            .pretokenizer
+                            .split_with(&mut scratch.words, s, &mut |piece| {
+                                pieces += 1;
+                                match language {
+                                    None => out.add(piece.as_bytes(), weight),
+                                    Some(l) => out.add_tagged(l, piece.as_bytes(), weight),
+                                }
+                            })
+                            .map_err(|e| (offset_of(s.as_ptr()), Some(e)));
+                        out.stats.pieces += pieces;
+                        r
+                    }
+                    Err(bad) => {
+                        if self.allow_invalid_utf8 {
+                            out.stats.pieces += 1;
                             match language {
-                                None => out.add(piece.as_bytes(), weight),
-                                Some(l) => out.add_tagged(l, piece.as_bytes(), weight),
+                                None => out.add(bad, weight),
+                                Some(l) => out.add_tagged(l, bad, weight),
                             }
-                        })
-                        .map_err(|e| (s.as_ptr() as usize - base, Some(e)));
-                    out.stats.pieces += pieces;
-                    r
-                }
-                Err(bad) => {
-                    if self.allow_invalid_utf8 {
-                        out.stats.pieces += 1;
-                        match language {
-                            None => out.add(bad, weight),
-                            Some(l) => out.add_tagged(l, bad, weight),
+                            if let Some(second) = out.superword.as_deref_mut() {
+                                second.add(bad, weight);
+                            }
+                            Ok(())
+                        } else {
+                            Err((offset_of(bad.as_ptr()), None))
                         }
-                        if let Some(second) = out.superword.as_deref_mut() {
-                            second.add(bad, weight);
-                        }
-                        Ok(())
-                    } else {
-                        Err((bad.as_ptr() as usize - base, None))
                     }
-                }
-            }),
+                })
+            }
         })
     }
 
@@ -1326,6 +1346,7 @@ mod tests {
                 superword: superword.then_some(&stage2),
                 lang_weights: None,
                 tag_languages: false,
+                normalizer: None,
             };
             let feed = |sink: &mut dyn FnMut(Chunk) -> Result<()>| {
                 for c in &chunks {

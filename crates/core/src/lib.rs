@@ -35,6 +35,7 @@ pub mod fields;
 pub mod input;
 mod mem;
 pub mod model;
+pub mod normalize;
 pub mod observe;
 pub mod pipeline;
 pub mod pretok;

@@ -106,6 +106,10 @@ pub enum Scheme {
         /// pre-tokenizers that keep spaces inside pieces).
         #[serde(default, skip_serializing_if = "is_false")]
         dummy_prefix: bool,
+        /// SentencePiece's text normalizer (a precompiled charsmap such as
+        /// `nmt_nfkc`), applied before pre-tokenizing; none is the identity.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        normalizer: Option<crate::normalize::NormalizerSpec>,
     },
 }
 
@@ -325,7 +329,13 @@ impl Model {
                     return Err(Error::model("the bytes scheme has a fixed alphabet; 'alphabet' must be null"));
                 }
             }
-            Scheme::Chars { unk_token, end_of_word_suffix, character_coverage, byte_fallback, dummy_prefix, .. } => {
+            Scheme::Chars { unk_token, end_of_word_suffix, character_coverage, byte_fallback, dummy_prefix, normalizer, .. } => {
+                if let Some(n) = normalizer {
+                    n.compile()?;
+                    if end_of_word_suffix.is_some() {
+                        return Err(Error::model("a normalizer (SentencePiece's) goes with the ▁ prefix mode, not an end_of_word_suffix"));
+                    }
+                }
                 if !(0.0..=1.0).contains(character_coverage) || character_coverage.is_nan() {
                     return Err(Error::model(format!("character_coverage {character_coverage} is outside [0, 1]")));
                 }

@@ -83,11 +83,37 @@ _BYTE_DECODERS = [{"type": "ByteFallback"}, {"type": "Fuse"}]
 
 def _chars_pipeline(v: ModelView) -> _Pipeline:
     """Chars models: ``▁`` through Metaspace, or the end-of-word suffix; byte
-    fallback adds its decoders."""
+    fallback adds its decoders; a normalizer (nmt_nfkc, ...) goes first."""
     normalizer, pre, decoder = _chars_steps(v)
     if v.byte_specials and decoder.get("type") == "Metaspace":
         decoder = {"type": "Sequence", "decoders": [*_BYTE_DECODERS, decoder]}
+    spec = v.json["scheme"].get("normalizer")
+    if spec:
+        if normalizer is _WS_NORMALIZER:
+            # Under SentencePiece's normalizers only U+0020 separates words.
+            normalizer = WS_NORMALIZER_AFTER_PRECOMPILED
+        # First, as transformers' converters write it. (Put after the dummy
+        # prefix's Prepend, HF would normalize ▁ and a leading combining
+        # mark as one grapheme.)
+        steps = [precompiled(spec["precompiled_charsmap"]), *(normalizer["normalizers"] if normalizer else [])]
+        normalizer = {"type": "Sequence", "normalizers": steps}
     return normalizer, pre, decoder
+
+
+def precompiled(charsmap_base64: str) -> dict[str, Any]:
+    """HF's SentencePiece normalizer, as transformers' converters write it."""
+    return {"type": "Precompiled", "precompiled_charsmap": charsmap_base64}
+
+
+# The `whitespace` preset after a Precompiled normalizer: as _WS_NORMALIZER,
+# but only U+0020 separates words (SentencePiece's remove_extra_whitespaces).
+WS_NORMALIZER_AFTER_PRECOMPILED = {
+    "type": "Sequence",
+    "normalizers": [
+        {"type": "Prepend", "prepend": " "},
+        {"type": "Replace", "pattern": {"Regex": " +"}, "content": " "},
+    ],
+}
 
 
 # SentencePiece with spaces kept, as transformers' Llama converter writes it:

@@ -5,6 +5,7 @@ file's ids. :func:`from_huggingface` reads as the list of those steps."""
 
 from __future__ import annotations
 
+import base64
 import itertools
 import json
 import os
@@ -12,6 +13,7 @@ import re
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
+from .. import _normalizers
 from .._tokenizer import Tokenizer
 from ..errors import ModelFormatError, ParameterError
 from ._builder import Builder, foreign_file_errors, unreachable_tokens
@@ -26,7 +28,7 @@ from ._common import (
     _pretokenizer_for_pattern,
     _rust_escape,
 )
-from .huggingface_export import _WS_NORMALIZER, _WS_WORDS
+from .huggingface_export import _WS_NORMALIZER, _WS_WORDS, WS_NORMALIZER_AFTER_PRECOMPILED
 
 # What the pipeline maps to: (scheme, pre-tokenizer, rename_space). rename_space:
 # a chars model without Metaspace, whose tokens hold real spaces where
@@ -78,16 +80,23 @@ def from_huggingface(source: Any, *, ignore_normalizer: bool = False) -> Tokeniz
     vocab: dict[str, int] = {str(k): int(v) for k, v in model["vocab"].items()}
     merges = _merge_pairs(model["merges"], where)
     notes: list[str] = []
+    normalizer, doc = _peel_precompiled(doc, ignore_normalizer, notes, where)
     if _is_sentencepiece_kept_spaces(doc):
         scheme, pretok, rename_space = _kept_spaces_mapping(model, vocab, where)
     else:
-        ws_normalizer = _accept_normalizer(doc.get("normalizer"), ignore_normalizer, where, notes)
+        ws_normalizer = _accept_normalizer(doc.get("normalizer"), ignore_normalizer, where, notes,
+                                           precompiled=normalizer is not None)
         scheme, pretok, rename_space = _map_pipeline(model, _steps(doc.get("pre_tokenizer")), ws_normalizer, notes,
                                                      where)
     if model.get("byte_fallback"):
         scheme["byte_fallback"] = True
     if model.get("fuse_unk"):
         scheme["fuse_unk"] = True
+    if normalizer is not None:
+        if scheme["type"] != "chars" or scheme.get("end_of_word_suffix"):
+            raise ParameterError(f"{where}: a Precompiled normalizer goes with SentencePiece-style (▁) models; "
+                                 "bpeforge applies it only in the chars scheme's ▁ prefix mode")
+        scheme["normalizer"] = normalizer
     byte_level = scheme["type"] == "bytes"
 
     b = Builder(scheme, pretok, where)
@@ -179,6 +188,10 @@ def _split_regex(step: dict[str, Any], where: str) -> str:
     )
 
 
+def _same_json(a: Any, b: Any) -> bool:
+    return isinstance(a, dict) and json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
+
+
 def _is_ws_normalizer(norm: Any) -> bool:
     return isinstance(norm, dict) and json.dumps(norm, sort_keys=True) == json.dumps(_WS_NORMALIZER, sort_keys=True)
 
@@ -223,16 +236,51 @@ def _merge_pairs(raw_merges: Any, where: str) -> list[tuple[str, str]]:
 # ---- the pipeline -----------------------------------------------------------
 
 
-def _accept_normalizer(norm: Any, ignore_normalizer: bool, where: str, notes: list[str]) -> bool:
+def _peel_precompiled(doc: dict[str, Any], ignore_normalizer: bool, notes: list[str],
+                      where: str) -> tuple[dict[str, str] | None, dict[str, Any]]:
+    """A ``Precompiled`` normalizer first (alone or first in a Sequence, as
+    transformers' converters write SentencePiece's): the normalizer to keep
+    (bpeforge's stored form), and the document with the steps after it."""
+    norm = doc.get("normalizer")
+    steps = norm.get("normalizers") if isinstance(norm, dict) and norm.get("type") == "Sequence" else [norm]
+    if not isinstance(steps, list):
+        return None, doc
+    # Also accepted after a Prepend (bpeforge normalizes first and then
+    # prefixes, which is SentencePiece's order).
+    at = 1 if len(steps) > 1 and isinstance(steps[0], dict) and steps[0].get("type") == "Prepend" else 0
+    first = steps[at] if steps else None
+    if not (isinstance(first, dict) and first.get("type") == "Precompiled"):
+        return None, doc
+    rest = steps[:at] + steps[at + 1:]
+    after = {"type": "Sequence", "normalizers": rest} if len(rest) > 1 else (rest[0] if rest else None)
+    doc = {**doc, "normalizer": after}
+    if ignore_normalizer:
+        notes.append("normalizer 'Precompiled' ignored: ids differ on text it would change")
+        return None, doc
+    charsmap = first.get("precompiled_charsmap")
+    try:
+        blob = base64.b64decode(charsmap, validate=True) if isinstance(charsmap, str) else bytes(charsmap or [])
+    except (ValueError, TypeError) as e:
+        raise ModelFormatError(f"{where}: the Precompiled normalizer's charsmap is not base64 ({e})") from e
+    if not blob:
+        return None, doc
+    return _normalizers.spec(_normalizers.known_name(blob) or "precompiled", blob), doc
+
+
+def _accept_normalizer(norm: Any, ignore_normalizer: bool, where: str, notes: list[str], *,
+                       precompiled: bool = False) -> bool:
     """True when the normalizer is the one to_huggingface writes for the
-    ``whitespace`` preset; any other raises unless ignored (then noted)."""
+    ``whitespace`` preset (after a Precompiled one: words cut at U+0020
+    only); any other raises unless ignored (then noted)."""
+    if precompiled and _same_json(norm, WS_NORMALIZER_AFTER_PRECOMPILED):
+        return True
     if norm is None or _is_ws_normalizer(norm):
         return norm is not None
     if not ignore_normalizer:
         raise ParameterError(
-            f"{where}: the normalizer {norm.get('type')!r} has no bpeforge equivalent (bpeforge does not "
-            "normalize text); pass ignore_normalizer=True to import anyway: ids then match only on text "
-            "the normalizer leaves unchanged"
+            f"{where}: the normalizer {norm.get('type')!r} has no bpeforge equivalent (bpeforge applies only "
+            "SentencePiece's Precompiled tables); pass ignore_normalizer=True to import anyway: ids then match "
+            "only on text the normalizer leaves unchanged"
         )
     notes.append(f"normalizer {norm.get('type')!r} ignored: ids differ on text it would change")
     return False

@@ -7,6 +7,7 @@ import os
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
+from .. import _normalizers
 from .._io import write_atomic
 from ..errors import ParameterError
 from ._common import SP_WORDS_DIGITS_PATTERN, ModelView, PathLike
@@ -132,7 +133,15 @@ def _set_normalizer_specs(m: Any, v: ModelView, whitespace: str) -> None:
     spaces); ``none`` is neither. The denormalizer is the identity."""
     ns = m.normalizer_spec
     ns.escape_whitespaces = True
-    if v.keeps_spaces:
+    kept = _normalizers.charsmap_of(v.json["scheme"])
+    if kept is not None:
+        # The model's own normalizer (nmt_nfkc, ...): words are cut at U+0020
+        # after it, as SentencePiece's remove_extra_whitespaces does.
+        ns.name = _normalizers.name_of(v.json["scheme"])
+        ns.precompiled_charsmap = kept
+        ns.add_dummy_prefix = v.keeps_spaces or v.preset == "whitespace"
+        ns.remove_extra_whitespaces = v.preset == "whitespace" and not v.keeps_spaces
+    elif v.keeps_spaces:
         ns.name = "identity"
         ns.add_dummy_prefix = True
         ns.remove_extra_whitespaces = False
@@ -148,6 +157,9 @@ def _set_normalizer_specs(m: Any, v: ModelView, whitespace: str) -> None:
         ns.name = "identity"
         ns.add_dummy_prefix = False
         ns.remove_extra_whitespaces = False
+    if kept is not None and whitespace != "all":
+        raise ParameterError("whitespace='space' writes the identity normalizer; this model has its own "
+                             f"({ns.name}), which SentencePiece applies instead")
     m.denormalizer_spec.name = "identity"
     m.denormalizer_spec.add_dummy_prefix = False
     m.denormalizer_spec.remove_extra_whitespaces = False

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from .. import _normalizers
 from .._tokenizer import Tokenizer
 from ..errors import ModelFormatError, ParameterError
 from ._builder import Builder, foreign_file_errors
 from ._common import SP_WORDS_DIGITS_PATTERN, SP_WORDS_PATTERN, SPACE_MARKER
-from .sentencepiece_proto import load_model_proto, normalizer_rules, sp_pb, whitespace_rules
+from .sentencepiece_proto import load_model_proto, normalizer_rules, sp_pb, whitespace_charsmap, whitespace_rules
 
 
 @foreign_file_errors("SentencePiece model")
@@ -23,15 +24,17 @@ def from_sentencepiece(source: Any, *, ignore_normalizer: bool = False) -> Token
     ``none``; ``add_dummy_prefix`` alone (Llama, Mistral, Gemma: spaces kept)
     becomes a regex cutting words before runs of spaces (and around digits
     with ``split_digits``) with the chars scheme's ``dummy_prefix``, exact with
-    the identity normalizer. Byte-fallback models (BYTE pieces ``<0x00>``..
+    the identity normalizer and with any other. Byte-fallback models (BYTE pieces ``<0x00>``..
     ``<0xFF>``) keep their byte pieces as special tokens with their ids
     (``byte_fallback`` in the scheme); a run of unknown characters is one
     ``<unk>`` (``fuse_unk``), as in SentencePiece. Exact when the normalizer maps every ``str.isspace()``
     character to a space and does nothing else (what :func:`to_sentencepiece`
     writes); with the identity normalizer, SentencePiece separates words only
     at U+0020, so texts with tabs or other whitespace encode differently
-    (warned). Other normalizers (nmt_nfkc, ...) raise unless
-    ``ignore_normalizer=True``. UNKNOWN becomes bpeforge's unknown token,
+    (warned). Other normalizers (``nmt_nfkc``, ``nfkc``, any precompiled
+    charsmap) are kept in the model and applied as SentencePiece applies them
+    (``ignore_normalizer=True`` drops them: ids then match only on text they
+    leave unchanged). UNKNOWN becomes bpeforge's unknown token,
     CONTROL and USER_DEFINED pieces special tokens (SentencePiece never matches
     CONTROL text, and always matches USER_DEFINED text: compare with
     ``allowed_special`` = the USER_DEFINED pieces). Merges are derived from the
@@ -42,7 +45,7 @@ def from_sentencepiece(source: Any, *, ignore_normalizer: bool = False) -> Token
     m, where = load_model_proto(source)
     _check_importable(m, where)
     pretok = _pretokenizer(m, where)
-    notes = _normalizer_notes(m, pretok, ignore_normalizer, where)
+    normalizer, notes = _normalizer(m, pretok, ignore_normalizer, where)
     S = pb.ModelProto.SentencePiece
     pieces = list(m.pieces)
     unk = [i for i, p in enumerate(pieces) if p.type == S.UNKNOWN]
@@ -56,6 +59,8 @@ def from_sentencepiece(source: Any, *, ignore_normalizer: bool = False) -> Token
         scheme["byte_fallback"] = True
     if pretok["type"] == "regex":
         scheme["dummy_prefix"] = True
+    if normalizer:
+        scheme["normalizer"] = normalizer
     b = Builder(scheme, pretok, where)
     b.source_id_end = len(pieces)
     for n in notes:
@@ -143,10 +148,32 @@ def _word_pattern(m: Any, where: str) -> str:
     return SP_WORDS_PATTERN
 
 
-def _normalizer_notes(m: Any, pretok: dict[str, Any], ignore_normalizer: bool, where: str) -> list[str]:
-    """The differences the normalizer leaves (notes), or a ParameterError when
-    it does more than turn whitespace into spaces (unless ignored)."""
-    ns = m.normalizer_spec
+def _normalizer(m: Any, pretok: dict[str, Any], ignore_normalizer: bool,
+                where: str) -> tuple[dict[str, str] | None, list[str]]:
+    """The normalizer to keep (a precompiled charsmap that does more than
+    turn whitespace into spaces: nmt_nfkc, nfkc, ...; None for the identity
+    and for the whitespace table bpeforge's own exports write, which the
+    ``whitespace`` pre-tokenizer does anyway) and the notes on what differs."""
+    blob = bytes(m.normalizer_spec.precompiled_charsmap)
+    if blob and blob != whitespace_charsmap() and (len(blob) > _SMALL_TABLE or not _whitespace_only(m, pretok)):
+        if ignore_normalizer:
+            return None, [f"normalizer {m.normalizer_spec.name!r} ignored: ids differ on text it would change"]
+        return _normalizers.spec(m.normalizer_spec.name or "user_defined", blob), []
+    return None, _normalizer_notes(m, pretok, where)
+
+
+# Tables larger than this are never whitespace-only (that one is ~1 KB); the
+# check decompiles the table, which takes a while for nmt_nfkc's 225k rules.
+_SMALL_TABLE = 16384
+
+
+def _whitespace_only(m: Any, pretok: dict[str, Any]) -> bool:
+    rules = normalizer_rules(m)
+    return rules is not None and pretok["type"] == "whitespace" and set(rules) <= set(whitespace_rules())
+
+
+def _normalizer_notes(m: Any, pretok: dict[str, Any], where: str) -> list[str]:
+    """The differences the identity or a whitespace-only normalizer leaves."""
     rules = normalizer_rules(m)
     ours = set(whitespace_rules())
     if rules is None:
@@ -160,13 +187,7 @@ def _normalizer_notes(m: Any, pretok: dict[str, Any], ignore_normalizer: bool, w
             return [f"the normalizer maps only some whitespace to spaces; texts with U+{missing[0]:04X} "
                     f"(and {len(missing) - 1} more) encode differently"]
         return []
-    if not ignore_normalizer:
-        raise ParameterError(
-            f"{where}: the normalizer ({ns.name or 'precompiled'}, {len(rules)} rules) has no bpeforge equivalent "
-            "(bpeforge does not normalize text); pass ignore_normalizer=True to import anyway: ids then match only "
-            "on text the normalizer leaves unchanged"
-        )
-    return [f"normalizer {ns.name!r} ignored: ids differ on text it would change"]
+    raise AssertionError(f"{where}: not a whitespace-only normalizer")  # pragma: no cover - see _normalizer
 
 
 def _add_merges(b: Builder, multi: list[tuple[int, Any]]) -> None:

@@ -7,6 +7,7 @@ use super::{Arena, Cache, Encoder, Merging, Prepared, SentencePieceRules, Specia
 use crate::util::{map_with_capacity, new_map, pack};
 use crate::error::{Error, Result};
 use crate::model::{Model, Scheme, SPACE_MARKER};
+use crate::normalize::word_pretokenizer;
 use crate::pretok::{utf8_runs, PreTokenizer, PreTokenizerSpec, Segment, SpecialSplitter};
 use std::collections::BinaryHeap;
 use std::cmp::Reverse;
@@ -42,7 +43,11 @@ impl Encoder {
                 (Arena::new(tokens.iter().map(Vec::as_slice)), None)
             }
         };
-        let pretok = PreTokenizer::new(model.pretokenizer.clone())?;
+        let normalizer = match &model.scheme {
+            Scheme::Chars { normalizer: Some(spec), .. } => Some(spec.compile()?),
+            _ => None,
+        };
+        let pretok = PreTokenizer::new(word_pretokenizer(&model.pretokenizer, normalizer.as_ref()))?;
         let all_specials = SpecialSplitter::new(&model.special_tokens)?;
         let first_merge = (model.special_tokens.len() + model.base_len()) as u32;
         let mut ranks = map_with_capacity(model.merges.len());
@@ -118,6 +123,7 @@ impl Encoder {
             whitespace,
             suffix,
             sp,
+            normalizer,
         };
         if matches!(enc.model.scheme, Scheme::Bytes) {
             enc.byte_pair_ranks = (0..1u32 << 16)
@@ -572,9 +578,18 @@ impl Encoder {
         self.encode_piece(piece, out, &mut Merging::Exact(cache));
     }
 
-    /// Encodes text with no special handling (bytes that are not valid UTF-8
-    /// are kept as their own pieces, as in training).
+    /// Encodes text with no special handling, normalized first when the
+    /// model has a normalizer.
     fn encode_plain(&self, text: &[u8], out: &mut Vec<u32>, how: &mut Merging) -> Result<()> {
+        match &self.normalizer {
+            Some(n) => self.encode_normalized(n.normalize(text).as_bytes(), out, how),
+            None => self.encode_normalized(text, out, how),
+        }
+    }
+
+    /// Encodes (normalized) text with no special handling (bytes that are
+    /// not valid UTF-8 are kept as their own pieces, as in training).
+    fn encode_normalized(&self, text: &[u8], out: &mut Vec<u32>, how: &mut Merging) -> Result<()> {
         utf8_runs(text, &mut |run| match run {
             Ok(s) => self.pretok.split(s, &mut |piece| self.encode_piece(piece.as_bytes(), out, how)),
             Err(bad) => {
@@ -613,10 +628,19 @@ impl Encoder {
         if !self.sp.dummy_prefix {
             return self.encode_plain(text, out, how);
         }
+        // SentencePiece adds the prefix to the normalized text.
+        let normalized;
+        let text = match &self.normalizer {
+            Some(n) => {
+                normalized = n.normalize(text);
+                normalized.as_bytes()
+            }
+            None => text,
+        };
         let mut prefixed = Vec::with_capacity(text.len() + 1);
         prefixed.push(b' ');
         prefixed.extend_from_slice(text);
-        self.encode_plain(&prefixed, out, how)
+        self.encode_normalized(&prefixed, out, how)
     }
 
     fn encode_internal(&self, text: &[u8], specials: &Specials, out: &mut Vec<u32>, how: &mut Merging) -> Result<()> {
@@ -699,6 +723,7 @@ mod tests {
                 byte_fallback,
                 fuse_unk,
                 dummy_prefix: false,
+                normalizer: None,
             };
             let alphabet = vec!["\u{2581}".to_string(), "a".to_string()];
             Encoder::new(Model::new(scheme, PreTokenizerSpec::Whitespace, specials, Some(alphabet))).unwrap()

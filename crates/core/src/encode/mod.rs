@@ -106,6 +106,9 @@ pub struct Encoder {
     suffix: Option<String>,
     /// SentencePiece's ways with unknown characters and the text's start.
     sp: SentencePieceRules,
+    /// Chars scheme: SentencePiece's normalizer, applied to each text
+    /// segment before pre-tokenizing (none: the identity).
+    normalizer: Option<crate::normalize::Normalizer>,
 }
 
 /// Chars scheme: what SentencePiece-style models do beyond plain BPE.

@@ -159,6 +159,7 @@ mod tests {
             byte_fallback: false,
             fuse_unk: false,
             dummy_prefix: false,
+            normalizer: None,
         };
         for enc in [sample(Scheme::Bytes), sample(chars)] {
             let snap = enc.to_snapshot().unwrap();

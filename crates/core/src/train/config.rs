@@ -223,7 +223,15 @@ impl TrainConfig {
     }
 
     fn validate_scheme(&self) -> Result<()> {
-        if let Scheme::Chars { unk_token, end_of_word_suffix, character_coverage, byte_fallback, dummy_prefix, .. } = &self.scheme {
+        if let Scheme::Chars { unk_token, end_of_word_suffix, character_coverage, byte_fallback, dummy_prefix, normalizer, .. } = &self.scheme {
+            if let Some(n) = normalizer {
+                n.compile().map_err(|e| Error::parameter(format!("normalizer: {}", e.message())))?;
+                if end_of_word_suffix.is_some() {
+                    return Err(Error::parameter(
+                        "normalizer cannot be combined with end_of_word_suffix (SentencePiece's normalizers go with the ▁ prefix)",
+                    ));
+                }
+            }
             if (*byte_fallback || *dummy_prefix) && end_of_word_suffix.is_some() {
                 return Err(Error::parameter(
                     "byte_fallback cannot be combined with end_of_word_suffix (SentencePiece's byte pieces go with the ▁ prefix)",
@@ -407,6 +415,9 @@ pub struct TrainOptions {
     pub byte_fallback: bool,
     /// Chars scheme: a run of unknown characters is one unk_token.
     pub fuse_unk: bool,
+    /// Chars scheme: SentencePiece's normalizer (`None`: the identity);
+    /// Python passes the charsmap of the name it was given.
+    pub normalizer: Option<crate::normalize::NormalizerSpec>,
     pub documents: bool,
     pub separator: Option<String>,
     /// JSON lines: the text is this field of each record (dotted path).
@@ -457,6 +468,7 @@ impl Default for TrainOptions {
             unk_token: "<unk>".into(),
             byte_fallback: false,
             fuse_unk: false,
+            normalizer: None,
             documents: false,
             separator: None,
             text_field: None,
@@ -498,6 +510,9 @@ impl TrainOptions {
             "bytes" if self.byte_fallback || self.fuse_unk => {
                 return Err(Error::parameter("byte_fallback and fuse_unk are options of scheme=\"chars\" (the bytes scheme never has unknown characters)"))
             }
+            "bytes" if self.normalizer.is_some() => {
+                return Err(Error::parameter("normalizer is an option of scheme=\"chars\" (SentencePiece's normalizers; the bytes scheme keeps text as it is)"))
+            }
             "bytes" => Scheme::Bytes,
             "chars" => Scheme::Chars {
                 unk_token: self.unk_token,
@@ -506,6 +521,7 @@ impl TrainOptions {
                 byte_fallback: self.byte_fallback,
                 fuse_unk: self.fuse_unk,
                 dummy_prefix: false,
+                normalizer: self.normalizer,
             },
             other => return Err(Error::parameter(format!("scheme must be \"bytes\" or \"chars\", got {other:?}"))),
         };

@@ -61,7 +61,11 @@ pub(crate) fn count_words_mode<'c>(
         CountMode::Weighted(w) => (Some(w), false),
         CountMode::Tagged => (None, true),
     };
-    let pre = PreTokenizer::new(config.pretokenizer.clone())?;
+    let normalizer = match &config.scheme {
+        Scheme::Chars { normalizer: Some(spec), .. } => Some(spec.compile()?),
+        _ => None,
+    };
+    let pre = PreTokenizer::new(crate::normalize::word_pretokenizer(&config.pretokenizer, normalizer.as_ref()))?;
     let specials = SpecialSplitter::new(&config.all_special_tokens())?;
     let stage2 = match &config.superbpe {
         Some(_) => Some(PreTokenizer::new(PreTokenizerSpec::Superword)?),
@@ -74,6 +78,7 @@ pub(crate) fn count_words_mode<'c>(
         superword: stage2.as_ref(),
         lang_weights,
         tag_languages,
+        normalizer: normalizer.as_ref(),
     };
     let threads = threads_or_default(config.threads);
     // The budget less what the process holds now (Python, the input's
