@@ -99,12 +99,31 @@ pub fn short_key_bytes(key: &u128) -> ([u8; 16], usize) {
     (b, b[15] as usize)
 }
 
-#[inline]
+/// The key of a piece of 1..=15 bytes: its bytes in order (little-endian),
+/// zeros, and the length in byte 15.
+///
+/// Built from at most two overlapping loads per half instead of copying the
+/// piece into a buffer: reading the buffer back as integers right after a
+/// variable-length copy stalled on store forwarding (a tenth of the adder's
+/// time on s10).
+#[inline(always)]
 fn short_key(piece: &[u8]) -> u128 {
-    let mut b = [0u8; 16];
-    b[..piece.len()].copy_from_slice(piece);
-    b[15] = piece.len() as u8;
-    u128::from_le_bytes(b)
+    let n = piece.len();
+    debug_assert!((1..=SHORT_KEY).contains(&n));
+    let u64_at = |i: usize| u64::from_le_bytes(piece[i..i + 8].try_into().unwrap_or_default());
+    let u32_at = |i: usize| u32::from_le_bytes(piece[i..i + 4].try_into().unwrap_or_default()) as u64;
+    let (lo, hi) = if n >= 8 {
+        // The last 8 bytes, shifted so that byte 8 lands at bit 0 (nothing
+        // left for n = 8: two shifts, as one by 64 would overflow).
+        (u64_at(0), u64_at(n - 8) >> (8 * (15 - n)) >> 8)
+    } else if n >= 4 {
+        // Two loads that overlap when n < 8; the shared bytes are equal.
+        (u32_at(0) | u32_at(n - 4) << (8 * (n - 4)), 0)
+    } else {
+        let b = |i: usize| piece[i] as u64;
+        (b(0) | b(n / 2) << (8 * (n / 2)) | b(n - 1) << (8 * (n - 1)), 0)
+    };
+    (lo as u128) | ((hi | (n as u64) << 56) as u128) << 64
 }
 
 /// One slot of `ShortTable`: a key (0 = empty) and its count. 32-byte
@@ -1247,6 +1266,20 @@ mod tests {
             assert!(m.insert(k.to_vec(), v).is_none(), "type listed twice: {k:?}");
         });
         m
+    }
+
+    /// `short_key` equals the plain layout (the bytes, zeros, the length in
+    /// byte 15) for every length: spilled runs and packed tables sort by it.
+    #[test]
+    fn short_keys_are_the_bytes_and_the_length() {
+        let bytes: Vec<u8> = (1..=15u8).map(|b| b.wrapping_mul(37) | 0x80).collect();
+        for n in 1..=SHORT_KEY {
+            let mut plain = [0u8; 16];
+            plain[..n].copy_from_slice(&bytes[..n]);
+            plain[15] = n as u8;
+            assert_eq!(short_key(&bytes[..n]), u128::from_le_bytes(plain), "length {n}");
+            assert_eq!(short_key_bytes(&short_key(&bytes[..n])).1, n);
+        }
     }
 
     /// Pseudo-random pieces of 1..=40 bytes (short and long keys, with
