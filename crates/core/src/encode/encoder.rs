@@ -3,7 +3,7 @@
 
 use super::index::TokenIndex;
 use super::tables::{PairRanks, PieceIds};
-use super::{Arena, Cache, Encoder, Merging, Prepared, SentencePieceRules, Specials, CACHE_CAPACITY, CACHE_MAX_PIECE, NO_RANK, SHORT};
+use super::{Arena, Cache, Encoder, Merging, Prepared, SentencePieceRules, Specials, NO_RANK, SHORT};
 use crate::util::{map_with_capacity, new_map, pack};
 use crate::error::{Error, Result};
 use crate::model::{Model, Scheme, SPACE_MARKER};
@@ -526,44 +526,36 @@ impl Encoder {
         // `whole` is keyed by a piece's own bytes, so it only applies where
         // the symbols are exactly those bytes (no added space marker).
         let plain_bytes = !self.whitespace && !self.byte_pair_ranks.is_empty();
-        if plain_bytes {
-            if piece.len() == 1 {
-                out.push(self.base_start + piece[0] as u32);
-                return;
-            }
-            if let Some(id) = self.whole_piece(piece) {
-                out.push(id);
-                return;
-            }
+        if plain_bytes && piece.len() == 1 {
+            out.push(self.base_start + piece[0] as u32);
+            return;
         }
-        let cache = if piece.len() <= CACHE_MAX_PIECE { cache.as_deref_mut() } else { None };
+        // The cache first: its one-line look-up is cheaper than the whole-piece
+        // table's three (slot, offsets, token bytes), so whole pieces are
+        // cached too.
         if let Some(c) = &cache {
-            if let Some(ids) = c.map.get(piece) {
+            if let Some(ids) = c.get(piece) {
                 out.extend_from_slice(ids);
                 return;
             }
         }
-        if plain_bytes && piece.len() <= SHORT {
-            let start = out.len();
-            self.bpe_bytes_short(piece, out);
-            if let Some(c) = cache {
-                if c.map.len() >= CACHE_CAPACITY {
-                    c.map.clear();
-                }
-                c.map.insert(piece.into(), out[start..].into());
+        let start = out.len();
+        if plain_bytes {
+            if let Some(id) = self.whole_piece(piece) {
+                out.push(id);
+            } else if piece.len() <= SHORT {
+                self.bpe_bytes_short(piece, out);
             }
-            return;
         }
-        let mut syms = Vec::with_capacity(piece.len() + 1);
-        self.piece_symbols(piece, &mut syms);
-        self.bpe(&mut syms);
+        if out.len() == start {
+            let mut syms = Vec::with_capacity(piece.len() + 1);
+            self.piece_symbols(piece, &mut syms);
+            self.bpe(&mut syms);
+            out.extend_from_slice(&syms);
+        }
         if let Some(c) = cache {
-            if c.map.len() >= CACHE_CAPACITY {
-                c.map.clear();
-            }
-            c.map.insert(piece.into(), syms.clone().into_boxed_slice());
+            c.put(piece, &out[start..]);
         }
-        out.extend_from_slice(&syms);
     }
 
     /// Encodes one pre-token (a piece the pre-tokenizer produced, e.g. a
