@@ -27,6 +27,13 @@ from .options import Regex, TrainOptions, _text_field, check_pretokenizer, optio
 
 _BYTE_TOKEN = re.compile(r"<0x[0-9A-F]{2}>")
 
+# ``encode``'s defaults as named objects: a call that passes none of them is
+# recognised by identity (``is``), the cheapest test Python has; any other
+# value, even an equal one, takes the general path (same result).
+_NO_SPECIALS: tuple = ()
+_ALL_SPECIALS = "all"
+_NO_DROPOUT = 0.0
+
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
 
@@ -399,9 +406,9 @@ class Tokenizer:
         self,
         text: str,
         *,
-        allowed_special: SpecialSet = (),
-        disallowed_special: SpecialSet = "all",
-        dropout: float = 0.0,
+        allowed_special: SpecialSet = _NO_SPECIALS,
+        disallowed_special: SpecialSet = _ALL_SPECIALS,
+        dropout: float = _NO_DROPOUT,
         seed: int | None = None,
     ) -> list[int]:
         """Encode ``text`` to ids.
@@ -421,6 +428,11 @@ class Tokenizer:
             >>> tok.encode("<s>ab", allowed_special={"<s>"})[0]
             0
         """
+        # The default call, tested first and inline: on a short line the
+        # Python-side checks cost as much as the pre-tokenizer (#14).
+        if (allowed_special is _NO_SPECIALS and disallowed_special is _ALL_SPECIALS
+                and dropout is _NO_DROPOUT and seed is None and type(text) is str):
+            return self._native.encode(text, *self._default_rules)
         if not isinstance(text, str):
             raise TypeError(f"text must be str, got {type(text).__name__}")
         if _is_default_call(allowed_special, disallowed_special, dropout, seed):
