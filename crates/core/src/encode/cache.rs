@@ -13,6 +13,8 @@
 //! held) after as many stores as it has slots, so a call that encodes a few
 //! words never pays for a megabyte of slots.
 
+use super::tables::prefetch;
+
 /// Longest piece the cache keeps (bytes); longer pieces are rare.
 pub(super) const KEY_MAX: usize = 24;
 /// Most ids a cached piece may have.
@@ -78,6 +80,14 @@ impl Cache {
             Some(&slot.ids[..slot.n_ids as usize])
         } else {
             None
+        }
+    }
+
+    /// Starts loading the slot of `piece` (see `prefetch`).
+    #[inline]
+    pub(super) fn prefetch(&self, piece: &[u8]) {
+        if let (false, Some((_, i))) = (self.slots.is_empty(), self.place(piece)) {
+            prefetch(&self.slots[i]);
         }
     }
 

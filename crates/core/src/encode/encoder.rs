@@ -346,11 +346,21 @@ impl Encoder {
             syms.copy_within(at + 2..len, at + 1);
             ranks.copy_within(at + 1..len - 1, at);
             len -= 1;
-            if at + 1 < len {
-                ranks[at] = self.rank(syms[at], syms[at + 1]).0;
-            }
-            if at > 0 {
-                ranks[at - 1] = self.rank(syms[at - 1], syms[at]).0;
+            // The pairs on both sides of the new token, read together.
+            match (&self.pair_table, at > 0, at + 1 < len) {
+                (Some(table), true, true) => {
+                    let (left, right) = table.get2((syms[at - 1], syms[at]), (syms[at], syms[at + 1]));
+                    ranks[at - 1] = left.unwrap_or(NO_RANK);
+                    ranks[at] = right.unwrap_or(NO_RANK);
+                }
+                _ => {
+                    if at + 1 < len {
+                        ranks[at] = self.rank(syms[at], syms[at + 1]).0;
+                    }
+                    if at > 0 {
+                        ranks[at - 1] = self.rank(syms[at - 1], syms[at]).0;
+                    }
+                }
             }
         }
         out.extend_from_slice(&syms[..len]);
@@ -566,9 +576,40 @@ impl Encoder {
 
     /// Encodes text with no special handling (bytes that are not valid UTF-8
     /// are kept as their own pieces, as in training).
+    ///
+    /// Each piece is encoded `LOOKAHEAD` pieces after the pre-tokenizer gave
+    /// it, and its cache and whole-piece slots are prefetched when it is
+    /// given: look-ups in tables of megabytes mostly wait on memory, and
+    /// this way several of those waits overlap instead of following each other.
     fn encode_plain(&self, text: &[u8], out: &mut Vec<u32>, how: &mut Merging) -> Result<()> {
+        const LOOKAHEAD: usize = 8;
+        let plain_bytes = !self.whitespace && !self.byte_pair_ranks.is_empty();
         utf8_runs(text, &mut |run| match run {
-            Ok(s) => self.pretok.split(s, &mut |piece| self.encode_piece(piece.as_bytes(), out, how)),
+            Ok(s) => {
+                let mut waiting: [&[u8]; LOOKAHEAD] = [&[]; LOOKAHEAD];
+                let mut given = 0usize;
+                self.pretok.split(s, &mut |piece| {
+                    let piece = piece.as_bytes();
+                    if piece.len() > 1 {
+                        if let Merging::Exact(Some(cache)) = how {
+                            cache.prefetch(piece);
+                        }
+                        if plain_bytes {
+                            self.whole.prefetch(piece);
+                        }
+                    }
+                    let slot = given % LOOKAHEAD;
+                    if given >= LOOKAHEAD {
+                        self.encode_piece(waiting[slot], out, how);
+                    }
+                    waiting[slot] = piece;
+                    given += 1;
+                })?;
+                for k in given.saturating_sub(LOOKAHEAD)..given {
+                    self.encode_piece(waiting[k % LOOKAHEAD], out, how);
+                }
+                Ok(())
+            }
             Err(bad) => {
                 let mut none = Merging::Exact(None);
                 self.encode_piece(bad, out, if matches!(how, Merging::Dropout(_)) { &mut *how } else { &mut none });
