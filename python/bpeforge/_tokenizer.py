@@ -9,11 +9,13 @@ mechanisms it calls live elsewhere (options, _offsets, _display, _io, interop).
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import random
 import re
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Literal, Union, overload
 
 from . import _arrow, _native
@@ -610,7 +612,8 @@ class Tokenizer:
 
             flat, ends = self._native.encode_batch_flat(texts, threads, allowed, disallowed, prog)
             return np.frombuffer(flat, dtype="<u4"), np.frombuffer(ends, dtype="<u8").astype(np.int64)
-        return self._native.encode_batch(texts, threads, allowed, disallowed, progress=prog)
+        with _gc_paused():
+            return self._native.encode_batch(texts, threads, allowed, disallowed, progress=prog)
 
     # ---- decoding ---------------------------------------------------------
     def decode_bytes(self, ids: Iterable[int]) -> bytes:
@@ -787,6 +790,25 @@ def _from_model_json(data: bytes) -> Tokenizer:
     """Unpickles a :class:`Tokenizer` pickled by bpeforge before snapshots
     (the model JSON alone); kept so those pickles still load."""
     return Tokenizer(_native.NativeTokenizer.from_json(data))
+
+
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    """Pause Python's cyclic garbage collector while a batch's id lists are built.
+
+    Each list is a container the collector tracks, so building one per text
+    sets off a collection every 700 lists, and each walks all the young lists
+    and their ids: 15% of ``encode_batch`` on 100k lines at 1 thread (#14),
+    all of it serial, under the GIL. Lists of ints make no cycles; reference
+    counting frees everything as before. The previous state is restored.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 def _is_default_call(allowed_special: object, disallowed_special: object, dropout: object, seed: object) -> bool:
