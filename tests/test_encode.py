@@ -32,17 +32,20 @@ def tok(request) -> bpeforge.Tokenizer:
                                         min_frequency=1, progress=False, **kw)
 
 
-_ORACLES: dict[int, object] = {}
+# id(tok) -> (tok, its reference model). The tokenizer is kept alive with
+# its model: once the module's "bytes" tokenizer was freed, the "chars" one
+# could be allocated at the same address and be given the bytes model.
+_ORACLES: dict[int, tuple[bpeforge.Tokenizer, object]] = {}
 
 
 def oracle_encode(tok: bpeforge.Tokenizer, text: str) -> list[int]:
     """Apply the merge list in order to every pre-token (SEMANTICS §7)."""
-    model = _ORACLES.get(id(tok))
-    if model is None:
+    kept, model = _ORACLES.get(id(tok), (None, None))
+    if kept is not tok:
         users = [t for t in tok.special_tokens if t != "<unk>"] if tok.scheme == "chars" else tok.special_tokens
         model = reference_model_from_merges(tok.merges, scheme=tok.scheme, pretokenizer=tok.pretokenizer,
                                             special_tokens=users, alphabet=tok.alphabet)
-        _ORACLES[id(tok)] = model
+        _ORACLES[id(tok)] = (tok, model)
     return reference_encode(model, text, ordinary=True)
 
 
