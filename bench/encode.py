@@ -104,14 +104,17 @@ Reproduce
     python bench/encode.py --corpus /work/shared/corpora/multi-200k.txt.xz \\
         --repeats 3 --threads 1,2 --markdown --json bench-encode-200k.json
 
-    # issue #14's encoding table: the trained 32k and the two real vocabularies
+    # issue #14's encoding table in one run: the trained 32k and the two real
+    # vocabularies, each with its own tables, then one summary over all three
+    # (per-call MB/s and x tiktoken of every tool; every target, pass/miss)
     pip install bpe-openai fastokens
-    for v in trained o200k_base cl100k_base; do
-        python bench/encode.py --corpus /work/shared/corpora/multi-200k.txt.xz \\
-            --vocab $v --modes encode/line,encode/long,encode/batch \\
-            --tools bpeforge,tiktoken,bpe-openai,fastokens,hf \\
-            --repeats 3 --threads 1,2 --markdown --json bench-encode-$v.json
-    done
+    python bench/encode.py --corpus /work/shared/corpora/multi-200k.txt.xz \\
+        --vocab trained,o200k_base,cl100k_base --lines 50000 \\
+        --modes encode/line,encode/long,encode/batch \\
+        --tools bpeforge,tiktoken,bpe-openai,fastokens,hf \\
+        --repeats 3 --threads 1,2 --markdown --json bench-encode.json
+
+With several vocabularies, ``--json NAME.json`` writes ``NAME-VOCAB.json`` per vocabulary.
 
 Batch results are held in memory: about 40 bytes per token as Python lists,
 so the whole of a 1M-line corpus needs a few GB; use ``--lines`` to bound it.
@@ -1089,6 +1092,16 @@ def _mode_list(text: str) -> list[str]:
     return list(dict.fromkeys(names))
 
 
+def _vocab_list(text: str) -> list[str]:
+    """Parse and validate a comma-separated list of vocabularies."""
+    names = [x.strip() for x in text.split(",") if x.strip()]
+    known = ("trained",) + REAL_VOCABS
+    unknown = [n for n in names if n not in known]
+    if unknown or not names:
+        raise argparse.ArgumentTypeError(f"unknown vocabularies {unknown}; choose from {', '.join(known)}")
+    return list(dict.fromkeys(names))
+
+
 def _tool_list(text: str) -> list[str]:
     """Parse and validate a comma-separated list of tool keys."""
     names = [x.strip() for x in text.split(",") if x.strip()]
@@ -1105,9 +1118,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         description="Benchmark BPE encoding and decoding throughput: bpeforge "
                     "vs tiktoken, HF tokenizers and SentencePiece.")
     p.add_argument("--corpus", help="corpus file (.xz, .gz or plain), one text per line")
-    p.add_argument("--vocab", choices=("trained",) + REAL_VOCABS, default="trained",
-                   help="trained: train a byte-level gpt2 model of --vocab-size on the corpus; "
-                        "o200k_base / cl100k_base: import the real rank file from the bpe-openai wheel")
+    p.add_argument("--vocab", type=_vocab_list, default=["trained"],
+                   help="comma-separated, each benchmarked in turn (default trained). trained: train a "
+                        "byte-level gpt2 model of --vocab-size on the corpus; o200k_base / cl100k_base: "
+                        "import the real rank file from the bpe-openai wheel")
     p.add_argument("--vocab-size", type=int, default=32_000)
     p.add_argument("--modes", type=_mode_list, default=list(ALL_MODES + (FLAT,)),
                    help=f"comma-separated, from {', '.join(ALL_MODES + (FLAT,))} (default all)")
@@ -1135,6 +1149,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         p.error("--repeats and --lines must be >= 1")
     if "bpeforge" not in args.tools:
         args.tools.insert(0, "bpeforge")  # the reference of every ratio
+    if args.setup:
+        if len(args.vocab) != 1:
+            p.error("the setup child takes one vocabulary")
+        args.vocab = args.vocab[0]
     return args
 
 
@@ -1144,15 +1162,76 @@ def _versions(tool_keys: list[str]) -> dict:
     return {d: H.package_version(d) for d in dists}
 
 
-def write_json(path: Path, machine: dict, versions: dict, corpus: dict,
-               setup: dict, rows: list[Row], args) -> None:
-    """All settings, the setup's results and every run."""
+def vocab_report(vocab: str, machine: dict, versions: dict, corpus: dict,
+                 setup: dict, rows: list[Row], args) -> dict:
+    """All settings, the setup's results and every run of one vocabulary."""
     settings = {k: getattr(args, k) for k in
                 ("vocab_size", "repeats", "threads", "lines", "tools", "timeout")}
-    report = {"machine": machine, "versions": versions, "corpus": corpus,
-              "settings": settings, "setup": setup,
-              "rows": [{**summarize(r), "runs": r.runs} for r in rows]}
-    path.write_text(json.dumps(report, indent=2, default=str), encoding="utf-8")
+    return {"vocab": vocab, "machine": machine, "versions": versions, "corpus": corpus,
+            "settings": settings, "setup": setup,
+            "rows": [{**summarize(r), "runs": r.runs} for r in rows]}
+
+
+def run_vocab(vocab: str, args, machine: dict, versions: dict) -> tuple[dict, list[dict]]:
+    """Build the models of one vocabulary, run every row, print its tables;
+    returns the setup's result and the row summaries."""
+    vargs = argparse.Namespace(**{**vars(args), "vocab": vocab})
+    rows = make_rows(args.tools, args.threads, tuple(args.modes))
+    with tempfile.TemporaryDirectory(prefix="bpeforge-bench-encode-") as tmp_name:
+        tmp = Path(tmp_name)
+        models = tmp / "models"
+        models.mkdir()
+        corpus = H.materialize_corpus(Path(args.corpus), tmp)
+        stats = {"path": str(args.corpus), **H.corpus_stats(corpus)}
+        setup = run_setup(corpus, models, vargs)
+        print(f"\n=== vocabulary: {vocab} ===", flush=True)
+        print(describe_setup(machine, versions, stats, setup, vargs), flush=True)
+        print(describe_check(setup), flush=True)
+        mark_unbuilt(rows, setup)
+        run_all(rows, models, vargs, tmp)
+    summaries = [summarize(r) for r in rows]
+    print()
+    print(build_table(summaries, versions, args.markdown))
+    print()
+    print(build_targets(summaries, setup, args.markdown))
+    if args.json:
+        report = vocab_report(vocab, machine, versions, stats, setup, rows, vargs)
+        _vocab_json_path(args.json, vocab, len(args.vocab)).write_text(
+            json.dumps(report, indent=2, default=str), encoding="utf-8")
+    return setup, summaries
+
+
+def _vocab_json_path(path: Path, vocab: str, n_vocabs: int) -> Path:
+    """``--json`` as given for one vocabulary; ``NAME-VOCAB.json`` for several."""
+    return path if n_vocabs == 1 else path.with_name(f"{path.stem}-{vocab}{path.suffix}")
+
+
+def build_summary(results: dict[str, tuple[dict, list[dict]]], markdown: bool) -> str:
+    """Issue #14's table over all vocabularies: per-call MB/s of every tool
+    with its ratio to tiktoken, then every target with pass/miss."""
+    vocabs = list(results)
+    tools = list(dict.fromkeys(s["tool"] for _, sums in results.values() for s in sums
+                               if s["mode"] == "encode/line"))
+    rows = []
+    for tool in tools:
+        cells = [TOOLS[tool].name + (f" ({TOOLS[tool].label})" if TOOLS[tool].label else "")]
+        for vocab in vocabs:
+            mb = {s["tool"]: s.get("mb_s") for s in results[vocab][1]
+                  if s["mode"] == "encode/line" and s["threads"] == 1}
+            value, base = mb.get(tool), mb.get("tiktoken")
+            cells.append("–" if value is None else
+                         f"{value:.2f} MB/s" + (f" ({value / base:.2f}×)" if base else ""))
+        rows.append(cells)
+    per_call = H.format_table(["encode per call, 1 thread"] + vocabs, rows, markdown=markdown,
+                              right=[False] + [True] * len(vocabs))
+    target_rows: list[list[str]] = []
+    for vocab in vocabs:
+        setup, sums = results[vocab]
+        for name, measured, need, verdict in _target_rows(sums, setup):
+            target_rows.append([vocab, name, measured, need, verdict])
+    targets = H.format_table(["vocabulary", "target (bpeforge)", "measured", "required", "result"],
+                             target_rows, markdown=markdown, right=[False, False, True, True, False])
+    return per_call + "\n\n" + targets
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -1164,30 +1243,15 @@ def main(argv: list[str] | None = None) -> int:
         return worker_main(args)
     started = time.perf_counter()
     machine, versions = H.machine_info(), _versions(args.tools)
-    rows = make_rows(args.tools, args.threads, tuple(args.modes))
-    with tempfile.TemporaryDirectory(prefix="bpeforge-bench-encode-") as tmp_name:
-        tmp = Path(tmp_name)
-        models = tmp / "models"
-        models.mkdir()
-        corpus = H.materialize_corpus(Path(args.corpus), tmp)
-        stats = {"path": str(args.corpus), **H.corpus_stats(corpus)}
-        setup = run_setup(corpus, models, args)
-        print(describe_setup(machine, versions, stats, setup, args), flush=True)
-        print(describe_check(setup), flush=True)
-        mark_unbuilt(rows, setup)
-        run_all(rows, models, args, tmp)
-    summaries = [summarize(r) for r in rows]
-    print()
-    print(build_table(summaries, versions, args.markdown))
-    print()
-    print(build_targets(summaries, setup, args.markdown))
+    results = {vocab: run_vocab(vocab, args, machine, versions) for vocab in args.vocab}
+    if len(results) > 1:
+        print("\n=== issue #14: all vocabularies ===\n")
+        print(build_summary(results, args.markdown))
     elapsed = time.perf_counter() - started
     load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
     print(f"\n(MB/s = median over {args.repeats} run(s) of UTF-8 bytes per second; "
           f"× bpeforge = row time / bpeforge time, same mode and threads; "
           f"total benchmark time {elapsed:.0f} s; load average at the end {load})")
-    if args.json:
-        write_json(args.json, machine, versions, stats, setup, rows, args)
     return 0
 
 

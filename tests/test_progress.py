@@ -150,7 +150,10 @@ def test_encode_batch_progress_changes_no_id(corpus) -> None:
     assert tok.encode_batch(texts, progress=events.append) == tok.encode_batch(texts)
     assert_monotone(events)
     assert {e.phase for e in events} == {"encoding"}
-    assert events[-1].total == sum(len(t.encode()) for t in texts) and len(events) > 2
+    # Callbacks come at most every 0.1 s, so how many there are depends on the
+    # machine's speed (a fast build encodes these megabytes in under 0.1 s):
+    # at least the first slice's and the final one.
+    assert events[-1].total == sum(len(t.encode()) for t in texts) and len(events) >= 2
     ids, offsets = tok.encode_batch(texts, as_numpy=True, progress=lambda e: None)
     plain_ids, plain_offsets = tok.encode_batch(texts, as_numpy=True)
     assert (ids == plain_ids).all() and (offsets == plain_offsets).all()

@@ -9,11 +9,13 @@ mechanisms it calls live elsewhere (options, _offsets, _display, _io, interop).
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import random
 import re
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Literal, Union, overload
 
 from . import _arrow, _native
@@ -26,6 +28,13 @@ from .interop import huggingface_export, sentencepiece_export, tiktoken_export
 from .options import Regex, TrainOptions, _text_field, check_pretokenizer, option_docs, paths
 
 _BYTE_TOKEN = re.compile(r"<0x[0-9A-F]{2}>")
+
+# ``encode``'s defaults as named objects: a call that passes none of them is
+# recognised by identity (``is``), the cheapest test Python has; any other
+# value, even an equal one, takes the general path (same result).
+_NO_SPECIALS: tuple = ()
+_ALL_SPECIALS = "all"
+_NO_DROPOUT = 0.0
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
@@ -401,9 +410,9 @@ class Tokenizer:
         self,
         text: str,
         *,
-        allowed_special: SpecialSet = (),
-        disallowed_special: SpecialSet = "all",
-        dropout: float = 0.0,
+        allowed_special: SpecialSet = _NO_SPECIALS,
+        disallowed_special: SpecialSet = _ALL_SPECIALS,
+        dropout: float = _NO_DROPOUT,
         seed: int | None = None,
     ) -> list[int]:
         """Encode ``text`` to ids.
@@ -423,6 +432,11 @@ class Tokenizer:
             >>> tok.encode("<s>ab", allowed_special={"<s>"})[0]
             0
         """
+        # The default call, tested first and inline: on a short line the
+        # Python-side checks cost as much as the pre-tokenizer (#14).
+        if (allowed_special is _NO_SPECIALS and disallowed_special is _ALL_SPECIALS
+                and dropout is _NO_DROPOUT and seed is None and type(text) is str):
+            return self._native.encode(text, *self._default_rules)
         if not isinstance(text, str):
             raise TypeError(f"text must be str, got {type(text).__name__}")
         if _is_default_call(allowed_special, disallowed_special, dropout, seed):
@@ -610,7 +624,8 @@ class Tokenizer:
 
             flat, ends = self._native.encode_batch_flat(texts, threads, allowed, disallowed, prog)
             return np.frombuffer(flat, dtype="<u4"), np.frombuffer(ends, dtype="<u8").astype(np.int64)
-        return self._native.encode_batch(texts, threads, allowed, disallowed, progress=prog)
+        with _gc_paused():
+            return self._native.encode_batch(texts, threads, allowed, disallowed, progress=prog)
 
     # ---- decoding ---------------------------------------------------------
     def decode_bytes(self, ids: Iterable[int]) -> bytes:
@@ -787,6 +802,25 @@ def _from_model_json(data: bytes) -> Tokenizer:
     """Unpickles a :class:`Tokenizer` pickled by bpeforge before snapshots
     (the model JSON alone); kept so those pickles still load."""
     return Tokenizer(_native.NativeTokenizer.from_json(data))
+
+
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    """Pause Python's cyclic garbage collector while a batch's id lists are built.
+
+    Each list is a container the collector tracks, so building one per text
+    sets off a collection every 700 lists, and each walks all the young lists
+    and their ids: 15% of ``encode_batch`` on 100k lines at 1 thread (#14),
+    all of it serial, under the GIL. Lists of ints make no cycles; reference
+    counting frees everything as before. The previous state is restored.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 def _is_default_call(allowed_special: object, disallowed_special: object, dropout: object, seed: object) -> bool:

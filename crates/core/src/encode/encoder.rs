@@ -3,7 +3,7 @@
 
 use super::index::TokenIndex;
 use super::tables::{PairRanks, PieceIds};
-use super::{Arena, Cache, Encoder, Merging, Prepared, SentencePieceRules, Specials, CACHE_CAPACITY, CACHE_MAX_PIECE, NO_RANK, SHORT};
+use super::{Arena, Cache, Encoder, Merging, Prepared, SentencePieceRules, Specials, NO_RANK, SHORT};
 use crate::util::{map_with_capacity, new_map, pack};
 use crate::error::{Error, Result};
 use crate::model::{Model, Scheme, SPACE_MARKER};
@@ -352,11 +352,21 @@ impl Encoder {
             syms.copy_within(at + 2..len, at + 1);
             ranks.copy_within(at + 1..len - 1, at);
             len -= 1;
-            if at + 1 < len {
-                ranks[at] = self.rank(syms[at], syms[at + 1]).0;
-            }
-            if at > 0 {
-                ranks[at - 1] = self.rank(syms[at - 1], syms[at]).0;
+            // The pairs on both sides of the new token, read together.
+            match (&self.pair_table, at > 0, at + 1 < len) {
+                (Some(table), true, true) => {
+                    let (left, right) = table.get2((syms[at - 1], syms[at]), (syms[at], syms[at + 1]));
+                    ranks[at - 1] = left.unwrap_or(NO_RANK);
+                    ranks[at] = right.unwrap_or(NO_RANK);
+                }
+                _ => {
+                    if at + 1 < len {
+                        ranks[at] = self.rank(syms[at], syms[at + 1]).0;
+                    }
+                    if at > 0 {
+                        ranks[at - 1] = self.rank(syms[at - 1], syms[at]).0;
+                    }
+                }
             }
         }
         out.extend_from_slice(&syms[..len]);
@@ -532,44 +542,36 @@ impl Encoder {
         // `whole` is keyed by a piece's own bytes, so it only applies where
         // the symbols are exactly those bytes (no added space marker).
         let plain_bytes = !self.whitespace && !self.byte_pair_ranks.is_empty();
-        if plain_bytes {
-            if piece.len() == 1 {
-                out.push(self.base_start + piece[0] as u32);
-                return;
-            }
-            if let Some(id) = self.whole_piece(piece) {
-                out.push(id);
-                return;
-            }
+        if plain_bytes && piece.len() == 1 {
+            out.push(self.base_start + piece[0] as u32);
+            return;
         }
-        let cache = if piece.len() <= CACHE_MAX_PIECE { cache.as_deref_mut() } else { None };
+        // The cache first: its one-line look-up is cheaper than the whole-piece
+        // table's three (slot, offsets, token bytes), so whole pieces are
+        // cached too.
         if let Some(c) = &cache {
-            if let Some(ids) = c.map.get(piece) {
+            if let Some(ids) = c.get(piece) {
                 out.extend_from_slice(ids);
                 return;
             }
         }
-        if plain_bytes && piece.len() <= SHORT {
-            let start = out.len();
-            self.bpe_bytes_short(piece, out);
-            if let Some(c) = cache {
-                if c.map.len() >= CACHE_CAPACITY {
-                    c.map.clear();
-                }
-                c.map.insert(piece.into(), out[start..].into());
+        let start = out.len();
+        if plain_bytes {
+            if let Some(id) = self.whole_piece(piece) {
+                out.push(id);
+            } else if piece.len() <= SHORT {
+                self.bpe_bytes_short(piece, out);
             }
-            return;
         }
-        let mut syms = Vec::with_capacity(piece.len() + 1);
-        self.piece_symbols(piece, &mut syms);
-        self.bpe(&mut syms);
+        if out.len() == start {
+            let mut syms = Vec::with_capacity(piece.len() + 1);
+            self.piece_symbols(piece, &mut syms);
+            self.bpe(&mut syms);
+            out.extend_from_slice(&syms);
+        }
         if let Some(c) = cache {
-            if c.map.len() >= CACHE_CAPACITY {
-                c.map.clear();
-            }
-            c.map.insert(piece.into(), syms.clone().into_boxed_slice());
+            c.put(piece, &out[start..]);
         }
-        out.extend_from_slice(&syms);
     }
 
     /// Encodes one pre-token (a piece the pre-tokenizer produced, e.g. a
@@ -589,9 +591,40 @@ impl Encoder {
 
     /// Encodes (normalized) text with no special handling (bytes that are
     /// not valid UTF-8 are kept as their own pieces, as in training).
+    ///
+    /// Each piece is encoded `LOOKAHEAD` pieces after the pre-tokenizer gave
+    /// it, and its cache and whole-piece slots are prefetched when it is
+    /// given: look-ups in tables of megabytes mostly wait on memory, and
+    /// this way several of those waits overlap instead of following each other.
     fn encode_normalized(&self, text: &[u8], out: &mut Vec<u32>, how: &mut Merging) -> Result<()> {
+        const LOOKAHEAD: usize = 8;
+        let plain_bytes = !self.whitespace && !self.byte_pair_ranks.is_empty();
         utf8_runs(text, &mut |run| match run {
-            Ok(s) => self.pretok.split(s, &mut |piece| self.encode_piece(piece.as_bytes(), out, how)),
+            Ok(s) => {
+                let mut waiting: [&[u8]; LOOKAHEAD] = [&[]; LOOKAHEAD];
+                let mut given = 0usize;
+                self.pretok.split(s, &mut |piece| {
+                    let piece = piece.as_bytes();
+                    if piece.len() > 1 {
+                        if let Merging::Exact(Some(cache)) = how {
+                            cache.prefetch(piece);
+                        }
+                        if plain_bytes {
+                            self.whole.prefetch(piece);
+                        }
+                    }
+                    let slot = given % LOOKAHEAD;
+                    if given >= LOOKAHEAD {
+                        self.encode_piece(waiting[slot], out, how);
+                    }
+                    waiting[slot] = piece;
+                    given += 1;
+                })?;
+                for k in given.saturating_sub(LOOKAHEAD)..given {
+                    self.encode_piece(waiting[k % LOOKAHEAD], out, how);
+                }
+                Ok(())
+            }
             Err(bad) => {
                 let mut none = Merging::Exact(None);
                 self.encode_piece(bad, out, if matches!(how, Merging::Dropout(_)) { &mut *how } else { &mut none });

@@ -21,11 +21,12 @@
 //! * A piece whose bytes are a token that encodes to itself (checked once per
 //!   model, see `reachable`) needs no merging at all; in running text that is
 //!   most pieces.
-//! * A bounded cache maps frequent pieces to their ids; each batch worker has
-//!   its own, so threads never contend.
+//! * A bounded cache maps frequent pieces to their ids (`cache`); each batch
+//!   worker has its own, so threads never contend.
 //! * Decoding reads one contiguous byte buffer plus an offsets array.
 
 mod batch;
+mod cache;
 mod decode;
 pub mod dropout;
 mod encoder;
@@ -34,30 +35,16 @@ mod snapshot;
 mod tables;
 pub mod file;
 
+pub use cache::Cache;
 pub use dropout::Dropout;
 
 use crate::model::Model;
 use crate::pretok::{PreTokenizer, SpecialSplitter};
-use crate::util::{new_map, Map};
+use crate::util::Map;
 use index::TokenIndex;
 
 const SHORT: usize = 96;
 const NO_RANK: u32 = u32::MAX;
-/// Pieces longer than this are not cached (they are rare and would evict many).
-const CACHE_MAX_PIECE: usize = 64;
-const CACHE_CAPACITY: usize = 1 << 16;
-
-/// A per-thread cache of piece -> ids.
-#[derive(Default)]
-pub struct Cache {
-    map: Map<Box<[u8]>, Box<[u32]>>,
-}
-
-impl Cache {
-    pub fn new() -> Self {
-        Cache { map: new_map() }
-    }
-}
 
 /// How pieces are merged: exact BPE (optionally cached) or with dropout.
 enum Merging<'a> {
