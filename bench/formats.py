@@ -2,7 +2,8 @@
 lines (``{"text": ..., "lang": ...}``, read with ``text_field="text"``), as a
 zstd Parquet file (``text``/``lang`` columns, written by pyarrow), as an
 in-memory ``datasets.Dataset`` (``train_from_dataset``), and through
-``train_from_iterator``; at 1 and 2 threads, runs interleaved, medians.
+``train_from_iterator``; at 1 and 2 threads, runs interleaved, each in its
+own forked process, medians.
 
     python bench/formats.py [--corpus /work/shared/corpora/multi-1m.txt.xz] [--lines N] [--repeats 3]
 
@@ -64,6 +65,23 @@ def dataset_texts(ds):
     tokenizers docs give for training from a dataset."""
     for batch in ds.iter(batch_size=1000):
         yield from batch["text"]
+
+
+def in_child(measure):
+    """``measure()`` run in a forked child process; its result."""
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("fork")
+    receive, send = ctx.Pipe(duplex=False)
+
+    def child() -> None:
+        send.send(measure())
+
+    proc = ctx.Process(target=child)
+    proc.start()
+    result = receive.recv()
+    proc.join()
+    return result
 
 
 def timed(run) -> tuple[float, float]:
@@ -134,12 +152,15 @@ def main() -> None:
                 parquet_texts(parquet), threads=th, **opts)
             rows["iterator: Dataset batches"] = lambda th: bpeforge.train_from_iterator(
                 dataset_texts(ds), threads=th, **opts)
-        # Interleaved (every row once per repeat), so load changes hit all rows alike.
+        # Interleaved (every row once per repeat), so load changes hit all
+        # rows alike; each run in a forked child, so no run inherits the
+        # memory an earlier one freed (fresh pages fault in slowly on some
+        # VMs, and one long process made the merge phase vary by a second).
         times: dict = {name: {1: [], 2: []} for name in rows}
         for _ in range(a.repeats):
             for name, run in rows.items():
                 for th in (1, 2):
-                    times[name][th].append(timed(lambda: run(th)))
+                    times[name][th].append(in_child(lambda: timed(lambda: run(th))))
                     wall, count = times[name][th][-1]
                     print(f"  {name}, {th} thread(s): {wall:.2f}s (counting {count:.2f}s)", flush=True)
     for k, phase in enumerate(("whole run", "counting phase")):
