@@ -29,6 +29,7 @@
 //!   corpora that is common only in the long tail of small counts.
 
 use crate::error::{Error, Result};
+use super::tally::Tally;
 use crate::util::{new_map, on_threads, pack, prefetch, Map};
 
 const NONE: u32 = u32::MAX;
@@ -898,6 +899,12 @@ impl Collecting {
         self.count += weight;
         self.words.add(w);
     }
+
+    /// Adds `later`, whose words all come after these.
+    fn absorb(&mut self, later: Collecting) {
+        self.count += later.count;
+        self.words.append(later.words);
+    }
 }
 
 /// Pairs below 1/COLD_RATIO of the largest initial count start cold.
@@ -945,7 +952,7 @@ fn run<S: Sym>(
 
     let setup_seconds = setup_start.elapsed().as_secs_f64();
     let mut merges: Vec<(u32, u32, u64)> = Vec::with_capacity(params.max_merges.min(1 << 20));
-    // Per-step deltas (see `apply_step`): small, so they stay in cache.
+    // Per-step deltas (see `Step`): small, so they stay in cache.
     let mut step = Step::new();
     // The other threads' steps for large merges (see `merge_in_shares`).
     let mut spare_steps: Vec<Step> = Vec::new();
@@ -1003,6 +1010,7 @@ fn run<S: Sym>(
         let merge = Merge { a, b, r, candidate: |x, y| candidate(x, y, token_len, extra) };
         info.words.decode_into(&mut list);
         drop(info);
+        step.begin(a, b, r, tokens.len());
         if params.threads > 1 && list.len() >= PARALLEL_WORDS {
             merge_in_shares(&merge, &list, &mut syms, words, &mut step, &mut spare_steps, params.threads);
         } else {
@@ -1198,16 +1206,16 @@ impl<F: Fn(u32, u32) -> bool> Merge<F> {
             if x == a && i + 1 < n && word[i + 1] == b {
                 if j > 0 {
                     let before = word[j - 1].id();
-                    step.dec(pack(before, self.a), weight);
+                    step.dec_before(before, weight);
                     if (self.candidate)(before, self.r) {
-                        step.add_new(pack(before, self.r), weight, w);
+                        step.new_before(before, weight, w);
                     }
                 }
                 if i + 2 < n && word[i + 2] != S::END {
                     let after = word[i + 2].id();
-                    step.dec(pack(self.b, after), weight);
+                    step.dec_after(after, weight);
                     if (self.candidate)(self.r, after) {
-                        step.add_new(pack(self.r, after), weight, w);
+                        step.new_after(after, weight, w);
                     }
                 }
                 word[j] = r;
@@ -1224,48 +1232,110 @@ impl<F: Fn(u32, u32) -> bool> Merge<F> {
 
 /// One merge step's count changes, applied to the pair index at its end.
 ///
-/// While a step runs, count changes are summed in two small maps instead of
+/// While a step runs, count changes are summed in small tallies instead of
 /// probing the large global table for every occurrence: a frequent merge
 /// touches few distinct neighbour pairs many times, so this turns hundreds
-/// of thousands of cache-missing probes into a few thousand.
+/// of thousands of cache-missing probes into a few thousand. Every pair a
+/// merge `(a, b) -> r` changes shares a side with it, so the tallies are
+/// keyed by the other side (see `Tally`): losses of `(x, a)` and `(b, y)`,
+/// new pairs `(x, r)` and `(r, y)`. The one case that does not fit, a word
+/// where an occurrence follows a merged one ("abab": `(r, a)` lost, `(r, r)`
+/// new), goes to the small maps `dec_rest` and `new_rest`.
 struct Step {
-    dec: Map<u64, u64>,
-    /// Pairs that contain the new symbol, with the words they occur in.
-    new: Map<u64, Collecting>,
+    /// This step's merge (set by `begin`), and the ids it may meet.
+    a: u32,
+    b: u32,
+    r: u32,
+    ids: usize,
+    /// Losses of `(x, a)` by `x` (never `r`) and of `(b, y)` by `y`.
+    dec_before: Tally<u64>,
+    dec_after: Tally<u64>,
+    /// New pairs `(x, r)` by `x` (never `r`) and `(r, y)` by `y`, with the
+    /// words they occur in.
+    new_before: Tally<Collecting>,
+    new_after: Tally<Collecting>,
+    /// Losses of `(r, a)` and the new pair `(r, r)`.
+    dec_rest: Map<u64, u64>,
+    new_rest: Map<u64, Collecting>,
 }
 
 impl Step {
     fn new() -> Self {
-        Step { dec: new_map(), new: new_map() }
+        Step {
+            a: 0,
+            b: 0,
+            r: 0,
+            ids: 0,
+            dec_before: Tally::new(),
+            dec_after: Tally::new(),
+            new_before: Tally::new(),
+            new_after: Tally::new(),
+            dec_rest: new_map(),
+            new_rest: new_map(),
+        }
+    }
+
+    /// Starts the step of merge `(a, b) -> r`; every id is below `ids`.
+    fn begin(&mut self, a: u32, b: u32, r: u32, ids: usize) {
+        (self.a, self.b, self.r, self.ids) = (a, b, r, ids);
+        self.dec_before.reserve_ids(ids);
+        self.dec_after.reserve_ids(ids);
+        self.new_before.reserve_ids(ids);
+        self.new_after.reserve_ids(ids);
     }
 
     /// Adds `later`'s changes, whose words all come after this step's.
     fn absorb(&mut self, later: &mut Step) {
-        for (key, d) in later.dec.drain() {
-            *self.dec.entry(key).or_insert(0) += d;
+        for (x, d) in later.dec_before.drain() {
+            *self.dec_before.entry(x, || 0) += d;
         }
-        for (key, c) in later.new.drain() {
-            match self.new.entry(key) {
-                hashbrown::hash_map::Entry::Occupied(mut o) => {
-                    let mine = o.get_mut();
-                    mine.count += c.count;
-                    mine.words.append(c.words);
-                }
-                hashbrown::hash_map::Entry::Vacant(v) => {
-                    v.insert(c);
-                }
-            }
+        for (y, d) in later.dec_after.drain() {
+            *self.dec_after.entry(y, || 0) += d;
+        }
+        for (key, d) in later.dec_rest.drain() {
+            *self.dec_rest.entry(key).or_insert(0) += d;
+        }
+        for (x, c) in later.new_before.drain() {
+            self.new_before.entry(x, Collecting::new).absorb(c);
+        }
+        for (y, c) in later.new_after.drain() {
+            self.new_after.entry(y, Collecting::new).absorb(c);
+        }
+        for (key, c) in later.new_rest.drain() {
+            self.new_rest.entry(key).or_insert_with(Collecting::new).absorb(c);
         }
     }
 
+    /// `(x, a)` loses `weight`.
     #[inline(always)]
-    fn dec(&mut self, key: u64, weight: u64) {
-        *self.dec.entry(key).or_insert(0) += weight;
+    fn dec_before(&mut self, x: u32, weight: u64) {
+        if x == self.r {
+            *self.dec_rest.entry(pack(x, self.a)).or_insert(0) += weight;
+        } else {
+            *self.dec_before.entry(x, || 0) += weight;
+        }
     }
 
+    /// `(b, y)` loses `weight`.
     #[inline(always)]
-    fn add_new(&mut self, key: u64, weight: u64, w: u32) {
-        self.new.entry(key).or_insert_with(Collecting::new).add(weight, w);
+    fn dec_after(&mut self, y: u32, weight: u64) {
+        *self.dec_after.entry(y, || 0) += weight;
+    }
+
+    /// `(x, r)` occurs in word `w`, of count `weight`.
+    #[inline(always)]
+    fn new_before(&mut self, x: u32, weight: u64, w: u32) {
+        if x == self.r {
+            self.new_rest.entry(pack(x, x)).or_insert_with(Collecting::new).add(weight, w);
+        } else {
+            self.new_before.entry(x, Collecting::new).add(weight, w);
+        }
+    }
+
+    /// `(r, y)` occurs in word `w`, of count `weight`.
+    #[inline(always)]
+    fn new_after(&mut self, y: u32, weight: u64, w: u32) {
+        self.new_after.entry(y, Collecting::new).add(weight, w);
     }
 
     /// Pairs with the new symbol may lose occurrences within the same step
@@ -1274,19 +1344,34 @@ impl Step {
     /// below `min_keep` (the minimum frequency) can never be merged again and
     /// are dropped; their heap entries are skipped when popped.
     fn apply(&mut self, pairs: &mut Map<u64, PairInfo>, cold: &mut Cold, heap: &mut PairHeap, tokens: &[Vec<u8>], min_keep: u64) {
-        for (key, d) in self.dec.drain() {
-            if let Some(e) = self.new.get_mut(&key) {
-                debug_assert!(e.count >= d);
-                e.count = e.count.saturating_sub(d);
-            } else if let Some(e) = pairs.get_mut(&key) {
+        let (a, b, r) = (self.a, self.b, self.r);
+        let mut lose = |key: u64, d: u64| {
+            if let Some(e) = pairs.get_mut(&key) {
                 debug_assert!(e.count >= d);
                 e.count = e.count.saturating_sub(d);
                 if e.count < min_keep {
                     pairs.remove(&key);
                 }
             }
+        };
+        // Pairs without `r` existed before this step.
+        for (x, d) in self.dec_before.drain() {
+            lose(pack(x, a), d);
         }
-        for (key, c) in self.new.drain() {
+        for (y, d) in self.dec_after.drain() {
+            lose(pack(b, y), d);
+        }
+        // The only loss with `r` is (r, a), made earlier in this step as (r, y = a).
+        for (key, d) in self.dec_rest.drain() {
+            debug_assert_eq!(key, pack(r, a));
+            if let Some(e) = self.new_after.get_mut(a) {
+                debug_assert!(e.count >= d);
+                e.count = e.count.saturating_sub(d);
+            }
+        }
+        let news = self.new_before.drain().map(|(x, c)| (pack(x, r), c));
+        let news = news.chain(self.new_after.drain().map(|(y, c)| (pack(r, y), c)));
+        for (key, c) in news.chain(self.new_rest.drain()) {
             if c.count < cold.threshold {
                 if c.count >= min_keep {
                     cold.park(key, c.count, &c.words.bytes);
@@ -1324,6 +1409,9 @@ fn merge_in_shares<S: Sym, F: Fn(u32, u32) -> bool + Sync>(
     threads: usize,
 ) {
     spare.resize_with(threads - 1, Step::new);
+    for later in spare.iter_mut() {
+        later.begin(step.a, step.b, step.r, step.ids);
+    }
     // Share k: list[cuts[k]..cuts[k + 1]], whose symbols start at the
     // offset of its first word and end before the next share's first word.
     let cuts: Vec<usize> = (0..=threads).map(|k| list.len() * k / threads).collect();
