@@ -759,9 +759,20 @@ fn get_varint(bytes: &[u8]) -> Option<(u32, usize)> {
 struct Cold {
     arena: Vec<u8>,
     threshold: u64,
+    /// Bytes of records that became hot (their key is `GONE`); the arena
+    /// is compacted when they are half of it.
+    gone: usize,
 }
 
+/// The key of a cold record whose pair became hot (no pair has it: ids
+/// are below `u32::MAX`).
+const GONE: u64 = u64::MAX;
+
 impl Cold {
+    fn new(threshold: u64) -> Self {
+        Cold { arena: Vec::new(), threshold, gone: 0 }
+    }
+
     fn park(&mut self, key: u64, count: u64, list: &[u8]) {
         self.arena.extend_from_slice(&key.to_le_bytes());
         put_varint64(&mut self.arena, count);
@@ -769,9 +780,39 @@ impl Cold {
         self.arena.extend_from_slice(list);
     }
 
+    /// The record at `p`: its key, count, list and where the next starts.
+    fn record(arena: &[u8], p: usize) -> (u64, u64, std::ops::Range<usize>, usize) {
+        let key = u64::from_le_bytes(arena[p..p + 8].try_into().unwrap_or_default());
+        let (count, n) = get_varint64(&arena[p + 8..]);
+        let (len, m) = get_varint64(&arena[p + 8 + n..]);
+        let list = p + 8 + n + m..p + 8 + n + m + len as usize;
+        let next = list.end;
+        (key, count, list, next)
+    }
+
+    /// Drops the records of pairs that became hot, in place.
+    fn compact(&mut self) {
+        let (mut read, mut write) = (0, 0);
+        while read < self.arena.len() {
+            let (key, _, _, next) = Cold::record(&self.arena, read);
+            if key != GONE {
+                self.arena.copy_within(read..next, write);
+                write += next - read;
+            }
+            read = next;
+        }
+        self.arena.truncate(write);
+        self.gone = 0;
+    }
+
     /// Lowers the threshold to `threshold`: cold pairs whose exact count
     /// reaches it become hot, the others stay cold with their exact count
     /// and the words they still occur in (or go, below `min_keep`).
+    ///
+    /// The records of the pairs that stay cold are not moved (most of the
+    /// arena, which a copy would also double for the time of the copy): the
+    /// ones read out are marked `GONE`, and rewritten at the end if their
+    /// exact count keeps them cold.
     #[allow(clippy::too_many_arguments)]
     fn thaw<S: Sym>(
         &mut self,
@@ -785,31 +826,26 @@ impl Cold {
         threads: usize,
     ) -> Result<()> {
         self.threshold = threshold;
-        let old = std::mem::take(&mut self.arena);
         // Pass 1: the pairs that may reach the threshold, and all their
         // words in one list, so that pass 2 can prefetch across pairs (most
         // lists are short; the words are cache misses).
         let (mut rising, mut all) = (Vec::new(), Vec::new());
         let mut list = Vec::new();
         let mut p = 0;
-        while p < old.len() {
-            let key = u64::from_le_bytes(old[p..p + 8].try_into().unwrap_or_default());
-            p += 8;
-            let (count, n) = get_varint64(&old[p..]);
-            p += n;
-            let (len, n) = get_varint64(&old[p..]);
-            p += n;
-            let bytes = &old[p..p + len as usize];
-            p += len as usize;
-            if count < threshold {
-                self.park(key, count, bytes);
-                continue;
+        while p < self.arena.len() {
+            let (key, count, bytes, next) = Cold::record(&self.arena, p);
+            if key != GONE && count >= threshold {
+                decode_words(&self.arena[bytes], &mut list);
+                rising.push((key, all.len()));
+                all.extend_from_slice(&list);
+                self.arena[p..p + 8].copy_from_slice(&GONE.to_le_bytes());
+                self.gone += next - p;
             }
-            decode_words(bytes, &mut list);
-            rising.push((key, all.len()));
-            all.extend_from_slice(&list);
+            p = next;
         }
-        drop(old);
+        if self.gone * 2 > self.arena.len() {
+            self.compact();
+        }
         rising.push((0, all.len()));
         // Pass 2: exact counts, and the words each pair still occurs in; the
         // pairs in `threads` shares of about equal words, read-only, so on
@@ -1074,7 +1110,7 @@ fn build_index<S: Sym>(
     // far, and when it does, one `thaw` brings the next pairs in.
     let top = all.values().map(|c| c.count).max().unwrap_or(0);
     let threshold = first_threshold.unwrap_or(top / COLD_RATIO).max(min_keep);
-    let mut cold = Cold { arena: Vec::new(), threshold };
+    let mut cold = Cold::new(threshold);
     let kept = all.values().filter(|c| c.count >= threshold).count();
     let mut pairs: Map<u64, PairInfo> = new_map();
     // Room for as many pairs again as the merges will create: the table
