@@ -236,6 +236,30 @@ def machine_info() -> dict:
     }
 
 
+FRESH_MEMORY_CHILD = """
+import mmap, sys, time
+n = int(sys.argv[1])
+m = mmap.mmap(-1, n)  # anonymous pages, never touched before
+t = time.perf_counter()
+for i in range(0, n, 4096):
+    m[i] = 1
+print(n / (time.perf_counter() - t) / 1e9)
+"""
+
+
+def fresh_memory_rate(gib: float = 2.0) -> float | None:
+    """GB/s at which a new process faults in fresh anonymous pages (writing
+    one byte per 4 KiB page): the kernel's zeroing, and in a virtual machine
+    whose host backs guest memory lazily, the host's work too. A phase that
+    allocates G GB of new memory spends at least G / rate seconds on it."""
+    try:
+        out = subprocess.run([sys.executable, "-c", FRESH_MEMORY_CHILD, str(int(gib * 2**30))],
+                             capture_output=True, text=True, timeout=600, check=True)
+        return float(out.stdout.strip())
+    except (OSError, subprocess.SubprocessError, ValueError):
+        return None
+
+
 def package_version(dist_name: str) -> str | None:
     """Installed version of a distribution, or None if it is not installed."""
     try:
