@@ -22,7 +22,6 @@ mod extend;
 pub mod merge;
 pub mod stats;
 mod superbpe;
-mod tally;
 mod words;
 
 pub use config::{LangSource, LanguageBalance, Parity, SuperBpe, TrainConfig, TrainOptions};
