@@ -552,6 +552,11 @@ pub fn utf8_runs<'t, E>(
     mut bytes: &'t [u8],
     f: &mut impl FnMut(std::result::Result<&'t str, &'t [u8]>) -> std::result::Result<(), E>,
 ) -> std::result::Result<(), E> {
+    // Nearly every text is valid: one SIMD check, then std's error details
+    // only for the rare text that is not.
+    if let Ok(s) = simdutf8::basic::from_utf8(bytes) {
+        return if s.is_empty() { Ok(()) } else { f(Ok(s)) };
+    }
     while !bytes.is_empty() {
         match std::str::from_utf8(bytes) {
             Ok(s) => {
