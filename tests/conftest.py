@@ -78,6 +78,24 @@ def _read_slice(n: int) -> list[str]:
     return [l.decode("utf-8") for l in lines[:n]]
 
 
+#: The SentencePiece-exact tests (test_byte_fallback, test_normalizer):
+#: sentencepiece trains on the first SPM_TRAIN_LINES lines of multi-200k,
+#: and the next SPM_HELD_OUT_LINES are encoded by every library.
+SPM_TRAIN_LINES = 20000
+SPM_HELD_OUT_LINES = 5000
+
+
+@pytest.fixture(scope="session")
+def lines() -> list[str]:
+    """The SentencePiece-exact tests' training lines and held-out lines."""
+    return _read_slice(SPM_TRAIN_LINES + SPM_HELD_OUT_LINES)
+
+
+@pytest.fixture(scope="session")
+def held_out(lines) -> list[str]:
+    return lines[SPM_TRAIN_LINES:]
+
+
 @pytest.fixture(scope="session")
 def corpus_slice() -> list[str]:
     """The first 2,000 lines of multi-200k.txt.xz (skips when the corpus is absent)."""

@@ -19,7 +19,7 @@ import lzma
 import warnings
 
 import pytest
-from conftest import CORPORA_DIR, _read_slice, stable_chars
+from conftest import CORPORA_DIR, SPM_TRAIN_LINES as TRAIN_LINES, _read_slice, stable_chars
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -30,18 +30,7 @@ from bpeforge.errors import ModelFormatError
 spm = pytest.importorskip("sentencepiece")
 tokenizers = pytest.importorskip("tokenizers")
 
-SLICE = 5000
-TRAIN_LINES = 20000
 
-
-@pytest.fixture(scope="module")
-def lines() -> list[str]:
-    return _read_slice(TRAIN_LINES + SLICE)
-
-
-@pytest.fixture(scope="module")
-def held_out(lines) -> list[str]:
-    return lines[TRAIN_LINES:]
 
 
 @pytest.fixture(scope="module")

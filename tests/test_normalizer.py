@@ -23,7 +23,7 @@ import time
 import warnings
 
 import pytest
-from conftest import _read_slice, stable_chars
+from conftest import SPM_TRAIN_LINES as TRAIN_LINES, _read_slice, stable_chars
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -34,8 +34,6 @@ from bpeforge.errors import ModelFormatError, ParameterError
 spm = pytest.importorskip("sentencepiece")
 tokenizers = pytest.importorskip("tokenizers")
 
-SLICE = 5000
-TRAIN_LINES = 20000
 
 # Characters NFKC (and SentencePiece's NMT rules) change, or that look like
 # they might: full-width forms, ligatures, compatibility digits and
@@ -57,15 +55,6 @@ RULES = {
                           allow_whitespace_only_pieces=True),
 }
 
-
-@pytest.fixture(scope="module")
-def lines() -> list[str]:
-    return _read_slice(TRAIN_LINES + SLICE)
-
-
-@pytest.fixture(scope="module")
-def held_out(lines) -> list[str]:
-    return lines[TRAIN_LINES:]
 
 
 @pytest.fixture(scope="module")
