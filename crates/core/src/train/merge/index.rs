@@ -3,7 +3,13 @@
 use super::*;
 
 /// Pairs below 1/COLD_RATIO of the largest initial count start cold.
-const COLD_RATIO: u64 = 1024;
+///
+/// A thaw recounts every word of the pairs it brings in, work that pairs
+/// hot from the start never cost (the merges keep their counts), so the
+/// hot set is made large enough that a 32k vocabulary needs no thaw. At
+/// 1/1024, s10 and m1 thawed once at about merge 20k; the thaw was a fifth
+/// of m1's loop, and its transient lists raised the peak.
+const COLD_RATIO: u64 = 16384;
 
 /// The initial pair index: every candidate pair's weighted count and the
 /// words it occurs in, for the pairs that can still be merged.
@@ -53,8 +59,9 @@ pub(super) fn build_index<S: Sym>(
             }
         }
     }
-    // Hot from 1/1024 of the largest count down: the loop rarely gets that
-    // far, and when it does, one `thaw` brings the next pairs in.
+    // Hot from 1/COLD_RATIO of the largest count down: a 32k vocabulary
+    // rarely gets that far, and when it does, one `thaw` brings the next
+    // pairs in.
     let top = all.values().map(|c| c.count).max().unwrap_or(0);
     let threshold = first_threshold.unwrap_or(top / COLD_RATIO).max(min_keep);
     let mut cold = Cold::new(threshold);
