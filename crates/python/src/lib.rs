@@ -22,6 +22,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 mod arrow;
+mod lists;
 mod progress;
 mod shards;
 use progress::PyObserver;
@@ -429,32 +430,23 @@ impl NativeTokenizer {
 
     #[pyo3(signature = (texts, threads=None, allowed=None, disallowed=None, dropout=None, seed=0, progress=None))]
     #[allow(clippy::too_many_arguments)]
-    fn encode_batch(
+    fn encode_batch<'py>(
         &self,
-        py: Python<'_>,
-        texts: &Bound<'_, PyAny>,
+        py: Python<'py>,
+        texts: &Bound<'py, PyAny>,
         threads: Option<usize>,
         allowed: Option<Vec<usize>>,
         disallowed: Option<Vec<usize>>,
         dropout: Option<f64>,
         seed: u64,
-        progress: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Vec<Vec<u32>>> {
+        progress: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyList>> {
         let rule = specials_rule(&self.enc, allowed, disallowed)?;
         let owned = collect_strs(texts)?;
-        let borrowed = borrow_texts(&owned)?;
         let threads = check_threads(threads)?;
-        if let Some(progress) = progress {
-            let mut observer = PyObserver::new(progress)?;
-            let dropout = check_dropout(dropout)?.map(|p| (p, seed));
-            let result = py.detach(|| progress::encode_batch(&self.enc, &borrowed, &rule, threads, dropout, &mut observer));
-            return finish(result, observer);
-        }
-        match check_dropout(dropout)? {
-            Some(p) => py.detach(|| self.enc.encode_batch_dropout(&borrowed, &rule, threads, p, seed)),
-            None => py.detach(|| self.enc.encode_batch(&borrowed, &rule, threads)),
-        }
-        .map_err(to_pyerr)
+        let dropout = check_dropout(dropout)?.map(|p| (p, seed));
+        let mut observer = progress.map(PyObserver::new).transpose()?;
+        lists::encode_to_lists(py, &self.enc, &owned, &rule, threads, dropout, observer.as_mut())
     }
 
     /// Streams text files into ids; returns (lines, tokens, bytes, seconds, id_bytes).
