@@ -22,6 +22,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 mod arrow;
+mod ints;
 mod lists;
 mod progress;
 mod shards;
@@ -242,6 +243,8 @@ fn train_iterator(py: Python<'_>, texts: &Bound<'_, PyAny>, args: &Bound<'_, PyA
 struct NativeTokenizer {
     enc: Arc<Encoder>,
     cache: Mutex<Cache>,
+    /// The Python ints of the ids returned so far (see `ints`).
+    ints: ints::IdInts,
 }
 
 fn specials_rule(enc: &Encoder, allowed: Option<Vec<usize>>, disallowed: Option<Vec<usize>>) -> PyResult<Specials> {
@@ -399,19 +402,20 @@ impl NativeTokenizer {
     }
 
     #[pyo3(signature = (text, allowed=None, disallowed=None, dropout=None, seed=0))]
-    fn encode(
+    fn encode<'py>(
         &self,
-        py: Python<'_>,
+        py: Python<'py>,
         text: &str,
         allowed: Option<Vec<usize>>,
         disallowed: Option<Vec<usize>>,
         dropout: Option<f64>,
         seed: u64,
-    ) -> PyResult<Vec<u32>> {
+    ) -> PyResult<Bound<'py, PyList>> {
         let rule = specials_rule(&self.enc, allowed, disallowed)?;
         let bytes = text.as_bytes();
         if let Some(p) = check_dropout(dropout)? {
-            return py.detach(|| self.enc.encode_dropout(bytes, &rule, p, seed)).map_err(to_pyerr);
+            let ids = py.detach(|| self.enc.encode_dropout(bytes, &rule, p, seed)).map_err(to_pyerr)?;
+            return self.ints.lock(self.enc.vocab_size()).list(py, &ids);
         }
         let run = |cache: Option<&mut Cache>| self.enc.encode(bytes, &rule, cache);
         let result = if bytes.len() > DETACH_BYTES {
@@ -425,7 +429,8 @@ impl NativeTokenizer {
                 Err(_) => run(None),
             }
         };
-        result.map_err(to_pyerr)
+        let ids = result.map_err(to_pyerr)?;
+        self.ints.lock(self.enc.vocab_size()).list(py, &ids)
     }
 
     #[pyo3(signature = (texts, threads=None, allowed=None, disallowed=None, dropout=None, seed=0, progress=None))]
@@ -446,7 +451,7 @@ impl NativeTokenizer {
         let threads = check_threads(threads)?;
         let dropout = check_dropout(dropout)?.map(|p| (p, seed));
         let mut observer = progress.map(PyObserver::new).transpose()?;
-        lists::encode_to_lists(py, &self.enc, &owned, &rule, threads, dropout, observer.as_mut())
+        lists::encode_to_lists(py, &self.enc, &self.ints, &owned, &rule, threads, dropout, observer.as_mut())
     }
 
     /// Streams text files into ids; returns (lines, tokens, bytes, seconds, id_bytes).
@@ -591,7 +596,7 @@ impl NativeTokenizer {
     }
 
     fn from_encoder(enc: Encoder) -> Self {
-        NativeTokenizer { enc: Arc::new(enc), cache: Mutex::new(Cache::new()) }
+        NativeTokenizer { enc: Arc::new(enc), cache: Mutex::new(Cache::new()), ints: ints::IdInts::default() }
     }
 }
 

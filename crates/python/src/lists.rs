@@ -7,6 +7,7 @@
 //! (`bpeforge_core::ordered`), so it overlaps the other threads' encoding,
 //! and it encodes blocks itself when it has nothing else to do.
 
+use crate::ints::IdInts;
 use crate::progress::{BatchPacer, PyObserver};
 use bpeforge_core::encode::{Block, Encoder, Specials};
 use bpeforge_core::error::{Error, Result};
@@ -27,6 +28,8 @@ struct Lists<'a, 'py> {
     texts: &'a [Bound<'py, PyString>],
     next: usize,
     lists: Vec<Bound<'py, PyAny>>,
+    ints: &'a IdInts,
+    vocab_size: usize,
     pacer: Option<(BatchPacer, &'a mut PyObserver)>,
     /// What Python raised (a text that is not UTF-8, no memory for a list).
     raised: Option<PyErr>,
@@ -47,9 +50,11 @@ impl<'a> Host<Block<'a>, Vec<Vec<u32>>> for Lists<'a, '_> {
 
     fn deliver(&mut self, block: Block<'a>, ids: Vec<Vec<u32>>) -> Result<()> {
         let mut tokens = 0u64;
+        let table: &IdInts = self.ints;
+        let mut ints = table.lock(self.vocab_size);
         for one in ids {
             tokens += one.len() as u64;
-            let list = PyList::new(self.py, one).map_err(|e| self.raise(e))?;
+            let list = ints.list(self.py, &one).map_err(|e| self.raise(e))?;
             self.lists.push(list.into_any());
         }
         if let Some((pacer, observer)) = &mut self.pacer {
@@ -77,6 +82,7 @@ impl Lists<'_, '_> {
 pub(crate) fn encode_to_lists<'py>(
     py: Python<'py>,
     enc: &Encoder,
+    ints: &IdInts,
     texts: &[Bound<'py, PyString>],
     rule: &Specials,
     threads: usize,
@@ -94,7 +100,8 @@ pub(crate) fn encode_to_lists<'py>(
         }
         None => None,
     };
-    let mut host = Lists { py, texts, next: 0, lists: Vec::with_capacity(texts.len()), pacer, raised: None };
+    let vocab_size = enc.vocab_size();
+    let mut host = Lists { py, texts, next: 0, lists: Vec::with_capacity(texts.len()), ints, vocab_size, pacer, raised: None };
     let result = enc.encode_blocks(&mut host, rule, threads, dropout);
     // What Python raised (here or in a progress callback) wins over the
     // engine's error, which only stopped the run.
