@@ -2,6 +2,7 @@
 //! rank, for one text or a batch on threads.
 
 use super::index::TokenIndex;
+use super::key::PieceKey;
 use super::tables::{PairRanks, PieceIds};
 use super::{Arena, Cache, Encoder, Merging, Prepared, SentencePieceRules, Specials, NO_RANK, SHORT};
 use crate::util::{map_with_capacity, new_map, pack};
@@ -247,7 +248,7 @@ impl Encoder {
                 out.push(self.base_start + p[0] as u32);
                 return;
             }
-            if let Some(id) = self.whole_piece(p) {
+            if let Some(id) = self.whole_piece(p, &PieceKey::new(p)) {
                 out.push(id);
                 return;
             }
@@ -282,8 +283,8 @@ impl Encoder {
 
     /// The id of the token `piece` is, if it is one that BPE reaches whole.
     #[inline]
-    fn whole_piece(&self, piece: &[u8]) -> Option<u32> {
-        self.whole.get(piece, |id| self.raw.get(id as usize))
+    fn whole_piece(&self, piece: &[u8], key: &PieceKey) -> Option<u32> {
+        self.whole.get(piece, key, |id| self.raw.get(id as usize))
     }
 
     /// The rank of merging `(a, b)` and the id it makes; `(NO_RANK, 0)` if none.
@@ -527,8 +528,8 @@ impl Encoder {
         }
     }
 
-    /// Encodes one pre-token (its raw bytes) and appends the ids.
-    pub(super) fn encode_piece(&self, piece: &[u8], out: &mut Vec<u32>, how: &mut Merging) {
+    /// Encodes one pre-token (its raw bytes, whose key is `key`) and appends the ids.
+    pub(super) fn encode_piece(&self, piece: &[u8], key: &PieceKey, out: &mut Vec<u32>, how: &mut Merging) {
         let cache = match how {
             Merging::Dropout(d) => {
                 let mut syms = Vec::with_capacity(piece.len() + 1);
@@ -550,14 +551,14 @@ impl Encoder {
         // table's three (slot, offsets, token bytes), so whole pieces are
         // cached too.
         if let Some(c) = &cache {
-            if let Some(ids) = c.get(piece) {
+            if let Some(ids) = c.get(key) {
                 out.extend_from_slice(ids);
                 return;
             }
         }
         let start = out.len();
         if plain_bytes {
-            if let Some(id) = self.whole_piece(piece) {
+            if let Some(id) = self.whole_piece(piece, key) {
                 out.push(id);
             } else if piece.len() <= SHORT {
                 self.bpe_bytes_short(piece, out);
@@ -570,14 +571,14 @@ impl Encoder {
             out.extend_from_slice(&syms);
         }
         if let Some(c) = cache {
-            c.put(piece, &out[start..]);
+            c.put(key, &out[start..]);
         }
     }
 
     /// Encodes one pre-token (a piece the pre-tokenizer produced, e.g. a
     /// counted word type) with exact BPE, appending its ids.
     pub fn encode_pretoken(&self, piece: &[u8], out: &mut Vec<u32>, cache: Option<&mut Cache>) {
-        self.encode_piece(piece, out, &mut Merging::Exact(cache));
+        self.encode_piece(piece, &PieceKey::new(piece), out, &mut Merging::Exact(cache));
     }
 
     /// Encodes text with no special handling, normalized first when the
@@ -601,33 +602,37 @@ impl Encoder {
         let plain_bytes = !self.whitespace && !self.byte_pair_ranks.is_empty();
         utf8_runs(text, &mut |run| match run {
             Ok(s) => {
-                let mut waiting: [&[u8]; LOOKAHEAD] = [&[]; LOOKAHEAD];
+                let mut waiting: [(&[u8], PieceKey); LOOKAHEAD] = [(&[], PieceKey::new(&[])); LOOKAHEAD];
                 let mut given = 0usize;
                 self.pretok.split(s, &mut |piece| {
                     let piece = piece.as_bytes();
+                    let key = PieceKey::new(piece);
                     if piece.len() > 1 {
                         if let Merging::Exact(Some(cache)) = how {
-                            cache.prefetch(piece);
+                            cache.prefetch(&key);
                         }
                         if plain_bytes {
-                            self.whole.prefetch(piece);
+                            self.whole.prefetch(&key);
                         }
                     }
                     let slot = given % LOOKAHEAD;
                     if given >= LOOKAHEAD {
-                        self.encode_piece(waiting[slot], out, how);
+                        let (p, k) = &waiting[slot];
+                        self.encode_piece(p, k, out, how);
                     }
-                    waiting[slot] = piece;
+                    waiting[slot] = (piece, key);
                     given += 1;
                 })?;
                 for k in given.saturating_sub(LOOKAHEAD)..given {
-                    self.encode_piece(waiting[k % LOOKAHEAD], out, how);
+                    let (p, key) = &waiting[k % LOOKAHEAD];
+                    self.encode_piece(p, key, out, how);
                 }
                 Ok(())
             }
             Err(bad) => {
                 let mut none = Merging::Exact(None);
-                self.encode_piece(bad, out, if matches!(how, Merging::Dropout(_)) { &mut *how } else { &mut none });
+                let key = PieceKey::new(bad);
+                self.encode_piece(bad, &key, out, if matches!(how, Merging::Dropout(_)) { &mut *how } else { &mut none });
                 Ok(())
             }
         })

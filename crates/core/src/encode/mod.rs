@@ -31,6 +31,7 @@ mod decode;
 pub mod dropout;
 mod encoder;
 mod index;
+mod key;
 mod snapshot;
 mod tables;
 pub mod file;

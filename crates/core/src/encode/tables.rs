@@ -9,9 +9,7 @@
 //! next to the value, and tables are kept at most half full, so a miss (most
 //! pair look-ups during merging are misses) usually ends in the first line.
 
-use std::hash::BuildHasher;
-
-use crate::util::Hasher;
+use super::key::PieceKey;
 
 const EMPTY: u64 = u64::MAX;
 
@@ -124,20 +122,19 @@ impl PairRanks {
 /// Byte string -> id, for the pieces that are one token. A slot packs a
 /// 32-bit fingerprint of the bytes with the id; the bytes themselves are
 /// compared (in the caller's token arena) only when the fingerprint matches.
+/// Keyed by `PieceKey::hash`, which the caller makes once per piece.
 pub(super) struct PieceIds {
     slots: Box<[u64]>,
     mask: usize,
-    hasher: Hasher,
 }
 
 impl PieceIds {
     /// The table of `(bytes, id)` entries (ids below `u32::MAX`; each bytes once).
     pub(super) fn new<'a>(entries: impl ExactSizeIterator<Item = (&'a [u8], u32)>) -> Self {
         let cap = capacity(entries.len());
-        let mut table =
-            PieceIds { slots: vec![EMPTY; cap].into_boxed_slice(), mask: cap - 1, hasher: Hasher::with_seed(0x9d1e_ce5) };
+        let mut table = PieceIds { slots: vec![EMPTY; cap].into_boxed_slice(), mask: cap - 1 };
         for (bytes, id) in entries {
-            let (mut i, tag) = table.place(bytes);
+            let (mut i, tag) = table.place(&PieceKey::new(bytes));
             while table.slots[i] != EMPTY {
                 i = (i + 1) & table.mask;
             }
@@ -146,23 +143,22 @@ impl PieceIds {
         table
     }
 
-    /// Home slot and fingerprint of `bytes`.
+    /// Home slot and fingerprint of a piece.
     #[inline]
-    fn place(&self, bytes: &[u8]) -> (usize, u64) {
-        let h = self.hasher.hash_one(bytes);
-        (h as usize & self.mask, h >> 32)
+    fn place(&self, key: &PieceKey) -> (usize, u64) {
+        ((key.hash >> 32) as usize & self.mask, key.hash & 0xFFFF_FFFF)
     }
 
-    /// Starts loading the home slot of `bytes` (see `prefetch`).
+    /// Starts loading the home slot of a piece (see `prefetch`).
     #[inline]
-    pub(super) fn prefetch(&self, bytes: &[u8]) {
-        prefetch(&self.slots[self.place(bytes).0]);
+    pub(super) fn prefetch(&self, key: &PieceKey) {
+        prefetch(&self.slots[self.place(key).0]);
     }
 
-    /// The id of `bytes`, where `bytes_of(id)` gives an id's bytes.
+    /// The id of `bytes` (whose key is `key`), where `bytes_of(id)` gives an id's bytes.
     #[inline]
-    pub(super) fn get<'t>(&self, bytes: &[u8], bytes_of: impl Fn(u32) -> &'t [u8]) -> Option<u32> {
-        let (mut i, tag) = self.place(bytes);
+    pub(super) fn get<'t>(&self, bytes: &[u8], key: &PieceKey, bytes_of: impl Fn(u32) -> &'t [u8]) -> Option<u32> {
+        let (mut i, tag) = self.place(key);
         loop {
             let slot = self.slots[i];
             if slot == EMPTY {
@@ -210,12 +206,13 @@ mod tests {
     fn piece_ids_find_every_piece_and_no_other() {
         let words: Vec<Vec<u8>> = (0..3000u32).map(|k| format!("w{k}").into_bytes()).collect();
         let table = PieceIds::new(words.iter().enumerate().map(|(i, w)| (w.as_slice(), i as u32)));
+        let get = |w: &[u8]| table.get(w, &PieceKey::new(w), |id| &words[id as usize]);
         for (i, w) in words.iter().enumerate() {
-            assert_eq!(table.get(w, |id| &words[id as usize]), Some(i as u32));
+            assert_eq!(get(w), Some(i as u32));
         }
         for k in 3000..4000u32 {
-            assert_eq!(table.get(format!("w{k}").as_bytes(), |id| &words[id as usize]), None);
+            assert_eq!(get(format!("w{k}").as_bytes()), None);
         }
-        assert_eq!(table.get(b"", |id| &words[id as usize]), None);
+        assert_eq!(get(b""), None);
     }
 }
