@@ -79,6 +79,7 @@ impl Lists<'_, '_> {
 
 /// Encodes `texts` into a list of lists of ids on `threads` threads
 /// (`dropout`: `(p, seed)`), reporting to `observer` if there is one.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn encode_to_lists<'py>(
     py: Python<'py>,
     enc: &Encoder,
