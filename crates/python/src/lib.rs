@@ -417,7 +417,7 @@ impl NativeTokenizer {
             let ids = py.detach(|| self.enc.encode_dropout(bytes, &rule, p, seed)).map_err(to_pyerr)?;
             return self.ints.lock(self.enc.vocab_size()).list(py, &ids);
         }
-        let run = |cache: Option<&mut Cache>| self.enc.encode(bytes, &rule, cache);
+        let run = |cache: Option<&mut Cache>| self.enc.encode_str(text, &rule, cache);
         let result = if bytes.len() > DETACH_BYTES {
             py.detach(|| match self.cache.try_lock() {
                 Ok(mut c) => run(Some(&mut c)),

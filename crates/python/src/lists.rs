@@ -42,7 +42,7 @@ impl<'a> Host<Block<'a>, Vec<Vec<u32>>> for Lists<'a, '_> {
         while self.next < self.texts.len() && bytes < BLOCK_BYTES && texts.len() < BLOCK_TEXTS {
             let text = self.texts[self.next].to_str().map_err(|e| self.raise(e))?;
             bytes += text.len();
-            texts.push(text.as_bytes());
+            texts.push(text);
             self.next += 1;
         }
         Ok((!texts.is_empty()).then_some(Block { first, texts }))

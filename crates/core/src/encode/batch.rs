@@ -10,7 +10,7 @@ use crate::util::join_all;
 /// first is text number `first` of the batch.
 pub struct Block<'t> {
     pub first: usize,
-    pub texts: Vec<&'t [u8]>,
+    pub texts: Vec<&'t str>,
 }
 
 impl Encoder {
@@ -41,9 +41,9 @@ impl Encoder {
             match dropout {
                 Some((p, seed)) => texts
                     .enumerate()
-                    .map(|(k, t)| self.encode_dropout(t, specials, p, seed.wrapping_add((block.first + k) as u64)))
+                    .map(|(k, t)| self.encode_dropout(t.as_bytes(), specials, p, seed.wrapping_add((block.first + k) as u64)))
                     .collect(),
-                None => texts.map(|t| self.encode(t, specials, Some(cache))).collect(),
+                None => texts.map(|t| self.encode_str(t, specials, Some(cache))).collect(),
             }
         };
         run_ordered(threads, host, &work)

@@ -611,37 +611,8 @@ impl Encoder {
     /// given: look-ups in tables of megabytes mostly wait on memory, and
     /// this way several of those waits overlap instead of following each other.
     fn encode_normalized(&self, text: &[u8], out: &mut Vec<u32>, how: &mut Merging) -> Result<()> {
-        const LOOKAHEAD: usize = 8;
-        let plain_bytes = !self.whitespace && !self.byte_pair_ranks.is_empty();
         utf8_runs(text, &mut |run| match run {
-            Ok(s) => {
-                let mut waiting: [(&[u8], PieceKey); LOOKAHEAD] = [(&[], PieceKey::new(&[])); LOOKAHEAD];
-                let mut given = 0usize;
-                self.pretok.split(s, &mut |piece| {
-                    let piece = piece.as_bytes();
-                    let key = PieceKey::new(piece);
-                    if piece.len() > 1 {
-                        if let Merging::Exact(Some(cache)) = how {
-                            cache.prefetch(&key);
-                        }
-                        if plain_bytes {
-                            self.whole.prefetch(&key);
-                        }
-                    }
-                    let slot = given % LOOKAHEAD;
-                    if given >= LOOKAHEAD {
-                        let (p, k) = &waiting[slot];
-                        self.encode_piece(p, k, out, how);
-                    }
-                    waiting[slot] = (piece, key);
-                    given += 1;
-                })?;
-                for k in given.saturating_sub(LOOKAHEAD)..given {
-                    let (p, key) = &waiting[k % LOOKAHEAD];
-                    self.encode_piece(p, key, out, how);
-                }
-                Ok(())
-            }
+            Ok(s) => self.encode_run(s, out, how),
             Err(bad) => {
                 let mut none = Merging::Exact(None);
                 let key = PieceKey::new(bad);
@@ -649,6 +620,38 @@ impl Encoder {
                 Ok(())
             }
         })
+    }
+
+    /// `encode_normalized` of a run of valid UTF-8 (see there).
+    fn encode_run(&self, s: &str, out: &mut Vec<u32>, how: &mut Merging) -> Result<()> {
+        const LOOKAHEAD: usize = 8;
+        let plain_bytes = !self.whitespace && !self.byte_pair_ranks.is_empty();
+        let mut waiting: [(&[u8], PieceKey); LOOKAHEAD] = [(&[], PieceKey::new(&[])); LOOKAHEAD];
+        let mut given = 0usize;
+        self.pretok.split(s, &mut |piece| {
+            let piece = piece.as_bytes();
+            let key = PieceKey::new(piece);
+            if piece.len() > 1 {
+                if let Merging::Exact(Some(cache)) = how {
+                    cache.prefetch(&key);
+                }
+                if plain_bytes {
+                    self.whole.prefetch(&key);
+                }
+            }
+            let slot = given % LOOKAHEAD;
+            if given >= LOOKAHEAD {
+                let (p, k) = &waiting[slot];
+                self.encode_piece(p, k, out, how);
+            }
+            waiting[slot] = (piece, key);
+            given += 1;
+        })?;
+        for k in given.saturating_sub(LOOKAHEAD)..given {
+            let (p, key) = &waiting[k % LOOKAHEAD];
+            self.encode_piece(p, key, out, how);
+        }
+        Ok(())
     }
 
     /// Encodes `text`, handling special tokens as `specials` says.
@@ -665,12 +668,32 @@ impl Encoder {
     pub(super) fn encode_with(&self, text: &[u8], specials: &Specials, out: &mut Vec<u32>, how: &mut Merging) -> Result<()> {
         let start = out.len();
         self.encode_internal(text, specials, out, how)?;
+        self.externalize(&mut out[start..]);
+        Ok(())
+    }
+
+    /// Internal ids -> external ids, in place.
+    fn externalize(&self, ids: &mut [u32]) {
         if let Some(map) = &self.to_ext {
-            for id in &mut out[start..] {
+            for id in ids {
                 *id = map[*id as usize];
             }
         }
-        Ok(())
+    }
+
+    /// `encode` of a string: where nothing but the pre-tokenizer looks at
+    /// the text (no special token to find, no normalizer, no dummy prefix:
+    /// every byte-level model), it skips checking again that the text is
+    /// UTF-8, a fiftieth of encoding a line.
+    pub fn encode_str(&self, text: &str, specials: &Specials, cache: Option<&mut Cache>) -> Result<Vec<u32>> {
+        let no_specials = matches!(specials, Specials::Ordinary) || self.all_specials.is_empty();
+        if !no_specials || self.normalizer.is_some() || self.sp.dummy_prefix {
+            return self.encode(text.as_bytes(), specials, cache);
+        }
+        let mut out = Vec::with_capacity(text.len() / 3 + 1);
+        self.encode_run(text, &mut out, &mut Merging::Exact(cache))?;
+        self.externalize(&mut out);
+        Ok(out)
     }
 
     /// `encode_plain` for the text's first segment: SentencePiece's dummy
