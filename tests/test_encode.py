@@ -116,6 +116,24 @@ def test_thread_count_independence(tok: bpeforge.Tokenizer) -> None:
     assert tok.encode_batch(texts, threads=7) == one
 
 
+def test_batch_in_many_blocks(tok: bpeforge.Tokenizer) -> None:
+    """A batch is encoded and turned into lists block by block (tens of
+    kilobytes each), on the calling thread and helpers: the ids, their
+    order, dropout's seeds and the first error are those of one text at a
+    time, whatever the thread count."""
+    texts = [f"{t} {k}" for k, t in enumerate(CORPUS * 60)]  # ~0.4 MB: many blocks
+    single = [tok.encode(t) for t in texts]
+    for threads in (1, 2, 3):
+        assert tok.encode_batch(texts, threads=threads) == single
+        assert tok.encode_batch(texts, threads=threads, dropout=0.3, seed=5) == [
+            tok.encode(t, dropout=0.3, seed=5 + k) for k, t in enumerate(texts)]
+        late = texts[:9000] + ["x <s> y"] + texts[9000:] + ["<|eot|>"]
+        with pytest.raises(SpecialTokenError, match="<s>"):
+            tok.encode_batch(late, threads=threads)
+        with pytest.raises(TypeError, match="item 9000 is bytes"):
+            tok.encode_batch(texts[:9000] + [b"x"], threads=threads)
+
+
 def test_long_and_empty_inputs(tok: bpeforge.Tokenizer) -> None:
     assert tok.encode("") == []
     assert tok.encode_batch([]) == []

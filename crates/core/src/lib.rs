@@ -19,7 +19,8 @@
 //!   equivalence tests belong together.)
 //! * [`observe`], [`steps`] and [`progress`]: what a caller sees (progress,
 //!   Ctrl-C), the merge phase's setup steps, and the progress printer;
-//!   [`util`]: the hash map, thread counts and joins;
+//!   [`util`]: the hash map, thread counts and joins; [`ordered`]: work on
+//!   threads fed and drained in order by the calling thread;
 //!   [`error`]: the one error type.
 //!
 //! The contract that training and encoding follow is written out in
@@ -37,6 +38,7 @@ mod mem;
 pub mod model;
 pub mod normalize;
 pub mod observe;
+pub mod ordered;
 pub mod pipeline;
 pub mod pretok;
 pub mod progress;

@@ -22,6 +22,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 mod arrow;
+mod ints;
+mod lists;
 mod progress;
 mod shards;
 use progress::PyObserver;
@@ -241,6 +243,8 @@ fn train_iterator(py: Python<'_>, texts: &Bound<'_, PyAny>, args: &Bound<'_, PyA
 struct NativeTokenizer {
     enc: Arc<Encoder>,
     cache: Mutex<Cache>,
+    /// The Python ints of the ids returned so far (see `ints`).
+    ints: ints::IdInts,
 }
 
 fn specials_rule(enc: &Encoder, allowed: Option<Vec<usize>>, disallowed: Option<Vec<usize>>) -> PyResult<Specials> {
@@ -398,21 +402,22 @@ impl NativeTokenizer {
     }
 
     #[pyo3(signature = (text, allowed=None, disallowed=None, dropout=None, seed=0))]
-    fn encode(
+    fn encode<'py>(
         &self,
-        py: Python<'_>,
+        py: Python<'py>,
         text: &str,
         allowed: Option<Vec<usize>>,
         disallowed: Option<Vec<usize>>,
         dropout: Option<f64>,
         seed: u64,
-    ) -> PyResult<Vec<u32>> {
+    ) -> PyResult<Bound<'py, PyList>> {
         let rule = specials_rule(&self.enc, allowed, disallowed)?;
         let bytes = text.as_bytes();
         if let Some(p) = check_dropout(dropout)? {
-            return py.detach(|| self.enc.encode_dropout(bytes, &rule, p, seed)).map_err(to_pyerr);
+            let ids = py.detach(|| self.enc.encode_dropout(bytes, &rule, p, seed)).map_err(to_pyerr)?;
+            return self.ints.lock(self.enc.vocab_size()).list(py, &ids);
         }
-        let run = |cache: Option<&mut Cache>| self.enc.encode(bytes, &rule, cache);
+        let run = |cache: Option<&mut Cache>| self.enc.encode_str(text, &rule, cache);
         let result = if bytes.len() > DETACH_BYTES {
             py.detach(|| match self.cache.try_lock() {
                 Ok(mut c) => run(Some(&mut c)),
@@ -424,37 +429,29 @@ impl NativeTokenizer {
                 Err(_) => run(None),
             }
         };
-        result.map_err(to_pyerr)
+        let ids = result.map_err(to_pyerr)?;
+        self.ints.lock(self.enc.vocab_size()).list(py, &ids)
     }
 
     #[pyo3(signature = (texts, threads=None, allowed=None, disallowed=None, dropout=None, seed=0, progress=None))]
     #[allow(clippy::too_many_arguments)]
-    fn encode_batch(
+    fn encode_batch<'py>(
         &self,
-        py: Python<'_>,
-        texts: &Bound<'_, PyAny>,
+        py: Python<'py>,
+        texts: &Bound<'py, PyAny>,
         threads: Option<usize>,
         allowed: Option<Vec<usize>>,
         disallowed: Option<Vec<usize>>,
         dropout: Option<f64>,
         seed: u64,
-        progress: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Vec<Vec<u32>>> {
+        progress: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyList>> {
         let rule = specials_rule(&self.enc, allowed, disallowed)?;
         let owned = collect_strs(texts)?;
-        let borrowed = borrow_texts(&owned)?;
         let threads = check_threads(threads)?;
-        if let Some(progress) = progress {
-            let mut observer = PyObserver::new(progress)?;
-            let dropout = check_dropout(dropout)?.map(|p| (p, seed));
-            let result = py.detach(|| progress::encode_batch(&self.enc, &borrowed, &rule, threads, dropout, &mut observer));
-            return finish(result, observer);
-        }
-        match check_dropout(dropout)? {
-            Some(p) => py.detach(|| self.enc.encode_batch_dropout(&borrowed, &rule, threads, p, seed)),
-            None => py.detach(|| self.enc.encode_batch(&borrowed, &rule, threads)),
-        }
-        .map_err(to_pyerr)
+        let dropout = check_dropout(dropout)?.map(|p| (p, seed));
+        let mut observer = progress.map(PyObserver::new).transpose()?;
+        lists::encode_to_lists(py, &self.enc, &self.ints, &owned, &rule, threads, dropout, observer.as_mut())
     }
 
     /// Streams text files into ids; returns (lines, tokens, bytes, seconds, id_bytes).
@@ -599,7 +596,7 @@ impl NativeTokenizer {
     }
 
     fn from_encoder(enc: Encoder) -> Self {
-        NativeTokenizer { enc: Arc::new(enc), cache: Mutex::new(Cache::new()) }
+        NativeTokenizer { enc: Arc::new(enc), cache: Mutex::new(Cache::new()), ints: ints::IdInts::default() }
     }
 }
 

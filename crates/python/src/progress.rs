@@ -324,31 +324,9 @@ impl Observer for PyObserver {
 /// hundredth of the batch when that is more).
 const BATCH_SLICE_BYTES: usize = 1 << 20;
 
-/// `encode_batch` in slices, reporting after each and stopping on Ctrl-C
-/// (or a failed callback). Each slice runs on all threads as a whole batch
-/// would; `dropout` seeds by position in the whole batch, as unsliced.
-pub(crate) fn encode_batch(
-    enc: &Encoder,
-    texts: &[&[u8]],
-    rule: &Specials,
-    threads: usize,
-    dropout: Option<(f64, u64)>,
-    observer: &mut PyObserver,
-) -> Result<Vec<Vec<u32>>> {
-    let mut out = Vec::with_capacity(texts.len());
-    in_slices(texts, observer, |slice, first| {
-        let ids = match dropout {
-            Some((p, seed)) => enc.encode_batch_dropout(slice, rule, threads, p, seed.wrapping_add(first as u64))?,
-            None => enc.encode_batch(slice, rule, threads)?,
-        };
-        let tokens = ids.iter().map(|v| v.len() as u64).sum();
-        out.extend(ids);
-        Ok(tokens)
-    })?;
-    Ok(out)
-}
-
-/// `encode_batch_flat` in slices (see `encode_batch`).
+/// `encode_batch_flat` in slices, reporting after each and stopping on
+/// Ctrl-C (or a failed callback). Each slice runs on all threads as a whole
+/// batch would.
 pub(crate) fn encode_batch_flat(
     enc: &Encoder,
     texts: &[&[u8]],
@@ -359,7 +337,7 @@ pub(crate) fn encode_batch_flat(
     let mut ids: Vec<u32> = Vec::new();
     let mut offsets: Vec<u64> = Vec::with_capacity(texts.len() + 1);
     offsets.push(0);
-    in_slices(texts, observer, |slice, _| {
+    in_slices(texts, observer, |slice| {
         let (part, ends) = enc.encode_batch_flat(slice, rule, threads)?;
         let base = ids.len() as u64;
         ids.extend_from_slice(&part);
@@ -369,30 +347,64 @@ pub(crate) fn encode_batch_flat(
     Ok((ids, offsets))
 }
 
-/// Runs `f(slice, index of its first text)` over consecutive slices of
-/// `texts`; `f` returns the slice's token count.
-fn in_slices(texts: &[&[u8]], observer: &mut PyObserver, mut f: impl FnMut(&[&[u8]], usize) -> Result<u64>) -> Result<()> {
-    let start = Instant::now();
-    let total: u64 = texts.iter().map(|t| t.len() as u64).sum();
-    let slice_bytes = (total as usize / 100).max(BATCH_SLICE_BYTES);
-    let (mut first, mut done, mut tokens) = (0usize, 0u64, 0u64);
+/// Runs `f(slice)` over consecutive slices of `texts`; `f` returns the
+/// slice's token count.
+fn in_slices(texts: &[&[u8]], observer: &mut PyObserver, mut f: impl FnMut(&[&[u8]]) -> Result<u64>) -> Result<()> {
+    let mut pacer = BatchPacer::new(texts.iter().map(|t| t.len() as u64).sum());
+    let mut first = 0usize;
     while first < texts.len() {
         let mut end = first;
-        let mut bytes = 0usize;
-        while end < texts.len() && (end == first || bytes < slice_bytes) {
-            bytes += texts[end].len();
+        let mut bytes = 0u64;
+        while end < texts.len() && (end == first || bytes < pacer.slice_bytes) {
+            bytes += texts[end].len() as u64;
             end += 1;
         }
-        tokens += f(&texts[first..end], first)?;
-        done += bytes as u64;
+        let tokens = f(&texts[first..end])?;
         first = end;
+        pacer.advance(bytes, tokens, observer)?;
+    }
+    pacer.finish(texts.len() as u64, observer);
+    Ok(())
+}
+
+/// A batch's progress: a report after each slice of `slice_bytes` of text
+/// (`BATCH_SLICE_BYTES`, or a hundredth of the batch when that is more)
+/// and at the end, and Ctrl-C (or a failed callback) honoured at each.
+pub(crate) struct BatchPacer {
+    start: Instant,
+    total: u64,
+    slice_bytes: u64,
+    reported: u64,
+    done: u64,
+    tokens: u64,
+}
+
+impl BatchPacer {
+    pub(crate) fn new(total: u64) -> Self {
+        let slice_bytes = (total / 100).max(BATCH_SLICE_BYTES as u64);
+        BatchPacer { start: Instant::now(), total, slice_bytes, reported: 0, done: 0, tokens: 0 }
+    }
+
+    /// Counts `bytes` of text encoded into `tokens` ids; reports (or stops)
+    /// once a slice's worth has been done since the last report.
+    pub(crate) fn advance(&mut self, bytes: u64, tokens: u64, observer: &mut PyObserver) -> Result<()> {
+        self.done += bytes;
+        self.tokens += tokens;
+        if self.done - self.reported < self.slice_bytes && self.done < self.total {
+            return Ok(());
+        }
+        self.reported = self.done;
         if observer.should_stop() {
             return Err(Error::interrupted());
         }
-        let elapsed = start.elapsed().as_secs_f64();
-        observer.encoding(&CountProgress { raw_bytes_done: done, raw_bytes_total: Some(total), elapsed, file: None });
+        let elapsed = self.start.elapsed().as_secs_f64();
+        observer.encoding(&CountProgress { raw_bytes_done: self.done, raw_bytes_total: Some(self.total), elapsed, file: None });
+        Ok(())
     }
-    let seconds = start.elapsed().as_secs_f64();
-    observer.encoded(&EncodeStats { lines: texts.len() as u64, tokens, bytes: total, seconds, id_bytes: 4 });
-    Ok(())
+
+    /// The final report, for a batch of `lines` texts.
+    pub(crate) fn finish(&self, lines: u64, observer: &mut PyObserver) {
+        let seconds = self.start.elapsed().as_secs_f64();
+        observer.encoded(&EncodeStats { lines, tokens: self.tokens, bytes: self.total, seconds, id_bytes: 4 });
+    }
 }

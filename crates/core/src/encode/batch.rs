@@ -3,7 +3,15 @@
 
 use super::{Cache, Encoder, Specials};
 use crate::error::Result;
+use crate::ordered::{run_ordered, Host};
 use crate::util::join_all;
+
+/// Consecutive texts of a batch handed over as one piece of work; the
+/// first is text number `first` of the batch.
+pub struct Block<'t> {
+    pub first: usize,
+    pub texts: Vec<&'t str>,
+}
 
 impl Encoder {
     /// Encodes many texts on `threads` threads; results in input order.
@@ -15,6 +23,30 @@ impl Encoder {
                 .collect::<Result<Vec<_>>>()
         })?;
         Ok(blocks.into_iter().flatten().collect())
+    }
+
+    /// Encodes the blocks `host` prepares on `threads` threads (the calling
+    /// thread included) and hands each block's ids to `host.deliver`, in
+    /// order, while later blocks are still being encoded (`crate::ordered`).
+    /// `dropout`: `(p, seed)`, text `i` of the batch seeded `seed + i`.
+    pub fn encode_blocks<'t>(
+        &self,
+        host: &mut impl Host<Block<'t>, Vec<Vec<u32>>>,
+        specials: &Specials,
+        threads: usize,
+        dropout: Option<(f64, u64)>,
+    ) -> Result<()> {
+        let work = |block: &Block<'t>, cache: &mut Cache| -> Result<Vec<Vec<u32>>> {
+            let texts = block.texts.iter();
+            match dropout {
+                Some((p, seed)) => texts
+                    .enumerate()
+                    .map(|(k, t)| self.encode_dropout(t.as_bytes(), specials, p, seed.wrapping_add((block.first + k) as u64)))
+                    .collect(),
+                None => texts.map(|t| self.encode_str(t, specials, Some(cache))).collect(),
+            }
+        };
+        run_ordered(threads, host, &work)
     }
 
     /// Like `encode_batch`, as one flat id vector plus `texts.len() + 1` offsets.

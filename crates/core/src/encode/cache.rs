@@ -13,10 +13,8 @@
 //! held) after as many stores as it has slots, so a call that encodes a few
 //! words never pays for a megabyte of slots.
 
+use super::key::{PieceKey, KEY_MAX};
 use super::tables::prefetch;
-
-/// Longest piece the cache keeps (bytes); longer pieces are rare.
-pub(super) const KEY_MAX: usize = 24;
 /// Most ids a cached piece may have.
 const IDS_MAX: usize = 9;
 const FIRST_SLOTS: usize = 1 << 10;
@@ -30,15 +28,15 @@ const MAX_SLOTS: usize = 1 << 17;
 #[derive(Clone, Copy)]
 #[repr(C, align(64))]
 struct Slot {
-    /// The piece's bytes, zero-padded.
-    key: [u8; KEY_MAX],
+    /// The piece's bytes, zero-padded (`PieceKey::words`).
+    key: [u64; KEY_MAX / 8],
     /// The piece's length; 0 marks an empty slot (empty pieces are never stored).
     key_len: u8,
     n_ids: u8,
     ids: [u32; IDS_MAX],
 }
 
-const EMPTY: Slot = Slot { key: [0; KEY_MAX], key_len: 0, n_ids: 0, ids: [0; IDS_MAX] };
+const EMPTY: Slot = Slot { key: [0; KEY_MAX / 8], key_len: 0, n_ids: 0, ids: [0; IDS_MAX] };
 
 /// A per-thread cache of piece -> ids (see the module notes).
 #[derive(Default)]
@@ -53,54 +51,39 @@ impl Cache {
         Cache { slots: Vec::new(), stores: 0 }
     }
 
-    /// The piece zero-padded to a key, with its slot's index; `None` if the
-    /// piece is too long (or empty) to be cached.
+    /// The slot of a piece; `None` if it is too long (or empty) to be
+    /// cached, or the table has no slots yet.
     #[inline]
-    fn place(&self, piece: &[u8]) -> Option<([u8; KEY_MAX], usize)> {
-        if piece.is_empty() || piece.len() > KEY_MAX {
+    fn place(&self, key: &PieceKey) -> Option<usize> {
+        if key.len == 0 || !key.fits() || self.slots.is_empty() {
             return None;
         }
-        let mut key = [0u8; KEY_MAX];
-        key[..piece.len()].copy_from_slice(piece);
-        // A multiply-xor hash of the three words and the length, folded and
-        // multiplied once more so that the index bits (taken from the top)
-        // depend on every byte: pieces that differ only in their last bytes
-        // must not share a slot. A collision only costs a miss.
-        let word = |k: usize| u64::from_le_bytes(key[8 * k..8 * k + 8].try_into().unwrap_or([0; 8]));
-        let h = (word(0) ^ piece.len() as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)
-            ^ word(1).wrapping_mul(0xC2B2_AE3D_27D4_EB4F)
-            ^ word(2).wrapping_mul(0x1656_67B1_9E37_79F9);
-        let h = (h ^ (h >> 32)).wrapping_mul(0xD6E8_FEB8_6659_FD93);
-        Some((key, (h >> 40) as usize & self.slots.len().wrapping_sub(1)))
+        Some((key.hash >> 40) as usize & (self.slots.len() - 1))
     }
 
-    /// The ids stored for `piece`, if any.
+    /// The ids stored for the piece of `key`, if any.
     #[inline]
-    pub(super) fn get(&self, piece: &[u8]) -> Option<&[u32]> {
-        if self.slots.is_empty() {
-            return None;
-        }
-        let (key, i) = self.place(piece)?;
-        let slot = &self.slots[i];
-        if slot.key_len as usize == piece.len() && slot.key == key {
+    pub(super) fn get(&self, key: &PieceKey) -> Option<&[u32]> {
+        let slot = &self.slots[self.place(key)?];
+        if slot.key_len as usize == key.len && slot.key == key.words {
             Some(&slot.ids[..slot.n_ids as usize])
         } else {
             None
         }
     }
 
-    /// Starts loading the slot of `piece` (see `prefetch`).
+    /// Starts loading the slot of the piece of `key` (see `prefetch`).
     #[inline]
-    pub(super) fn prefetch(&self, piece: &[u8]) {
-        if let (false, Some((_, i))) = (self.slots.is_empty(), self.place(piece)) {
+    pub(super) fn prefetch(&self, key: &PieceKey) {
+        if let Some(i) = self.place(key) {
             prefetch(&self.slots[i]);
         }
     }
 
-    /// Stores `ids` for `piece` (nothing if either is too long to keep).
+    /// Stores `ids` for the piece of `key` (nothing if either is too long to keep).
     #[inline]
-    pub(super) fn put(&mut self, piece: &[u8], ids: &[u32]) {
-        if ids.len() > IDS_MAX || piece.is_empty() || piece.len() > KEY_MAX {
+    pub(super) fn put(&mut self, key: &PieceKey, ids: &[u32]) {
+        if ids.len() > IDS_MAX || key.len == 0 || !key.fits() {
             return;
         }
         if self.stores >= self.slots.len() && self.slots.len() < MAX_SLOTS {
@@ -109,10 +92,10 @@ impl Cache {
             self.stores = 0;
         }
         self.stores += 1;
-        let Some((key, i)) = self.place(piece) else { return };
+        let Some(i) = self.place(key) else { return };
         let slot = &mut self.slots[i];
-        slot.key = key;
-        slot.key_len = piece.len() as u8;
+        slot.key = key.words;
+        slot.key_len = key.len as u8;
         slot.n_ids = ids.len() as u8;
         slot.ids[..ids.len()].copy_from_slice(ids);
     }
@@ -122,33 +105,37 @@ impl Cache {
 mod tests {
     use super::*;
 
+    fn k(piece: &[u8]) -> PieceKey {
+        PieceKey::new(piece)
+    }
+
     #[test]
     fn stores_and_finds_pieces_and_never_confuses_them() {
         let mut cache = Cache::new();
-        assert_eq!(cache.get(b"ab"), None);
+        assert_eq!(cache.get(&k(b"ab")), None);
         // Pieces that differ only in trailing zero bytes or length.
-        cache.put(b"ab", &[1, 2]);
-        cache.put(b"ab\0", &[3]);
-        assert_eq!(cache.get(b"ab"), Some(&[1u32, 2][..]));
-        assert_eq!(cache.get(b"ab\0"), Some(&[3u32][..]));
-        assert_eq!(cache.get(b"a"), None);
+        cache.put(&k(b"ab"), &[1, 2]);
+        cache.put(&k(b"ab\0"), &[3]);
+        assert_eq!(cache.get(&k(b"ab")), Some(&[1u32, 2][..]));
+        assert_eq!(cache.get(&k(b"ab\0")), Some(&[3u32][..]));
+        assert_eq!(cache.get(&k(b"a")), None);
         // Too long to keep: silently not stored.
-        cache.put(&[b'x'; KEY_MAX + 1], &[1]);
-        assert_eq!(cache.get(&[b'x'; KEY_MAX + 1]), None);
-        cache.put(b"many", &[0; IDS_MAX + 1]);
-        assert_eq!(cache.get(b"many"), None);
-        cache.put(&[b'y'; KEY_MAX], &[7; IDS_MAX]);
-        assert_eq!(cache.get(&[b'y'; KEY_MAX]), Some(&[7u32; IDS_MAX][..]));
+        cache.put(&k(&[b'x'; KEY_MAX + 1]), &[1]);
+        assert_eq!(cache.get(&k(&[b'x'; KEY_MAX + 1])), None);
+        cache.put(&k(b"many"), &[0; IDS_MAX + 1]);
+        assert_eq!(cache.get(&k(b"many")), None);
+        cache.put(&k(&[b'y'; KEY_MAX]), &[7; IDS_MAX]);
+        assert_eq!(cache.get(&k(&[b'y'; KEY_MAX])), Some(&[7u32; IDS_MAX][..]));
         // Many stores: the table grows; whatever it answers is what was stored.
-        for k in 0..300_000u32 {
-            let piece = format!("p{k}");
-            cache.put(piece.as_bytes(), &[k, k + 1]);
+        for n in 0..300_000u32 {
+            let piece = format!("p{n}");
+            cache.put(&k(piece.as_bytes()), &[n, n + 1]);
         }
         assert_eq!(cache.slots.len(), MAX_SLOTS);
         let mut found = 0;
-        for k in 0..300_000u32 {
-            if let Some(ids) = cache.get(format!("p{k}").as_bytes()) {
-                assert_eq!(ids, &[k, k + 1]);
+        for n in 0..300_000u32 {
+            if let Some(ids) = cache.get(&k(format!("p{n}").as_bytes())) {
+                assert_eq!(ids, &[n, n + 1]);
                 found += 1;
             }
         }
@@ -159,7 +146,7 @@ mod tests {
                 .map(|b| {
                     let mut piece = vec![b'a'; len];
                     piece[len - 1] = b;
-                    cache.place(&piece).map(|(_, i)| i).unwrap_or(0)
+                    cache.place(&k(&piece)).unwrap_or(0)
                 })
                 .collect();
             assert!(slots.len() > 200, "len {len}: {} slots", slots.len());

@@ -2,6 +2,7 @@
 //! rank, for one text or a batch on threads.
 
 use super::index::TokenIndex;
+use super::key::PieceKey;
 use super::tables::{PairRanks, PieceIds};
 use super::{Arena, Cache, Encoder, Merging, Prepared, SentencePieceRules, Specials, NO_RANK, SHORT};
 use crate::util::{map_with_capacity, new_map, pack};
@@ -247,7 +248,7 @@ impl Encoder {
                 out.push(self.base_start + p[0] as u32);
                 return;
             }
-            if let Some(id) = self.whole_piece(p) {
+            if let Some(id) = self.whole_piece(p, &PieceKey::new(p)) {
                 out.push(id);
                 return;
             }
@@ -282,8 +283,8 @@ impl Encoder {
 
     /// The id of the token `piece` is, if it is one that BPE reaches whole.
     #[inline]
-    fn whole_piece(&self, piece: &[u8]) -> Option<u32> {
-        self.whole.get(piece, |id| self.raw.get(id as usize))
+    fn whole_piece(&self, piece: &[u8], key: &PieceKey) -> Option<u32> {
+        self.whole.get(piece, key, |id| self.raw.get(id as usize))
     }
 
     /// The rank of merging `(a, b)` and the id it makes; `(NO_RANK, 0)` if none.
@@ -324,11 +325,22 @@ impl Encoder {
     /// Exact BPE of a bytes-scheme piece of 2..=SHORT bytes, appended to
     /// `out`: `bpe_short` on stack arrays (no allocation), with the first
     /// pass's ranks read from `byte_pair_ranks`. Same merges, same order.
+    /// Most such pieces are short: their arrays are a quarter of the size,
+    /// since initialising two arrays of SHORT took a tenth of this time.
     fn bpe_bytes_short(&self, piece: &[u8], out: &mut Vec<u32>) {
+        if piece.len() <= SHORT / 4 {
+            self.bpe_bytes_within::<{ SHORT / 4 }>(piece, out)
+        } else {
+            self.bpe_bytes_within::<SHORT>(piece, out)
+        }
+    }
+
+    /// `bpe_bytes_short` for pieces of 2..=N bytes.
+    fn bpe_bytes_within<const N: usize>(&self, piece: &[u8], out: &mut Vec<u32>) {
         let mut len = piece.len();
-        debug_assert!((2..=SHORT).contains(&len));
-        let mut syms = [0u32; SHORT];
-        let mut ranks = [NO_RANK; SHORT];
+        debug_assert!((2..=N).contains(&len));
+        let mut syms = [0u32; N];
+        let mut ranks = [NO_RANK; N];
         for (i, &b) in piece.iter().enumerate() {
             syms[i] = self.base_start + b as u32;
         }
@@ -527,8 +539,8 @@ impl Encoder {
         }
     }
 
-    /// Encodes one pre-token (its raw bytes) and appends the ids.
-    pub(super) fn encode_piece(&self, piece: &[u8], out: &mut Vec<u32>, how: &mut Merging) {
+    /// Encodes one pre-token (its raw bytes, whose key is `key`) and appends the ids.
+    pub(super) fn encode_piece(&self, piece: &[u8], key: &PieceKey, out: &mut Vec<u32>, how: &mut Merging) {
         let cache = match how {
             Merging::Dropout(d) => {
                 let mut syms = Vec::with_capacity(piece.len() + 1);
@@ -550,14 +562,16 @@ impl Encoder {
         // table's three (slot, offsets, token bytes), so whole pieces are
         // cached too.
         if let Some(c) = &cache {
-            if let Some(ids) = c.get(piece) {
-                out.extend_from_slice(ids);
-                return;
+            match c.get(key) {
+                // Most pieces are one token: no copy loop (or call) for them.
+                Some(&[id]) => return out.push(id),
+                Some(ids) => return out.extend_from_slice(ids),
+                None => {}
             }
         }
         let start = out.len();
         if plain_bytes {
-            if let Some(id) = self.whole_piece(piece) {
+            if let Some(id) = self.whole_piece(piece, key) {
                 out.push(id);
             } else if piece.len() <= SHORT {
                 self.bpe_bytes_short(piece, out);
@@ -570,14 +584,14 @@ impl Encoder {
             out.extend_from_slice(&syms);
         }
         if let Some(c) = cache {
-            c.put(piece, &out[start..]);
+            c.put(key, &out[start..]);
         }
     }
 
     /// Encodes one pre-token (a piece the pre-tokenizer produced, e.g. a
     /// counted word type) with exact BPE, appending its ids.
     pub fn encode_pretoken(&self, piece: &[u8], out: &mut Vec<u32>, cache: Option<&mut Cache>) {
-        self.encode_piece(piece, out, &mut Merging::Exact(cache));
+        self.encode_piece(piece, &PieceKey::new(piece), out, &mut Merging::Exact(cache));
     }
 
     /// Encodes text with no special handling, normalized first when the
@@ -597,40 +611,47 @@ impl Encoder {
     /// given: look-ups in tables of megabytes mostly wait on memory, and
     /// this way several of those waits overlap instead of following each other.
     fn encode_normalized(&self, text: &[u8], out: &mut Vec<u32>, how: &mut Merging) -> Result<()> {
-        const LOOKAHEAD: usize = 8;
-        let plain_bytes = !self.whitespace && !self.byte_pair_ranks.is_empty();
         utf8_runs(text, &mut |run| match run {
-            Ok(s) => {
-                let mut waiting: [&[u8]; LOOKAHEAD] = [&[]; LOOKAHEAD];
-                let mut given = 0usize;
-                self.pretok.split(s, &mut |piece| {
-                    let piece = piece.as_bytes();
-                    if piece.len() > 1 {
-                        if let Merging::Exact(Some(cache)) = how {
-                            cache.prefetch(piece);
-                        }
-                        if plain_bytes {
-                            self.whole.prefetch(piece);
-                        }
-                    }
-                    let slot = given % LOOKAHEAD;
-                    if given >= LOOKAHEAD {
-                        self.encode_piece(waiting[slot], out, how);
-                    }
-                    waiting[slot] = piece;
-                    given += 1;
-                })?;
-                for k in given.saturating_sub(LOOKAHEAD)..given {
-                    self.encode_piece(waiting[k % LOOKAHEAD], out, how);
-                }
-                Ok(())
-            }
+            Ok(s) => self.encode_run(s, out, how),
             Err(bad) => {
                 let mut none = Merging::Exact(None);
-                self.encode_piece(bad, out, if matches!(how, Merging::Dropout(_)) { &mut *how } else { &mut none });
+                let key = PieceKey::new(bad);
+                self.encode_piece(bad, &key, out, if matches!(how, Merging::Dropout(_)) { &mut *how } else { &mut none });
                 Ok(())
             }
         })
+    }
+
+    /// `encode_normalized` of a run of valid UTF-8 (see there).
+    fn encode_run(&self, s: &str, out: &mut Vec<u32>, how: &mut Merging) -> Result<()> {
+        const LOOKAHEAD: usize = 8;
+        let plain_bytes = !self.whitespace && !self.byte_pair_ranks.is_empty();
+        let mut waiting: [(&[u8], PieceKey); LOOKAHEAD] = [(&[], PieceKey::new(&[])); LOOKAHEAD];
+        let mut given = 0usize;
+        self.pretok.split(s, &mut |piece| {
+            let piece = piece.as_bytes();
+            let key = PieceKey::new(piece);
+            if piece.len() > 1 {
+                if let Merging::Exact(Some(cache)) = how {
+                    cache.prefetch(&key);
+                }
+                if plain_bytes {
+                    self.whole.prefetch(&key);
+                }
+            }
+            let slot = given % LOOKAHEAD;
+            if given >= LOOKAHEAD {
+                let (p, k) = &waiting[slot];
+                self.encode_piece(p, k, out, how);
+            }
+            waiting[slot] = (piece, key);
+            given += 1;
+        })?;
+        for k in given.saturating_sub(LOOKAHEAD)..given {
+            let (p, key) = &waiting[k % LOOKAHEAD];
+            self.encode_piece(p, key, out, how);
+        }
+        Ok(())
     }
 
     /// Encodes `text`, handling special tokens as `specials` says.
@@ -647,12 +668,32 @@ impl Encoder {
     pub(super) fn encode_with(&self, text: &[u8], specials: &Specials, out: &mut Vec<u32>, how: &mut Merging) -> Result<()> {
         let start = out.len();
         self.encode_internal(text, specials, out, how)?;
+        self.externalize(&mut out[start..]);
+        Ok(())
+    }
+
+    /// Internal ids -> external ids, in place.
+    fn externalize(&self, ids: &mut [u32]) {
         if let Some(map) = &self.to_ext {
-            for id in &mut out[start..] {
+            for id in ids {
                 *id = map[*id as usize];
             }
         }
-        Ok(())
+    }
+
+    /// `encode` of a string: where nothing but the pre-tokenizer looks at
+    /// the text (no special token to find, no normalizer, no dummy prefix:
+    /// every byte-level model), it skips checking again that the text is
+    /// UTF-8, a fiftieth of encoding a line.
+    pub fn encode_str(&self, text: &str, specials: &Specials, cache: Option<&mut Cache>) -> Result<Vec<u32>> {
+        let no_specials = matches!(specials, Specials::Ordinary) || self.all_specials.is_empty();
+        if !no_specials || self.normalizer.is_some() || self.sp.dummy_prefix {
+            return self.encode(text.as_bytes(), specials, cache);
+        }
+        let mut out = Vec::with_capacity(text.len() / 3 + 1);
+        self.encode_run(text, &mut out, &mut Merging::Exact(cache))?;
+        self.externalize(&mut out);
+        Ok(out)
     }
 
     /// `encode_plain` for the text's first segment: SentencePiece's dummy
@@ -781,7 +822,7 @@ mod tests {
         let b = b'b' as u32;
         m.merges = vec![(a, b), (256, 256), (257, 257), (a, a)];
         let enc = Encoder::new(m).unwrap();
-        for n in [1usize, 2, 3, 7, 50, 97, 200, 1001] {
+        for n in [1usize, 2, 3, 7, 11, 20, 45, 50, 97, 200, 1001] {
             let text: Vec<u8> = b"ab".iter().cycle().take(2 * n).copied().chain(b"aaa".iter().copied()).collect();
             let mut s1: Vec<u32> = text.iter().map(|&c| c as u32).collect();
             let mut s2 = s1.clone();

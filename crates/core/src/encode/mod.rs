@@ -1,7 +1,7 @@
 //! Encoding and decoding with a trained model.
 //!
 //! * `encoder`: exact BPE encoding of one text.
-//! * `batch`: many texts on threads.
+//! * `batch`: many texts on threads (whole, or streamed in blocks).
 //! * `dropout`: BPE-dropout (sampled segmentations).
 //! * `decode`: ids back to bytes.
 //! * `file`: streaming files of any size into ids.
@@ -31,10 +31,12 @@ mod decode;
 pub mod dropout;
 mod encoder;
 mod index;
+mod key;
 mod snapshot;
 mod tables;
 pub mod file;
 
+pub use batch::Block;
 pub use cache::Cache;
 pub use dropout::Dropout;
 
