@@ -17,11 +17,11 @@ use super::lists::{decode_words, get_varint64, put_varint64};
 /// that may reach a lower threshold from their words, exactly, and moves
 /// those that do into the map and the heap.
 pub(super) struct Cold {
-    pub(super) arena: Vec<u8>,
+    arena: Vec<u8>,
     pub(super) threshold: u64,
     /// Bytes of records that became hot (their key is `GONE`); the arena
     /// is compacted when they are half of it.
-    pub(super) gone: usize,
+    gone: usize,
 }
 
 /// The key of a cold record whose pair became hot (no pair has it: ids

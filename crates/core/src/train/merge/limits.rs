@@ -28,7 +28,7 @@ fn word_count(t: &[u8]) -> u32 {
 #[derive(Clone, Copy)]
 pub(super) struct Edges {
     pub(super) words: u32,
-    pub(super) flags: u8,
+    flags: u8,
 }
 
 const FIRST_WORD: u8 = 1; // the first byte is not whitespace

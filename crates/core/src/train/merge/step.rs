@@ -27,8 +27,8 @@ pub(super) struct Step {
     pub(super) new_before: Tally<Collecting>,
     pub(super) new_after: Tally<Collecting>,
     /// Losses of `(r, a)` and the new pair `(r, r)`.
-    pub(super) dec_rest: Map<u64, u64>,
-    pub(super) new_rest: Map<u64, Collecting>,
+    dec_rest: Map<u64, u64>,
+    new_rest: Map<u64, Collecting>,
 }
 
 impl Step {

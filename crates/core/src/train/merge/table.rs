@@ -68,7 +68,7 @@ impl Symbols {
 /// visits, so they share 8 bytes (one cache line for both).
 #[derive(Clone, Copy, Default)]
 pub(super) struct WordRec {
-    pub(super) start: u32,
+    start: u32,
     /// The count when below 2^31; otherwise `BIG | k` where `big[k]`
     /// holds the full 64-bit count.
     pub(super) weight: u32,
@@ -315,12 +315,12 @@ pub(crate) struct PartWriter<'a> {
     pub(super) syms: &'a mut [u16],
     pub(super) recs: &'a mut [WordRec],
     /// Symbols and words written so far.
-    pub(super) at: usize,
+    at: usize,
     pub(super) word: usize,
     /// The part's first symbol offset in the whole table.
     pub(super) base: usize,
     /// Counts of 2^31 or more, numbered within the part.
-    pub(super) big: Vec<u64>,
+    big: Vec<u64>,
 }
 
 impl PartWriter<'_> {
