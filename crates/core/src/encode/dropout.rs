@@ -108,19 +108,4 @@ impl Encoder {
         self.encode_with(text, specials, &mut out, &mut Merging::Dropout(&mut d))?;
         Ok(out)
     }
-
-    /// `encode_batch` with BPE-dropout; text `i` uses seed `seed + i`, so the
-    /// result does not depend on the thread count.
-    pub fn encode_batch_dropout(&self, texts: &[&[u8]], specials: &Specials, threads: usize, p: f64, seed: u64) -> Result<Vec<Vec<u32>>> {
-        let base = texts.as_ptr() as usize;
-        let blocks = self.run_blocks(texts, threads, |block, _cache| {
-            let first = (block.as_ptr() as usize - base) / std::mem::size_of::<&[u8]>();
-            block
-                .iter()
-                .enumerate()
-                .map(|(k, t)| self.encode_dropout(t, specials, p, seed.wrapping_add((first + k) as u64)))
-                .collect::<Result<Vec<_>>>()
-        })?;
-        Ok(blocks.into_iter().flatten().collect())
-    }
 }
