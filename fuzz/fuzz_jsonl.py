@@ -40,15 +40,17 @@ def write_seeds(d: str) -> None:
     os.makedirs(d, exist_ok=True)
     lines = bpeforge.sample_corpus().read_text(encoding="utf-8").splitlines()[:20]
     records = [
-        "".join(json.dumps({"text": t, "lang": "en"}) + "\n" for t in lines),
-        "".join(json.dumps({"meta": {"body": t, "x": [1, {"y": None}]}, "text": 5}) + "\r\n" for t in lines),
-        '{"text": "caf\\u00e9 \\"q\\" \\ud83d\\ude00", "text": "second"}\n\n  \n{"a": {"b": {"c": "deep"}}}\n',
-        '{"text": "\\ud800 lone"}\n{"text": null}\n[1, 2]\n{"text": "ok"} trailing\n{"text": "a\\nb"}\n',
+        "".join(json.dumps({"text": t, "lang": "en"}) + "\n" for t in lines).encode(),
+        "".join(json.dumps({"meta": {"body": t, "x": [1, {"y": None}]}, "text": 5}) + "\r\n" for t in lines).encode(),
+        '{"text": "caf\\u00e9 \\"q\\" \\ud83d\\ude00", "text": "second"}\n\n  \n{"a": {"b": {"c": "deep"}}}\n'.encode(),
+        '{"text": "\\ud800 lone"}\n{"text": null}\n[1, 2]\n{"text": "ok"} trailing\n{"text": "a\\nb"}\n'.encode(),
+        # invalid UTF-8 outside the field read (a case a fuzz run once found)
+        b'{"text": "\\u0391\\u03a1 9", "lang": "en\x8a"}\n{"text": "ok", "a": {"b": {"c": "\xc3"}}}\n',
     ]
     for k, r in enumerate(records):
         for m in range(len(FIELDS) * 2):
             with open(os.path.join(d, f"seed-{k}-{m}"), "wb") as f:
-                f.write(bytes([m]) + r.encode("utf-8"))
+                f.write(bytes([m]) + r)
 
 
 def _first_key_wins(pairs: list) -> dict:

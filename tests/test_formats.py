@@ -89,11 +89,14 @@ def test_tsv_columns_are_texts(texts, tmp_path) -> None:
     ('{"body": "a"}', 'no field "text"'),
     ('{"text": 12}', 'field "text" is a number, not a string'),
     ('["text"]', "the record is an array, not an object"),
+    # JSON is UTF-8 as a whole: a bad byte outside the text field is a bad record too
+    (b'{"text": "a", "lang": "en\x8a"}', "malformed JSON: invalid UTF-8 at byte 26"),
 ])
 def test_bad_records_name_file_and_line(tmp_path, bad_line, why) -> None:
     path = tmp_path / "bad.jsonl"
-    good = [json.dumps({"text": f"line {i}"}) for i in range(5000)]
-    path.write_text("\n".join(good[:3000] + [bad_line] + good[3000:]) + "\n", encoding="utf-8")
+    good = [json.dumps({"text": f"line {i}"}).encode() for i in range(5000)]
+    bad = bad_line if isinstance(bad_line, bytes) else bad_line.encode()
+    path.write_bytes(b"\n".join(good[:3000] + [bad] + good[3000:]) + b"\n")
     with pytest.raises(bpeforge.InputError, match=rf"bad\.jsonl, line 3001: {why}"):
         bpeforge.train(path, text_field="text", vocab_size=300, progress=False, threads=2)
     # skipped and counted

@@ -133,8 +133,21 @@ pub fn bad_record(source: &str, line: u64, why: &str) -> crate::error::Error {
 }
 
 /// The string at `path` in the JSON object `line`, or why there is none.
+///
+/// A record must be UTF-8 as a whole (RFC 8259), not only in the field
+/// read: serde_json skips the other strings without checking them, so the
+/// line is checked once here, which also spares serde_json its per-string
+/// checks.
 pub fn json_field<'a>(line: &'a [u8], path: &[String]) -> std::result::Result<Cow<'a, str>, String> {
-    let mut de = serde_json::Deserializer::from_slice(line);
+    let line = match simdutf8::basic::from_utf8(line) {
+        Ok(text) => text,
+        Err(_) => {
+            // std's check, only for the rare bad line, to say where.
+            let at = std::str::from_utf8(line).err().map_or(0, |e| e.valid_up_to());
+            return Err(format!("malformed JSON: invalid UTF-8 at byte {}", at + 1));
+        }
+    };
+    let mut de = serde_json::Deserializer::from_str(line);
     let found = PathSeed { path, depth: 0 }.deserialize(&mut de).map_err(|e| format!("malformed JSON: {e}"))?;
     de.end().map_err(|e| format!("malformed JSON: {e}"))?;
     match found {
@@ -279,7 +292,10 @@ mod tests {
         assert_eq!(err(br#"["text"]"#, "text"), "the record is an array, not an object");
         assert!(err(br#"{"text": "a""#, "text").starts_with("malformed JSON"));
         assert!(err(br#"{"text": "a"} x"#, "text").starts_with("malformed JSON"));
-        assert!(err(b"{\"text\": \"\xff\"}", "text").starts_with("malformed JSON"));
+        assert_eq!(err(b"{\"text\": \"\xff\"}", "text"), "malformed JSON: invalid UTF-8 at byte 11");
+        // Invalid UTF-8 anywhere makes the record malformed, not only in the field read.
+        assert_eq!(err(b"{\"text\": \"ok\", \"lang\": \"en\x8a\"}", "text"), "malformed JSON: invalid UTF-8 at byte 27");
+        assert_eq!(err(b"{\"\xc3\": 1, \"text\": \"ok\"}", "text"), "malformed JSON: invalid UTF-8 at byte 3");
         assert!(Fields::json_path("a..b").is_err());
     }
 
