@@ -49,11 +49,17 @@ fn advise_huge(ptr: *mut u8, bytes: usize) {
     let end = (ptr as usize + bytes) / HUGE_PAGE * HUGE_PAGE;
     if end > start {
         // SAFETY: [start, end) lies inside an allocation we own (`ptr` is the
-        // start of a live buffer of at least `bytes` bytes). MADV_HUGEPAGE
-        // only changes how the kernel backs these pages; it never changes
-        // their contents or validity, and a failure (e.g. THP disabled) is
-        // harmless, so the result is ignored.
+        // start of a live buffer of at least `bytes` bytes) whose contents
+        // are unwritten or zero (every caller advises before writing).
+        // MADV_DONTNEED first: the allocator may hand out memory it got back
+        // from an earlier, freed table, already faulted in as small pages,
+        // which MADV_HUGEPAGE alone would leave small (a run's counts are
+        // freed just before the merge arrays are allocated). The dropped
+        // pages read as zeros, the value callers expect. MADV_HUGEPAGE only
+        // changes how the kernel backs the pages; a failure of either call
+        // (e.g. THP disabled) is harmless, so the results are ignored.
         unsafe {
+            libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_DONTNEED);
             libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_HUGEPAGE);
         }
     }
