@@ -686,14 +686,21 @@ impl Encoder {
     /// every byte-level model), it skips checking again that the text is
     /// UTF-8, a fiftieth of encoding a line.
     pub fn encode_str(&self, text: &str, specials: &Specials, cache: Option<&mut Cache>) -> Result<Vec<u32>> {
+        let mut out = Vec::with_capacity(text.len() / 3 + 1);
+        self.encode_str_into(text, specials, &mut out, cache)?;
+        Ok(out)
+    }
+
+    /// `encode_str`, appending to `out`.
+    pub fn encode_str_into(&self, text: &str, specials: &Specials, out: &mut Vec<u32>, cache: Option<&mut Cache>) -> Result<()> {
         let no_specials = matches!(specials, Specials::Ordinary) || self.all_specials.is_empty();
         if !no_specials || self.normalizer.is_some() || self.sp.dummy_prefix {
-            return self.encode(text.as_bytes(), specials, cache);
+            return self.encode_into(text.as_bytes(), specials, out, cache);
         }
-        let mut out = Vec::with_capacity(text.len() / 3 + 1);
-        self.encode_run(text, &mut out, &mut Merging::Exact(cache))?;
-        self.externalize(&mut out);
-        Ok(out)
+        let start = out.len();
+        self.encode_run(text, out, &mut Merging::Exact(cache))?;
+        self.externalize(&mut out[start..]);
+        Ok(())
     }
 
     /// `encode_plain` for the text's first segment: SentencePiece's dummy
