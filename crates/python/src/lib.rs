@@ -4,7 +4,7 @@
 //! converting arguments and releasing the GIL; they share the error mapping
 //! and the observer, so they stay one layer in one file, as tiktoken's py.rs.)
 
-use bpeforge_core::encode::{Cache, Encoder, Specials};
+use bpeforge_core::encode::{Cache, Encoder, FlatIds, Specials};
 use bpeforge_core::encode::file::{encode_file, IdFormat};
 use bpeforge_core::error::{Error, ErrorKind};
 use bpeforge_core::fields::{FieldSpec, Fields, OnBadRecord};
@@ -499,9 +499,8 @@ impl NativeTokenizer {
         let owned = collect_strs(texts)?;
         let threads = check_threads(threads)?;
         let mut observer = progress.map(PyObserver::new).transpose()?;
-        let sink = lists::Flat::new(owned.len());
-        let lists::Flat { ids, offsets } =
-            lists::encode_texts(py, &self.enc, &owned, sink, &rule, threads, None, observer.as_mut())?;
+        let sink = FlatIds::with_texts(owned.len());
+        let FlatIds { ids, offsets } = lists::encode_texts(py, &self.enc, &owned, sink, &rule, threads, None, observer.as_mut())?;
         let id_bytes: Vec<u8> = ids.iter().flat_map(|x| x.to_le_bytes()).collect();
         let off_bytes: Vec<u8> = offsets.iter().flat_map(|x| x.to_le_bytes()).collect();
         Ok((PyBytes::new(py, &id_bytes), PyBytes::new(py, &off_bytes)))

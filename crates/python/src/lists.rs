@@ -10,7 +10,7 @@
 
 use crate::ints::IdInts;
 use crate::progress::{BatchPacer, PyObserver};
-use bpeforge_core::encode::{Block, BlockIds, Encoder, Specials};
+use bpeforge_core::encode::{Block, BlockIds, Encoder, FlatIds, Specials};
 use bpeforge_core::error::{Error, Result};
 use bpeforge_core::ordered::Host;
 use pyo3::prelude::*;
@@ -44,25 +44,10 @@ impl<'py> Sink<'py> for Lists<'_, 'py> {
     }
 }
 
-/// All ids in one vector, with `texts + 1` offsets (for numpy).
-pub(crate) struct Flat {
-    pub(crate) ids: Vec<u32>,
-    pub(crate) offsets: Vec<u64>,
-}
-
-impl Flat {
-    pub(crate) fn new(texts: usize) -> Self {
-        let mut offsets = Vec::with_capacity(texts + 1);
-        offsets.push(0);
-        Flat { ids: Vec::new(), offsets }
-    }
-}
-
-impl Sink<'_> for Flat {
+/// All ids in one vector (for numpy).
+impl Sink<'_> for FlatIds {
     fn take(&mut self, _: Python<'_>, ids: &BlockIds) -> PyResult<()> {
-        let base = self.ids.len() as u64;
-        self.ids.extend_from_slice(&ids.ids);
-        self.offsets.extend(ids.ends.iter().map(|&e| base + e as u64));
+        self.append(ids);
         Ok(())
     }
 }

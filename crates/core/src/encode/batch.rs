@@ -82,13 +82,34 @@ impl BlockIds {
     }
 }
 
-/// The host of `encode_batch_flat`: blocks of a slice, ids appended to one
-/// flat vector with `texts.len() + 1` offsets.
+/// A batch's ids in one vector with `texts + 1` offsets: text `i`'s are
+/// `ids[offsets[i]..offsets[i + 1]]`.
+pub struct FlatIds {
+    pub ids: Vec<u32>,
+    pub offsets: Vec<u64>,
+}
+
+impl FlatIds {
+    /// Empty, with room for the offsets of `texts` texts.
+    pub fn with_texts(texts: usize) -> Self {
+        let mut offsets = Vec::with_capacity(texts + 1);
+        offsets.push(0);
+        FlatIds { ids: Vec::new(), offsets }
+    }
+
+    /// Appends the next block's ids.
+    pub fn append(&mut self, block: &BlockIds) {
+        let base = self.ids.len() as u64;
+        self.ids.extend_from_slice(&block.ids);
+        self.offsets.extend(block.ends.iter().map(|&e| base + e as u64));
+    }
+}
+
+/// The host of `encode_batch_flat`: blocks of a slice, into `FlatIds`.
 struct Flat<'a, T> {
     texts: &'a [T],
     next: usize,
-    ids: Vec<u32>,
-    offsets: Vec<u64>,
+    out: FlatIds,
 }
 
 impl<T: Text + Copy> Host<Block<T>, BlockIds> for Flat<'_, T> {
@@ -96,9 +117,7 @@ impl<T: Text + Copy> Host<Block<T>, BlockIds> for Flat<'_, T> {
         Block::cut(self.texts.len(), &mut self.next, |i| Ok(self.texts[i]))
     }
     fn deliver(&mut self, _: Block<T>, block: BlockIds) -> Result<()> {
-        let base = self.ids.len() as u64;
-        self.ids.extend_from_slice(&block.ids);
-        self.offsets.extend(block.ends.iter().map(|&e| base + e as u64));
+        self.out.append(&block);
         Ok(())
     }
     fn unlocked<R: Send>(&mut self, f: impl FnOnce() -> R + Send) -> R {
@@ -139,11 +158,9 @@ impl Encoder {
     /// Encodes many texts on `threads` threads, as one flat id vector plus
     /// `texts.len() + 1` offsets (text `i` is `ids[offsets[i]..offsets[i + 1]]`).
     pub fn encode_batch_flat<T: Text + Copy>(&self, texts: &[T], specials: &Specials, threads: usize) -> Result<(Vec<u32>, Vec<u64>)> {
-        let mut offsets = Vec::with_capacity(texts.len() + 1);
-        offsets.push(0);
-        let mut host = Flat { texts, next: 0, ids: Vec::new(), offsets };
+        let mut host = Flat { texts, next: 0, out: FlatIds::with_texts(texts.len()) };
         self.encode_blocks(&mut host, specials, threads, None)?;
-        Ok((host.ids, host.offsets))
+        Ok((host.out.ids, host.out.offsets))
     }
 }
 
