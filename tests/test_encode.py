@@ -134,6 +134,34 @@ def test_batch_in_many_blocks(tok: bpeforge.Tokenizer) -> None:
             tok.encode_batch(texts[:9000] + [b"x"], threads=threads)
 
 
+def test_batch_leaves_the_collector_as_it_was(tok: bpeforge.Tokenizer) -> None:
+    """encode_batch pauses the collector and moves the new lists to the
+    oldest generation (gc.freeze + gc.unfreeze) instead of leaving them to
+    a young collection; the collector's state, and objects the program froze
+    itself, are as before."""
+    import gc
+
+    texts = CORPUS * 40
+    assert gc.isenabled()
+    ids = tok.encode_batch(texts, threads=2)
+    assert gc.isenabled() and gc.get_freeze_count() == 0
+    gc.disable()
+    try:
+        assert tok.encode_batch(texts) == ids
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+    kept = [[1], [2]]
+    gc.freeze()
+    try:
+        frozen = gc.get_freeze_count()
+        assert tok.encode_batch(texts) == ids
+        assert gc.get_freeze_count() == frozen  # left alone
+    finally:
+        gc.unfreeze()
+    del kept
+
+
 def test_long_and_empty_inputs(tok: bpeforge.Tokenizer) -> None:
     assert tok.encode("") == []
     assert tok.encode_batch([]) == []

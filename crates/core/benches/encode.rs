@@ -23,7 +23,7 @@ fn encoding(c: &mut Criterion) {
         let mut cache = Cache::new();
         b.iter(|| black_box(enc.encode(&text, &Specials::Ordinary, Some(&mut cache)).expect("ids").len()))
     });
-    group.bench_function("batch_lines", |b| b.iter(|| black_box(enc.encode_batch(&lines, &Specials::Ordinary, 1).expect("ids").len())));
+    group.bench_function("batch_lines", |b| b.iter(|| black_box(enc.encode_batch_flat(&lines, &Specials::Ordinary, 1).expect("ids").0.len())));
     let ids = enc.encode(&text, &Specials::Ordinary, None).expect("ids");
     group.bench_function("decode", |b| b.iter(|| black_box(enc.decode_bytes(&ids).expect("bytes").len())));
     group.finish();

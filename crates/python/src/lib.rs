@@ -4,7 +4,7 @@
 //! converting arguments and releasing the GIL; they share the error mapping
 //! and the observer, so they stay one layer in one file, as tiktoken's py.rs.)
 
-use bpeforge_core::encode::{Cache, Encoder, Specials};
+use bpeforge_core::encode::{Cache, Encoder, FlatIds, Specials};
 use bpeforge_core::encode::file::{encode_file, IdFormat};
 use bpeforge_core::error::{Error, ErrorKind};
 use bpeforge_core::fields::{FieldSpec, Fields, OnBadRecord};
@@ -277,11 +277,6 @@ fn check_dropout(dropout: Option<f64>) -> PyResult<Option<f64>> {
     }
 }
 
-/// Borrows the UTF-8 of each str in a list (no copies).
-fn borrow_texts<'a>(list: &'a [Bound<'a, PyString>]) -> PyResult<Vec<&'a [u8]>> {
-    list.iter().map(|s| s.to_str().map(str::as_bytes)).collect()
-}
-
 fn collect_strs<'py>(texts: &Bound<'py, PyAny>) -> PyResult<Vec<Bound<'py, PyString>>> {
     let mut out = Vec::new();
     for (i, item) in texts.try_iter()?.enumerate() {
@@ -451,7 +446,9 @@ impl NativeTokenizer {
         let threads = check_threads(threads)?;
         let dropout = check_dropout(dropout)?.map(|p| (p, seed));
         let mut observer = progress.map(PyObserver::new).transpose()?;
-        lists::encode_to_lists(py, &self.enc, &self.ints, &owned, &rule, threads, dropout, observer.as_mut())
+        let sink = lists::Lists::new(&self.enc, &self.ints, owned.len());
+        let done = lists::encode_texts(py, &self.enc, &owned, sink, &rule, threads, dropout, observer.as_mut())?;
+        PyList::new(py, done.lists)
     }
 
     /// Streams text files into ids; returns (lines, tokens, bytes, seconds, id_bytes).
@@ -500,16 +497,10 @@ impl NativeTokenizer {
     ) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)> {
         let rule = specials_rule(&self.enc, allowed, disallowed)?;
         let owned = collect_strs(texts)?;
-        let borrowed = borrow_texts(&owned)?;
         let threads = check_threads(threads)?;
-        let (ids, offsets) = match progress {
-            Some(progress) => {
-                let mut observer = PyObserver::new(progress)?;
-                let result = py.detach(|| progress::encode_batch_flat(&self.enc, &borrowed, &rule, threads, &mut observer));
-                finish(result, observer)?
-            }
-            None => py.detach(|| self.enc.encode_batch_flat(&borrowed, &rule, threads)).map_err(to_pyerr)?,
-        };
+        let mut observer = progress.map(PyObserver::new).transpose()?;
+        let sink = FlatIds::with_texts(owned.len());
+        let FlatIds { ids, offsets } = lists::encode_texts(py, &self.enc, &owned, sink, &rule, threads, None, observer.as_mut())?;
         let id_bytes: Vec<u8> = ids.iter().flat_map(|x| x.to_le_bytes()).collect();
         let off_bytes: Vec<u8> = offsets.iter().flat_map(|x| x.to_le_bytes()).collect();
         Ok((PyBytes::new(py, &id_bytes), PyBytes::new(py, &off_bytes)))

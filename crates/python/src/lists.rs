@@ -1,4 +1,5 @@
-//! `encode_batch` into Python lists, built while later texts are encoded.
+//! `encode_batch` into Python lists (or one flat id buffer, for numpy),
+//! made while later texts are encoded.
 //!
 //! Encoding runs without the GIL, but the texts' UTF-8 and the result's
 //! lists and ints can only be had with it, on one thread. Done before and
@@ -9,57 +10,82 @@
 
 use crate::ints::IdInts;
 use crate::progress::{BatchPacer, PyObserver};
-use bpeforge_core::encode::{Block, Encoder, Specials};
+use bpeforge_core::encode::{Block, BlockIds, Encoder, FlatIds, Specials};
 use bpeforge_core::error::{Error, Result};
 use bpeforge_core::ordered::Host;
 use pyo3::prelude::*;
-use pyo3::types::{PyList, PyString};
+use pyo3::types::PyString;
 
-/// Text per block: small enough that the last blocks' lists (built after
-/// all encoding ends) take little time, large enough that handing blocks
-/// over costs nothing measurable.
-const BLOCK_BYTES: usize = 64 << 10;
-/// Texts per block at most (for very short texts).
-const BLOCK_TEXTS: usize = 2048;
+/// Where a batch's ids go, block by block (with the GIL held).
+pub(crate) trait Sink<'py> {
+    fn take(&mut self, py: Python<'py>, ids: &BlockIds) -> PyResult<()>;
+}
 
-/// The calling thread's side: borrows texts block by block, makes lists.
-struct Lists<'a, 'py> {
+/// A list of ids per text, the ints shared through `IdInts`.
+pub(crate) struct Lists<'a, 'py> {
+    ints: &'a IdInts,
+    vocab_size: usize,
+    pub(crate) lists: Vec<Bound<'py, PyAny>>,
+}
+
+impl<'a> Lists<'a, '_> {
+    pub(crate) fn new(enc: &Encoder, ints: &'a IdInts, texts: usize) -> Self {
+        Lists { ints, vocab_size: enc.vocab_size(), lists: Vec::with_capacity(texts) }
+    }
+}
+
+impl<'py> Sink<'py> for Lists<'_, 'py> {
+    fn take(&mut self, py: Python<'py>, ids: &BlockIds) -> PyResult<()> {
+        let mut table = self.ints.lock(self.vocab_size);
+        for one in ids.texts() {
+            self.lists.push(table.list(py, one)?.into_any());
+        }
+        Ok(())
+    }
+}
+
+/// All ids in one vector (for numpy).
+impl Sink<'_> for FlatIds {
+    fn take(&mut self, _: Python<'_>, ids: &BlockIds) -> PyResult<()> {
+        self.append(ids);
+        Ok(())
+    }
+}
+
+/// The calling thread's side: borrows texts block by block, takes the ids.
+struct Batch<'a, 'py, S> {
     py: Python<'py>,
     texts: &'a [Bound<'py, PyString>],
     next: usize,
-    lists: Vec<Bound<'py, PyAny>>,
-    ints: &'a IdInts,
-    vocab_size: usize,
+    sink: S,
     pacer: Option<(BatchPacer, &'a mut PyObserver)>,
     /// What Python raised (a text that is not UTF-8, no memory for a list).
     raised: Option<PyErr>,
 }
 
-impl<'a> Host<Block<'a>, Vec<Vec<u32>>> for Lists<'a, '_> {
-    fn prepare(&mut self) -> Result<Option<Block<'a>>> {
-        let first = self.next;
-        let (mut texts, mut bytes) = (Vec::new(), 0usize);
-        while self.next < self.texts.len() && bytes < BLOCK_BYTES && texts.len() < BLOCK_TEXTS {
-            let text = self.texts[self.next].to_str().map_err(|e| self.raise(e))?;
-            bytes += text.len();
-            texts.push(text);
-            self.next += 1;
+impl<'a, 'py, S: Sink<'py>> Host<Block<&'a str>, BlockIds> for Batch<'a, 'py, S> {
+    fn prepare(&mut self) -> Result<Option<Block<&'a str>>> {
+        let texts = self.texts;
+        let mut raised = None;
+        let block = Block::cut(texts.len(), &mut self.next, |i| {
+            texts[i].to_str().map_err(|e| {
+                raised = Some(e);
+                Error::input("Python raised an exception")
+            })
+        });
+        if let Some(e) = raised {
+            self.raised.get_or_insert(e);
         }
-        Ok((!texts.is_empty()).then_some(Block { first, texts }))
+        block
     }
 
-    fn deliver(&mut self, block: Block<'a>, ids: Vec<Vec<u32>>) -> Result<()> {
-        let mut tokens = 0u64;
-        let table: &IdInts = self.ints;
-        let mut ints = table.lock(self.vocab_size);
-        for one in ids {
-            tokens += one.len() as u64;
-            let list = ints.list(self.py, &one).map_err(|e| self.raise(e))?;
-            self.lists.push(list.into_any());
+    fn deliver(&mut self, block: Block<&'a str>, ids: BlockIds) -> Result<()> {
+        if let Err(e) = self.sink.take(self.py, &ids) {
+            self.raised.get_or_insert(e);
+            return Err(Error::input("Python raised an exception"));
         }
         if let Some((pacer, observer)) = &mut self.pacer {
-            let bytes = block.texts.iter().map(|t| t.len() as u64).sum();
-            pacer.advance(bytes, tokens, observer)?;
+            pacer.advance(block.bytes() as u64, ids.ids.len() as u64, observer)?;
         }
         Ok(())
     }
@@ -69,27 +95,19 @@ impl<'a> Host<Block<'a>, Vec<Vec<u32>>> for Lists<'a, '_> {
     }
 }
 
-impl Lists<'_, '_> {
-    /// Keeps what Python raised; the engine sees only that it must stop.
-    fn raise(&mut self, err: PyErr) -> Error {
-        self.raised.get_or_insert(err);
-        Error::input("Python raised an exception")
-    }
-}
-
-/// Encodes `texts` into a list of lists of ids on `threads` threads
-/// (`dropout`: `(p, seed)`), reporting to `observer` if there is one.
+/// Encodes `texts` into `sink` on `threads` threads (`dropout`: `(p, seed)`),
+/// reporting to `observer` if there is one; returns the filled `sink`.
 #[allow(clippy::too_many_arguments)]
-pub(crate) fn encode_to_lists<'py>(
+pub(crate) fn encode_texts<'a, 'py, S: Sink<'py>>(
     py: Python<'py>,
     enc: &Encoder,
-    ints: &IdInts,
-    texts: &[Bound<'py, PyString>],
+    texts: &'a [Bound<'py, PyString>],
+    sink: S,
     rule: &Specials,
     threads: usize,
     dropout: Option<(f64, u64)>,
-    observer: Option<&mut PyObserver>,
-) -> PyResult<Bound<'py, PyList>> {
+    observer: Option<&'a mut PyObserver>,
+) -> PyResult<S> {
     let pacer = match observer {
         // The total is reported from the start: every text's UTF-8 first.
         Some(observer) => {
@@ -101,8 +119,7 @@ pub(crate) fn encode_to_lists<'py>(
         }
         None => None,
     };
-    let vocab_size = enc.vocab_size();
-    let mut host = Lists { py, texts, next: 0, lists: Vec::with_capacity(texts.len()), ints, vocab_size, pacer, raised: None };
+    let mut host = Batch { py, texts, next: 0, sink, pacer, raised: None };
     let result = enc.encode_blocks(&mut host, rule, threads, dropout);
     // What Python raised (here or in a progress callback) wins over the
     // engine's error, which only stopped the run.
@@ -117,5 +134,5 @@ pub(crate) fn encode_to_lists<'py>(
             return Err(err);
         }
     }
-    PyList::new(py, host.lists)
+    Ok(host.sink)
 }

@@ -17,7 +17,6 @@
 //! the run at the engine's next poll, and is what the call raises.
 
 use bpeforge_core::count::CountStats;
-use bpeforge_core::encode::{Encoder, Specials};
 use bpeforge_core::error::{Error, Result};
 use bpeforge_core::observe::{BalanceRound, CountProgress, EncodeStats, MergeProgress, Observer, StepProgress};
 use bpeforge_core::progress::{eta_seconds, ProgressFormat, ProgressPrinter, TextSink};
@@ -323,49 +322,6 @@ impl Observer for PyObserver {
 /// Bytes of text per progress report of `encode_batch` (at least; a
 /// hundredth of the batch when that is more).
 const BATCH_SLICE_BYTES: usize = 1 << 20;
-
-/// `encode_batch_flat` in slices, reporting after each and stopping on
-/// Ctrl-C (or a failed callback). Each slice runs on all threads as a whole
-/// batch would.
-pub(crate) fn encode_batch_flat(
-    enc: &Encoder,
-    texts: &[&[u8]],
-    rule: &Specials,
-    threads: usize,
-    observer: &mut PyObserver,
-) -> Result<(Vec<u32>, Vec<u64>)> {
-    let mut ids: Vec<u32> = Vec::new();
-    let mut offsets: Vec<u64> = Vec::with_capacity(texts.len() + 1);
-    offsets.push(0);
-    in_slices(texts, observer, |slice| {
-        let (part, ends) = enc.encode_batch_flat(slice, rule, threads)?;
-        let base = ids.len() as u64;
-        ids.extend_from_slice(&part);
-        offsets.extend(ends.iter().skip(1).map(|e| e + base));
-        Ok(part.len() as u64)
-    })?;
-    Ok((ids, offsets))
-}
-
-/// Runs `f(slice)` over consecutive slices of `texts`; `f` returns the
-/// slice's token count.
-fn in_slices(texts: &[&[u8]], observer: &mut PyObserver, mut f: impl FnMut(&[&[u8]]) -> Result<u64>) -> Result<()> {
-    let mut pacer = BatchPacer::new(texts.iter().map(|t| t.len() as u64).sum());
-    let mut first = 0usize;
-    while first < texts.len() {
-        let mut end = first;
-        let mut bytes = 0u64;
-        while end < texts.len() && (end == first || bytes < pacer.slice_bytes) {
-            bytes += texts[end].len() as u64;
-            end += 1;
-        }
-        let tokens = f(&texts[first..end])?;
-        first = end;
-        pacer.advance(bytes, tokens, observer)?;
-    }
-    pacer.finish(texts.len() as u64, observer);
-    Ok(())
-}
 
 /// A batch's progress: a report after each slice of `slice_bytes` of text
 /// (`BATCH_SLICE_BYTES`, or a hundredth of the batch when that is more)

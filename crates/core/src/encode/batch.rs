@@ -1,121 +1,196 @@
-//! Batches: many texts encoded on threads, results in input order and
-//! independent of the thread count.
+//! Batches: many texts encoded on threads in blocks, each block's ids
+//! handed over in input order while later blocks are still being encoded
+//! (`crate::ordered`), so results never depend on the thread count.
 
 use super::{Cache, Encoder, Specials};
 use crate::error::Result;
 use crate::ordered::{run_ordered, Host};
-use crate::util::join_all;
+
+/// Text per block: small enough that the last blocks' results (handed over
+/// after all encoding ends) take little time, large enough that handing
+/// blocks over costs nothing measurable.
+const BLOCK_BYTES: usize = 64 << 10;
+/// Texts per block at most (for very short texts).
+const BLOCK_TEXTS: usize = 2048;
+
+/// A text of a batch: a `str`, whose UTF-8 is known (`Encoder::encode_str`
+/// skips checking it again), or raw bytes (any bytes).
+pub trait Text: Send + Sync {
+    fn bytes(&self) -> &[u8];
+    /// Appends the text's ids to `out`.
+    fn encode_into(&self, enc: &Encoder, specials: &Specials, out: &mut Vec<u32>, cache: &mut Cache) -> Result<()>;
+}
+
+impl Text for &str {
+    fn bytes(&self) -> &[u8] {
+        self.as_bytes()
+    }
+    fn encode_into(&self, enc: &Encoder, specials: &Specials, out: &mut Vec<u32>, cache: &mut Cache) -> Result<()> {
+        enc.encode_str_into(self, specials, out, Some(cache))
+    }
+}
+
+impl Text for &[u8] {
+    fn bytes(&self) -> &[u8] {
+        self
+    }
+    fn encode_into(&self, enc: &Encoder, specials: &Specials, out: &mut Vec<u32>, cache: &mut Cache) -> Result<()> {
+        enc.encode_into(self, specials, out, Some(cache))
+    }
+}
 
 /// Consecutive texts of a batch handed over as one piece of work; the
 /// first is text number `first` of the batch.
-pub struct Block<'t> {
+pub struct Block<T> {
     pub first: usize,
-    pub texts: Vec<&'t str>,
+    pub texts: Vec<T>,
+}
+
+impl<T: Text> Block<T> {
+    /// The block of texts from `*next` on (of `count`), `text(i)` giving
+    /// text `i`; `None` when none are left.
+    pub fn cut(count: usize, next: &mut usize, mut text: impl FnMut(usize) -> Result<T>) -> Result<Option<Self>> {
+        let first = *next;
+        let (mut texts, mut bytes) = (Vec::new(), 0usize);
+        while *next < count && bytes < BLOCK_BYTES && texts.len() < BLOCK_TEXTS {
+            let t = text(*next)?;
+            bytes += t.bytes().len();
+            texts.push(t);
+            *next += 1;
+        }
+        Ok((!texts.is_empty()).then_some(Block { first, texts }))
+    }
+
+    /// The block's size in bytes of text.
+    pub fn bytes(&self) -> usize {
+        self.texts.iter().map(|t| t.bytes().len()).sum()
+    }
+}
+
+/// A block's ids, flat: text `k`'s are `ids[ends[k - 1]..ends[k]]` (from 0).
+/// One buffer per block rather than a vector per text.
+pub struct BlockIds {
+    pub ids: Vec<u32>,
+    pub ends: Vec<usize>,
+}
+
+impl BlockIds {
+    /// Each text's ids, in order.
+    pub fn texts(&self) -> impl Iterator<Item = &[u32]> {
+        let starts = std::iter::once(0).chain(self.ends.iter().copied());
+        starts.zip(&self.ends).map(|(start, &end)| &self.ids[start..end])
+    }
+}
+
+/// A batch's ids in one vector with `texts + 1` offsets: text `i`'s are
+/// `ids[offsets[i]..offsets[i + 1]]`.
+pub struct FlatIds {
+    pub ids: Vec<u32>,
+    pub offsets: Vec<u64>,
+}
+
+impl FlatIds {
+    /// Empty, with room for the offsets of `texts` texts.
+    pub fn with_texts(texts: usize) -> Self {
+        let mut offsets = Vec::with_capacity(texts + 1);
+        offsets.push(0);
+        FlatIds { ids: Vec::new(), offsets }
+    }
+
+    /// Appends the next block's ids.
+    pub fn append(&mut self, block: &BlockIds) {
+        let base = self.ids.len() as u64;
+        self.ids.extend_from_slice(&block.ids);
+        self.offsets.extend(block.ends.iter().map(|&e| base + e as u64));
+    }
+}
+
+/// The host of `encode_batch_flat`: blocks of a slice, into `FlatIds`.
+struct Flat<'a, T> {
+    texts: &'a [T],
+    next: usize,
+    out: FlatIds,
+}
+
+impl<T: Text + Copy> Host<Block<T>, BlockIds> for Flat<'_, T> {
+    fn prepare(&mut self) -> Result<Option<Block<T>>> {
+        Block::cut(self.texts.len(), &mut self.next, |i| Ok(self.texts[i]))
+    }
+    fn deliver(&mut self, _: Block<T>, block: BlockIds) -> Result<()> {
+        self.out.append(&block);
+        Ok(())
+    }
+    fn unlocked<R: Send>(&mut self, f: impl FnOnce() -> R + Send) -> R {
+        f()
+    }
 }
 
 impl Encoder {
-    /// Encodes many texts on `threads` threads; results in input order.
-    pub fn encode_batch(&self, texts: &[&[u8]], specials: &Specials, threads: usize) -> Result<Vec<Vec<u32>>> {
-        let blocks = self.run_blocks(texts, threads, |block, cache| {
-            block
-                .iter()
-                .map(|t| self.encode(t, specials, Some(cache)))
-                .collect::<Result<Vec<_>>>()
-        })?;
-        Ok(blocks.into_iter().flatten().collect())
-    }
-
     /// Encodes the blocks `host` prepares on `threads` threads (the calling
     /// thread included) and hands each block's ids to `host.deliver`, in
     /// order, while later blocks are still being encoded (`crate::ordered`).
     /// `dropout`: `(p, seed)`, text `i` of the batch seeded `seed + i`.
-    pub fn encode_blocks<'t>(
+    pub fn encode_blocks<T: Text>(
         &self,
-        host: &mut impl Host<Block<'t>, Vec<Vec<u32>>>,
+        host: &mut impl Host<Block<T>, BlockIds>,
         specials: &Specials,
         threads: usize,
         dropout: Option<(f64, u64)>,
     ) -> Result<()> {
-        let work = |block: &Block<'t>, cache: &mut Cache| -> Result<Vec<Vec<u32>>> {
-            let texts = block.texts.iter();
-            match dropout {
-                Some((p, seed)) => texts
-                    .enumerate()
-                    .map(|(k, t)| self.encode_dropout(t.as_bytes(), specials, p, seed.wrapping_add((block.first + k) as u64)))
-                    .collect(),
-                None => texts.map(|t| self.encode_str(t, specials, Some(cache))).collect(),
+        let work = |block: &Block<T>, cache: &mut Cache| -> Result<BlockIds> {
+            let mut ids = Vec::with_capacity(block.bytes() / 3 + 1);
+            let mut ends = Vec::with_capacity(block.texts.len());
+            for (k, t) in block.texts.iter().enumerate() {
+                match dropout {
+                    Some((p, seed)) => {
+                        let seed = seed.wrapping_add((block.first + k) as u64);
+                        ids.extend(self.encode_dropout(t.bytes(), specials, p, seed)?);
+                    }
+                    None => t.encode_into(self, specials, &mut ids, cache)?,
+                }
+                ends.push(ids.len());
             }
+            Ok(BlockIds { ids, ends })
         };
         run_ordered(threads, host, &work)
     }
 
-    /// Like `encode_batch`, as one flat id vector plus `texts.len() + 1` offsets.
-    pub fn encode_batch_flat(&self, texts: &[&[u8]], specials: &Specials, threads: usize) -> Result<(Vec<u32>, Vec<u64>)> {
-        let blocks = self.run_blocks(texts, threads, |block, cache| {
-            let mut ids = Vec::new();
-            let mut ends = Vec::with_capacity(block.len());
-            for t in block {
-                self.encode_into(t, specials, &mut ids, Some(cache))?;
-                ends.push(ids.len() as u64);
-            }
-            Ok((ids, ends))
-        })?;
-        let total: usize = blocks.iter().map(|b| b.0.len()).sum();
-        let mut ids = Vec::with_capacity(total);
-        let mut offsets = Vec::with_capacity(texts.len() + 1);
-        offsets.push(0u64);
-        for (b_ids, b_ends) in blocks {
-            let base = ids.len() as u64;
-            ids.extend_from_slice(&b_ids);
-            offsets.extend(b_ends.into_iter().map(|e| e + base));
-        }
-        Ok((ids, offsets))
+    /// Encodes many texts on `threads` threads, as one flat id vector plus
+    /// `texts.len() + 1` offsets (text `i` is `ids[offsets[i]..offsets[i + 1]]`).
+    pub fn encode_batch_flat<T: Text + Copy>(&self, texts: &[T], specials: &Specials, threads: usize) -> Result<(Vec<u32>, Vec<u64>)> {
+        let mut host = Flat { texts, next: 0, out: FlatIds::with_texts(texts.len()) };
+        self.encode_blocks(&mut host, specials, threads, None)?;
+        Ok((host.out.ids, host.out.offsets))
     }
+}
 
-    /// Splits `texts` into blocks, runs `f` on each with a per-thread cache,
-    /// and returns the block results in order.
-    pub(super) fn run_blocks<'t, R: Send>(
-        &self,
-        texts: &'t [&'t [u8]],
-        threads: usize,
-        f: impl Fn(&'t [&'t [u8]], &mut Cache) -> Result<R> + Sync,
-    ) -> Result<Vec<R>> {
-        let threads = threads.max(1);
-        let total_bytes: usize = texts.iter().map(|t| t.len()).sum();
-        if threads == 1 || texts.len() < 2 || total_bytes < 64 * 1024 {
-            let mut cache = Cache::new();
-            return Ok(vec![f(texts, &mut cache)?]);
-        }
-        let n_blocks = (threads * 16).min(texts.len());
-        let per = texts.len().div_ceil(n_blocks);
-        let blocks: Vec<&[&[u8]]> = texts.chunks(per).collect();
-        let next = std::sync::atomic::AtomicUsize::new(0);
-        let results: Vec<std::sync::Mutex<Option<Result<R>>>> = (0..blocks.len()).map(|_| std::sync::Mutex::new(None)).collect();
-        std::thread::scope(|s| {
-            let handles: Vec<_> = (0..threads.min(blocks.len()))
-                .map(|_| {
-                    s.spawn(|| {
-                        let mut cache = Cache::new();
-                        loop {
-                            let k = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                            if k >= blocks.len() {
-                                break;
-                            }
-                            let r = f(blocks[k], &mut cache);
-                            *results[k].lock().unwrap_or_else(|p| p.into_inner()) = Some(r);
-                        }
-                    })
-                })
-                .collect();
-            join_all(handles)
-        })?;
-        results
-            .into_iter()
-            .map(|m| {
-                m.into_inner()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .unwrap_or_else(|| Err(crate::util::worker_crashed()))
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Model;
+    use crate::pretok::PreTokenizerSpec;
+
+    #[test]
+    fn flat_batches_match_single_encodes_on_any_thread_count() {
+        let mut m = Model::new(crate::model::Scheme::Bytes, PreTokenizerSpec::Gpt2, vec![], None);
+        let (a, b, sp) = (b'a' as u32, b'b' as u32, b' ' as u32);
+        m.merges = vec![(a, b), (sp, 256), (256, 256)];
+        let enc = Encoder::new(m).unwrap();
+        // Enough text for many blocks, with empty texts and invalid UTF-8.
+        let texts: Vec<Vec<u8>> = (0..9000usize)
+            .map(|i| match i % 7 {
+                0 => Vec::new(),
+                1 => vec![0xff, b'a', b'b'],
+                _ => "ab abab x ".repeat(i % 13).into_bytes(),
             })
-            .collect()
+            .collect();
+        let borrowed: Vec<&[u8]> = texts.iter().map(|t| t.as_slice()).collect();
+        let want: Vec<Vec<u32>> = borrowed.iter().map(|t| enc.encode(t, &Specials::Ordinary, None).unwrap()).collect();
+        for threads in [1, 2, 3] {
+            let (ids, offsets) = enc.encode_batch_flat(&borrowed, &Specials::Ordinary, threads).unwrap();
+            assert_eq!(offsets.len(), texts.len() + 1);
+            let got: Vec<&[u32]> = offsets.windows(2).map(|w| &ids[w[0] as usize..w[1] as usize]).collect();
+            assert!(got.iter().zip(&want).all(|(g, w)| g == w), "threads {threads}");
+        }
     }
 }

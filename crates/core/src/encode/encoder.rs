@@ -329,16 +329,17 @@ impl Encoder {
     /// since initialising two arrays of SHORT took a tenth of this time.
     fn bpe_bytes_short(&self, piece: &[u8], out: &mut Vec<u32>) {
         if piece.len() <= SHORT / 4 {
-            self.bpe_bytes_within::<{ SHORT / 4 }>(piece, out)
+            self.bpe_bytes_within::<{ SHORT / 4 + LANE }>(piece, out)
         } else {
-            self.bpe_bytes_within::<SHORT>(piece, out)
+            self.bpe_bytes_within::<{ SHORT + LANE }>(piece, out)
         }
     }
 
-    /// `bpe_bytes_short` for pieces of 2..=N bytes.
+    /// `bpe_bytes_short` for pieces of 2..=N - LANE bytes (the arrays have
+    /// `LANE` spare elements for `remove_at`).
     fn bpe_bytes_within<const N: usize>(&self, piece: &[u8], out: &mut Vec<u32>) {
         let mut len = piece.len();
-        debug_assert!((2..=N).contains(&len));
+        debug_assert!((2..=N - LANE).contains(&len));
         let mut syms = [0u32; N];
         let mut ranks = [NO_RANK; N];
         for (i, &b) in piece.iter().enumerate() {
@@ -361,8 +362,8 @@ impl Encoder {
                 break;
             }
             syms[at] = self.first_merge + best;
-            syms.copy_within(at + 2..len, at + 1);
-            ranks.copy_within(at + 1..len - 1, at);
+            remove_at(&mut syms, at + 1, len);
+            remove_at(&mut ranks, at, len - 1);
             len -= 1;
             // The pairs on both sides of the new token, read together.
             match (&self.pair_table, at > 0, at + 1 < len) {
@@ -686,14 +687,21 @@ impl Encoder {
     /// every byte-level model), it skips checking again that the text is
     /// UTF-8, a fiftieth of encoding a line.
     pub fn encode_str(&self, text: &str, specials: &Specials, cache: Option<&mut Cache>) -> Result<Vec<u32>> {
+        let mut out = Vec::with_capacity(text.len() / 3 + 1);
+        self.encode_str_into(text, specials, &mut out, cache)?;
+        Ok(out)
+    }
+
+    /// `encode_str`, appending to `out`.
+    pub fn encode_str_into(&self, text: &str, specials: &Specials, out: &mut Vec<u32>, cache: Option<&mut Cache>) -> Result<()> {
         let no_specials = matches!(specials, Specials::Ordinary) || self.all_specials.is_empty();
         if !no_specials || self.normalizer.is_some() || self.sp.dummy_prefix {
-            return self.encode(text.as_bytes(), specials, cache);
+            return self.encode_into(text.as_bytes(), specials, out, cache);
         }
-        let mut out = Vec::with_capacity(text.len() / 3 + 1);
-        self.encode_run(text, &mut out, &mut Merging::Exact(cache))?;
-        self.externalize(&mut out);
-        Ok(out)
+        let start = out.len();
+        self.encode_run(text, out, &mut Merging::Exact(cache))?;
+        self.externalize(&mut out[start..]);
+        Ok(())
     }
 
     /// `encode_plain` for the text's first segment: SentencePiece's dummy
@@ -766,6 +774,23 @@ impl Encoder {
     /// The bytes of one token as stored (no `▁` replacement).
     pub fn token_bytes(&self, id: u32) -> Option<&[u8]> {
         self.id_to_token(id)
+    }
+}
+
+/// Elements `remove_at` moves at a time.
+const LANE: usize = 8;
+
+/// Removes `a[at]` of the live `a[..len]`, moving the rest down by one,
+/// `LANE` elements at a time (whatever follows `len - 1` is left undefined;
+/// `len + LANE <= N`). `copy_within` called `memmove` for a few bytes, twice
+/// per merge: 7% of `encode`; a lane is one vector load and store.
+#[inline(always)]
+fn remove_at<const N: usize>(a: &mut [u32; N], at: usize, len: usize) {
+    let mut i = at;
+    while i + 1 < len {
+        let lane: [u32; LANE] = std::array::from_fn(|k| a[i + 1 + k]);
+        a[i..i + LANE].copy_from_slice(&lane);
+        i += LANE;
     }
 }
 

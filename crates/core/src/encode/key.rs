@@ -33,16 +33,21 @@ impl PieceKey {
         // once more, so that the top bits (the tables' indexes) depend on
         // every byte: pieces that differ only in their last bytes must not
         // share a slot. Bytes past `KEY_MAX` are folded in the same way.
-        let mut h = (words[0] ^ piece.len() as u64).wrapping_mul(K[0])
-            ^ words[1].wrapping_mul(K[1])
-            ^ words[2].wrapping_mul(K[2]);
+        let mut h = mix(&words, piece.len());
         if piece.len() > KEY_MAX {
             for (k, chunk) in piece[KEY_MAX..].chunks(8).enumerate() {
                 h = (h.rotate_left(23) ^ word(chunk)).wrapping_mul(K[k % 3]);
             }
         }
-        let h = (h ^ (h >> 32)).wrapping_mul(0xD6E8_FEB8_6659_FD93);
-        PieceKey { words, len: piece.len(), hash: h ^ (h >> 29) }
+        PieceKey { words, len: piece.len(), hash: finish(h) }
+    }
+
+    /// The key of a piece of at most `KEY_MAX` bytes, from its words and
+    /// length (as a cache slot keeps them): the same as `new` of its bytes.
+    #[inline]
+    pub(super) fn from_words(words: [u64; 3], len: usize) -> Self {
+        debug_assert!(len <= KEY_MAX);
+        PieceKey { words, len, hash: finish(mix(&words, len)) }
     }
 
     /// Whether the piece is short enough to be kept as words.
@@ -50,6 +55,17 @@ impl PieceKey {
     pub(super) fn fits(&self) -> bool {
         self.len <= KEY_MAX
     }
+}
+
+#[inline]
+fn mix(words: &[u64; 3], len: usize) -> u64 {
+    (words[0] ^ len as u64).wrapping_mul(K[0]) ^ words[1].wrapping_mul(K[1]) ^ words[2].wrapping_mul(K[2])
+}
+
+#[inline]
+fn finish(h: u64) -> u64 {
+    let h = (h ^ (h >> 32)).wrapping_mul(0xD6E8_FEB8_6659_FD93);
+    h ^ (h >> 29)
 }
 
 /// Up to 8 bytes as a little-endian word, zero-padded, with fixed-size loads
@@ -94,6 +110,10 @@ mod tests {
             .chain([PieceKey::new(&[0; 3]).hash, PieceKey::new(&[0; 30]).hash, PieceKey::new(&[0; 31]).hash])
             .collect();
         assert_eq!(hashes.len(), pieces.len() + 3);
+        for p in pieces.iter().filter(|p| p.len() <= KEY_MAX) {
+            let key = PieceKey::new(p);
+            assert_eq!(PieceKey::from_words(key.words, key.len), key);
+        }
         let mut long = vec![b'a'; 40];
         let before = PieceKey::new(&long).hash;
         long[39] = b'b';

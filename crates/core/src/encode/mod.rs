@@ -36,7 +36,7 @@ mod snapshot;
 mod tables;
 pub mod file;
 
-pub use batch::Block;
+pub use batch::{Block, BlockIds, FlatIds, Text};
 pub use cache::Cache;
 pub use dropout::Dropout;
 
