@@ -39,20 +39,28 @@ fn run(words: &[(&str, u64)], max_merges: usize) -> Vec<(String, String, u64)> {
         .collect()
 }
 
+/// Words made by `word` from successive states of a linear congruential
+/// generator seeded with `seed`, until they hold `symbols` bytes in all.
+fn random_words(seed: u64, symbols: usize, word: impl Fn(u64) -> (String, u64)) -> Vec<(String, u64)> {
+    let (mut state, mut total, mut words) = (seed, 0, Vec::new());
+    while total < symbols {
+        state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        let (w, count) = word(state);
+        total += w.len();
+        words.push((w, count));
+    }
+    words
+}
+
 #[test]
 fn parallel_pair_index_gives_the_same_merges() {
     // > 1M symbols so the threaded index is used; random words over a
     // small alphabet, with overlapping runs ("aaa...") mixed in.
-    let mut state = 12345u64;
-    let mut words: Vec<(String, u64)> = Vec::new();
-    let mut total = 0;
-    while total < 1_300_000 {
-        state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+    let words = random_words(12345, 1_300_000, |state| {
         let len = 2 + (state >> 60) as usize;
-        let w: String = (0..len).map(|k| (b'a' + ((state >> (k * 3 % 58)) & 3) as u8) as char).collect();
-        total += w.len();
-        words.push((w, 1 + (state >> 62)));
-    }
+        let w = (0..len).map(|k| (b'a' + ((state >> (k * 3 % 58)) & 3) as u8) as char).collect();
+        (w, 1 + (state >> 62))
+    });
     let words: Vec<(&str, u64)> = words.iter().map(|(w, c)| (w.as_str(), *c)).collect();
     let run_with = |threads: usize| learn_ids(&words, 300, 1, threads);
     assert_eq!(run_with(1), run_with(2));
@@ -64,16 +72,11 @@ fn pruning_below_min_frequency_changes_nothing() {
     // With min_frequency=1 the loop keeps every pair; its merges with
     // count >= k must be exactly what min_frequency=k learns (which drops
     // rarer pairs from the index and the heap), on 1 and 2 threads.
-    let mut state = 99u64;
-    let mut words: Vec<(String, u64)> = Vec::new();
-    let mut total = 0;
-    while total < 1_200_000 {
-        state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+    let words = random_words(99, 1_200_000, |state| {
         let len = 2 + (state >> 59) as usize;
-        let w: String = (0..len).map(|k| (b'a' + ((state >> (k * 5 % 57)) % 7) as u8) as char).collect();
-        total += w.len();
-        words.push((w, 1 + (state >> 62) * (state >> 40 & 1)));
-    }
+        let w = (0..len).map(|k| (b'a' + ((state >> (k * 5 % 57)) % 7) as u8) as char).collect();
+        (w, 1 + (state >> 62) * (state >> 40 & 1))
+    });
     let words: Vec<(&str, u64)> = words.iter().map(|(w, c)| (w.as_str(), *c)).collect();
     let run_with = |min_frequency: u64, threads: usize| learn_ids(&words, usize::MAX, min_frequency, threads);
     let all = run_with(1, 1);
