@@ -6,8 +6,9 @@
 //! the merge time waiting on memory in `hashbrown` probes: a control-byte
 //! group, then the bucket, then (for byte-string keys) the key's heap bytes.
 //! Here a slot holds the whole key (pairs) or a 32-bit fingerprint (pieces)
-//! next to the value, and tables are kept at most half full, so a miss (most
-//! pair look-ups during merging are misses) usually ends in the first line.
+//! next to the value, and the piece table is kept at most half full, so a
+//! miss usually ends in the first line (the pair table, behind a filter,
+//! packs tighter: see `dense_capacity`).
 
 use super::key::PieceKey;
 
@@ -31,6 +32,18 @@ pub(super) fn prefetch<T>(value: &T) {
 /// Slots for `n` entries: a power of two, at most half full.
 fn capacity(n: usize) -> usize {
     (2 * n).next_power_of_two().max(16)
+}
+
+/// Slots for `n` entries: a power of two, at most four fifths full. For the
+/// pair table, whose filter turns away nearly every pair that is no merge
+/// (so few look-ups walk a long run to an empty slot): o200k_base's 200k
+/// pairs take 2 MiB instead of 4, more of the pairs merging looks up stay
+/// in the core's cache, and encoding held-apart lines per call took 6-9%
+/// less time (same process, the two tables alternating, medians of 15).
+/// The whole-piece table gained nothing from the same change: most of its
+/// look-ups are misses, which it has no filter for.
+fn dense_capacity(n: usize) -> usize {
+    (n + n / 4).next_power_of_two().max(16)
 }
 
 /// Token pair -> merge rank. A slot packs `left:21 | right:21 | rank:21`,
@@ -62,7 +75,7 @@ impl PairRanks {
         if pairs.iter().any(|&(a, b, r)| a as u64 >= FIELD || b as u64 >= FIELD || r as u64 >= FIELD) {
             return None;
         }
-        let cap = capacity(pairs.len());
+        let cap = dense_capacity(pairs.len());
         let words = (pairs.len() * FILTER_BITS_PER_PAIR / 64).next_power_of_two().max(1);
         let mut table = PairRanks {
             slots: vec![EMPTY; cap].into_boxed_slice(),
