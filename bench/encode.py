@@ -44,8 +44,12 @@ Modes
   ``tk.decode_batch(ids_list)``, ``sp.decode(ids_list, num_threads=N)``.
   The id lists are made (untimed) by the same tool's batch encoder.
 
-Every child gets ``RAYON_NUM_THREADS=N`` and ``TOKENIZERS_PARALLELISM=true``
-in its environment (HF tokenizers' thread pool follows the former).
+Every child gets ``RAYON_NUM_THREADS=N``, ``FASTOKENS_BPE_THREADS=N`` and
+``TOKENIZERS_PARALLELISM=true`` in its environment (HF tokenizers' thread
+pool follows the first; fastokens has its own worker threads, which the
+second sizes: without it, fastokens encodes one long text on every core even
+in a 1-thread row). A row whose tool still used more than 1.3 cores per
+thread (CPU seconds over wall seconds, medians) says so in its note.
 
 bpe-openai (``get_encoding(name).encode_ordinary``, batch
 ``encode_ordinary_batch(num_threads=N)``) and fastokens (``Tokenizer.from_file``
@@ -815,6 +819,7 @@ def _child_env(threads: int) -> dict:
     """The parent's environment with the thread count for rayon pools."""
     env = dict(os.environ)
     env["RAYON_NUM_THREADS"] = str(threads)
+    env["FASTOKENS_BPE_THREADS"] = str(threads)
     env["TOKENIZERS_PARALLELISM"] = "true"
     return env
 
@@ -910,6 +915,10 @@ def mark_unbuilt(rows: list[Row], setup: dict) -> None:
 # ==========================================================================
 
 
+# A row that used more cores than this per thread asked for is noted.
+CORES_NOTED = 1.3
+
+
 def summarize(row: Row) -> dict:
     """Median figures of a row's successful runs."""
     ok = row.ok_runs
@@ -923,6 +932,9 @@ def summarize(row: Row) -> dict:
     out["bytes"] = ok[0]["bytes"]
     if row.mode.startswith("encode") and out["tokens"]:
         out["bytes_per_token"] = out["bytes"] / out["tokens"]
+    cores = H.median([r["cpu_s"] / r["wall_s"] for r in ok if r["wall_s"] > 0] or [0.0])
+    if cores > CORES_NOTED * row.threads:
+        out["note"] = out["note"] or f"used {cores:.1f} cores (CPU s / wall s) with {row.threads} thread(s) asked"
     mismatch = ok[0].get("roundtrip_mismatch")
     if mismatch:
         out["note"] = out["note"] or f"decoded text differs from the input on {mismatch:,} lines"
