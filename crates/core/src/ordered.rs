@@ -67,11 +67,27 @@ where
     S: Default + Send,
     H: Host<I, R>,
 {
+    run_ordered_with(threads, host, &S::default, work)
+}
+
+/// `run_ordered` with each thread's `S` made by `new_state` (on that thread).
+pub fn run_ordered_with<I, R, S, H>(
+    threads: usize,
+    host: &mut H,
+    new_state: &(dyn Fn() -> S + Sync),
+    work: &(dyn Fn(&I, &mut S) -> Result<R> + Sync),
+) -> Result<()>
+where
+    I: Send,
+    R: Send,
+    S: Send,
+    H: Host<I, R>,
+{
     let shared = Shared { state: Mutex::new(State { queue: VecDeque::new(), done: BTreeMap::new(), closed: false }), changed: Condvar::new() };
     let helpers = threads.max(1) - 1;
     std::thread::scope(|s| {
-        let handles: Vec<_> = (0..helpers).map(|_| s.spawn(|| help(&shared, work))).collect();
-        let result = drive(threads.max(1), host, &shared, work);
+        let handles: Vec<_> = (0..helpers).map(|_| s.spawn(|| help(&shared, new_state(), work))).collect();
+        let result = drive(threads.max(1), host, &shared, new_state(), work);
         // Stop the helpers (after an error, before they take more blocks).
         shared.close();
         shared.lock().queue.clear();
@@ -85,8 +101,7 @@ fn attempt<I, R, S>(work: &(dyn Fn(&I, &mut S) -> Result<R> + Sync), input: &I, 
 }
 
 /// A spawned thread: takes queued blocks until the queue is closed and empty.
-fn help<I: Send, R: Send, S: Default>(shared: &Shared<I, R>, work: &(dyn Fn(&I, &mut S) -> Result<R> + Sync)) {
-    let mut state = S::default();
+fn help<I: Send, R: Send, S>(shared: &Shared<I, R>, mut state: S, work: &(dyn Fn(&I, &mut S) -> Result<R> + Sync)) {
     loop {
         let (k, input) = {
             let mut st = shared.lock();
@@ -109,13 +124,13 @@ fn help<I: Send, R: Send, S: Default>(shared: &Shared<I, R>, work: &(dyn Fn(&I, 
 /// The calling thread's loop: deliver the next block if it is done, else
 /// prepare one more if few are in flight, else work on a queued block, else
 /// wait (outside the host's lock) for the next block to be done.
-fn drive<I: Send, R: Send, S: Default + Send, H: Host<I, R>>(
+fn drive<I: Send, R: Send, S: Send, H: Host<I, R>>(
     threads: usize,
     host: &mut H,
     shared: &Shared<I, R>,
+    mut state: S,
     work: &(dyn Fn(&I, &mut S) -> Result<R> + Sync),
 ) -> Result<()> {
-    let mut state = S::default();
     let (mut prepared, mut delivered, mut exhausted) = (0usize, 0usize, false);
     loop {
         let ready = shared.lock().done.remove(&delivered);

@@ -15,6 +15,7 @@
 
 use super::key::{PieceKey, KEY_MAX};
 use super::tables::prefetch;
+use std::sync::Mutex;
 /// Most ids a cached piece may have.
 const IDS_MAX: usize = 9;
 const FIRST_SLOTS: usize = 1 << 10;
@@ -115,6 +116,64 @@ impl Cache {
     }
 }
 
+/// An encoder's caches between batches: each thread of a batch takes one
+/// (or a new one) and gives it back when the batch ends, so a program that
+/// encodes its corpus one batch after another (a few thousand lines each)
+/// no longer starts every batch with empty caches. At most one idle cache
+/// per core is kept (each at most 8 MiB).
+#[derive(Default)]
+pub(crate) struct CachePool {
+    idle: Mutex<Vec<Cache>>,
+}
+
+impl CachePool {
+    /// An idle cache, or a new one; given back when the `Pooled` is dropped.
+    pub(crate) fn take(&self) -> Pooled<'_> {
+        let cache = self.lock().pop().unwrap_or_default();
+        Pooled { pool: self, cache: Some(cache) }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Cache>> {
+        // A thread that panicked while holding the lock left a valid list.
+        self.idle.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// The machine's cores (read once: on Linux each reading parses cgroup files).
+fn cores() -> usize {
+    static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+}
+
+/// A cache taken from a `CachePool`, given back when dropped.
+pub(crate) struct Pooled<'a> {
+    pool: &'a CachePool,
+    cache: Option<Cache>,
+}
+
+impl std::ops::Deref for Pooled<'_> {
+    type Target = Cache;
+    fn deref(&self) -> &Cache {
+        self.cache.as_ref().expect("a pooled cache is held until dropped")
+    }
+}
+
+impl std::ops::DerefMut for Pooled<'_> {
+    fn deref_mut(&mut self) -> &mut Cache {
+        self.cache.as_mut().expect("a pooled cache is held until dropped")
+    }
+}
+
+impl Drop for Pooled<'_> {
+    fn drop(&mut self) {
+        let Some(cache) = self.cache.take() else { return };
+        let mut idle = self.pool.lock();
+        if idle.len() < cores() {
+            idle.push(cache);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -165,5 +224,21 @@ mod tests {
                 .collect();
             assert!(slots.len() > 200, "len {len}: {} slots", slots.len());
         }
+    }
+
+    #[test]
+    fn a_pool_hands_back_what_a_batch_left() {
+        let pool = CachePool::default();
+        {
+            let mut cache = pool.take();
+            cache.put(&k(b"piece"), &[4, 2]);
+        }
+        assert_eq!(pool.take().get(&k(b"piece")), Some(&[4u32, 2][..]));
+        // Two at once: the second is a new one; both come back.
+        let (first, second) = (pool.take(), pool.take());
+        assert!(first.get(&k(b"piece")).is_some() != second.get(&k(b"piece")).is_some());
+        drop((first, second));
+        let idle = pool.lock().len();
+        assert_eq!(idle, 2.min(cores()));
     }
 }

@@ -125,6 +125,7 @@ impl Encoder {
             suffix,
             sp,
             normalizer,
+            batch_caches: Default::default(),
         };
         if matches!(enc.model.scheme, Scheme::Bytes) {
             enc.byte_pair_ranks = (0..1u32 << 16)

@@ -98,6 +98,8 @@ pub struct Encoder {
     /// Chars scheme: SentencePiece's normalizer, applied to each text
     /// segment before pre-tokenizing (none: the identity).
     normalizer: Option<crate::normalize::Normalizer>,
+    /// The piece caches of batches, kept from one batch to the next.
+    batch_caches: cache::CachePool,
 }
 
 /// Chars scheme: what SentencePiece-style models do beyond plain BPE.
