@@ -129,13 +129,21 @@ pub(crate) struct CachePool {
 impl CachePool {
     /// An idle cache, or a new one; given back when the `Pooled` is dropped.
     pub(crate) fn take(&self) -> Pooled<'_> {
-        let cache = self.lock().pop().unwrap_or_default();
+        let cache = self.lock().and_then(|mut idle| idle.pop()).unwrap_or_default();
         Pooled { pool: self, cache: Some(cache) }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Cache>> {
-        // A thread that panicked while holding the lock left a valid list.
-        self.idle.lock().unwrap_or_else(|e| e.into_inner())
+    /// The idle caches, unless another thread holds them: the lock is only
+    /// held for a push or a pop, and never waiting on it means a process
+    /// forked while another thread held it cannot hang on it (the caller
+    /// then makes a new cache, or drops the one it would give back).
+    fn lock(&self) -> Option<std::sync::MutexGuard<'_, Vec<Cache>>> {
+        match self.idle.try_lock() {
+            Ok(idle) => Some(idle),
+            // A thread that panicked while holding the lock left a valid list.
+            Err(std::sync::TryLockError::Poisoned(e)) => Some(e.into_inner()),
+            Err(std::sync::TryLockError::WouldBlock) => None,
+        }
     }
 }
 
@@ -166,8 +174,7 @@ impl std::ops::DerefMut for Pooled<'_> {
 
 impl Drop for Pooled<'_> {
     fn drop(&mut self) {
-        let Some(cache) = self.cache.take() else { return };
-        let mut idle = self.pool.lock();
+        let (Some(cache), Some(mut idle)) = (self.cache.take(), self.pool.lock()) else { return };
         if idle.len() < cores() {
             idle.push(cache);
         }
@@ -238,7 +245,7 @@ mod tests {
         let (first, second) = (pool.take(), pool.take());
         assert!(first.get(&k(b"piece")).is_some() != second.get(&k(b"piece")).is_some());
         drop((first, second));
-        let idle = pool.lock().len();
-        assert_eq!(idle, 2.min(cores()));
+        let idle = pool.lock().map(|idle| idle.len());
+        assert_eq!(idle, Some(2.min(cores())));
     }
 }
