@@ -59,19 +59,9 @@ impl<I, R> Shared<I, R> {
 }
 
 /// Runs `work` on every block `host` prepares, on `threads` threads, with
-/// one `S` per thread (e.g. a cache), and delivers the results in order.
-pub fn run_ordered<I, R, S, H>(threads: usize, host: &mut H, work: &(dyn Fn(&I, &mut S) -> Result<R> + Sync)) -> Result<()>
-where
-    I: Send,
-    R: Send,
-    S: Default + Send,
-    H: Host<I, R>,
-{
-    run_ordered_with(threads, host, &S::default, work)
-}
-
-/// `run_ordered` with each thread's `S` made by `new_state` (on that thread).
-pub fn run_ordered_with<I, R, S, H>(
+/// one `S` per thread (e.g. a cache) made by `new_state` on that thread, and
+/// delivers the results in order.
+pub fn run_ordered<I, R, S, H>(
     threads: usize,
     host: &mut H,
     new_state: &(dyn Fn() -> S + Sync),
@@ -225,7 +215,7 @@ mod tests {
         for threads in [1, 2, 3, 8] {
             for blocks in [0, 1, 5, 100] {
                 let mut host = squares(blocks);
-                run_ordered(threads, &mut host, &square).unwrap();
+                run_ordered(threads, &mut host, &usize::default, &square).unwrap();
                 let want: Vec<u64> = (0..blocks * 10).map(|x| x * x).collect();
                 assert_eq!(host.got, want, "threads {threads}, blocks {blocks}");
             }
@@ -249,15 +239,15 @@ mod tests {
         };
         for threads in [1, 2, 4] {
             let mut host = squares(100);
-            let err = run_ordered(threads, &mut host, &fail).unwrap_err();
+            let err = run_ordered(threads, &mut host, &usize::default, &fail).unwrap_err();
             assert_eq!(err.message(), "block 20");
             assert_eq!(host.got.len(), 200);
             let mut host = squares(100);
-            let err = run_ordered(threads, &mut host, &boom).unwrap_err();
+            let err = run_ordered(threads, &mut host, &usize::default, &boom).unwrap_err();
             assert!(err.message().contains("crashed"), "{}", err.message());
             let mut host = squares(100);
             host.fail_delivery_at = Some(7);
-            assert_eq!(run_ordered(threads, &mut host, &square).unwrap_err().message(), "host failed");
+            assert_eq!(run_ordered(threads, &mut host, &usize::default, &square).unwrap_err().message(), "host failed");
             assert_eq!(host.got.len(), 70);
         }
     }

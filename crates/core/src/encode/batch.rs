@@ -4,7 +4,7 @@
 
 use super::{Cache, Encoder, Specials};
 use crate::error::Result;
-use crate::ordered::{run_ordered_with, Host};
+use crate::ordered::{run_ordered, Host};
 
 /// Text per block: small enough that the last blocks' results (handed over
 /// after all encoding ends) take little time, large enough that handing
@@ -154,7 +154,7 @@ impl Encoder {
         };
         // Each thread's cache comes from (and goes back to) the encoder's
         // pool: a batch starts with what the batches before it learned.
-        run_ordered_with(threads, host, &|| self.batch_caches.take(), &|block, cache| work(block, cache))
+        run_ordered(threads, host, &|| self.batch_caches.take(), &|block, cache| work(block, cache))
     }
 
     /// Encodes many texts on `threads` threads, as one flat id vector plus

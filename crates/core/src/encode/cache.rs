@@ -147,12 +147,6 @@ impl CachePool {
     }
 }
 
-/// The machine's cores (read once: on Linux each reading parses cgroup files).
-fn cores() -> usize {
-    static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-    *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
-}
-
 /// A cache taken from a `CachePool`, given back when dropped.
 pub(crate) struct Pooled<'a> {
     pool: &'a CachePool,
@@ -175,7 +169,7 @@ impl std::ops::DerefMut for Pooled<'_> {
 impl Drop for Pooled<'_> {
     fn drop(&mut self) {
         let (Some(cache), Some(mut idle)) = (self.cache.take(), self.pool.lock()) else { return };
-        if idle.len() < cores() {
+        if idle.len() < crate::util::default_threads() {
             idle.push(cache);
         }
     }
@@ -246,6 +240,6 @@ mod tests {
         assert!(first.get(&k(b"piece")).is_some() != second.get(&k(b"piece")).is_some());
         drop((first, second));
         let idle = pool.lock().map(|idle| idle.len());
-        assert_eq!(idle, Some(2.min(cores())));
+        assert_eq!(idle, Some(2.min(crate::util::default_threads())));
     }
 }

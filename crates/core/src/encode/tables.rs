@@ -38,10 +38,12 @@ fn capacity(n: usize) -> usize {
 /// pair table, whose filter turns away nearly every pair that is no merge
 /// (so few look-ups walk a long run to an empty slot): o200k_base's 200k
 /// pairs take 2 MiB instead of 4, more of the pairs merging looks up stay
-/// in the core's cache, and encoding held-apart lines per call took 6-9%
-/// less time (same process, the two tables alternating, medians of 15).
-/// The whole-piece table gained nothing from the same change: most of its
-/// look-ups are misses, which it has no filter for.
+/// in the core's cache, and encoding held-apart lines one by one in Rust
+/// (`examples/encode_lines`) took 6-9% less time (same process, the two
+/// tables alternating, medians of 15); through Python's per-call path the
+/// difference was within noise. The whole-piece table gained nothing from
+/// the same change: most of its look-ups are misses, which it has no
+/// filter for.
 fn dense_capacity(n: usize) -> usize {
     (n + n / 4).next_power_of_two().max(16)
 }
