@@ -30,6 +30,7 @@
 //! * `limits`: which merged tokens SuperBPE's stage 2 may create.
 
 mod cold;
+mod crew;
 mod heap;
 mod index;
 mod limits;
@@ -44,6 +45,7 @@ mod visit;
 use crate::error::{Error, Result};
 use crate::util::{new_map, on_threads, pack, prefetch, Map};
 use cold::Cold;
+use crew::Crew;
 use heap::{Entry, PairHeap};
 use index::build_index;
 use limits::{edges, within_limits, Edges};
@@ -180,84 +182,94 @@ fn run<S: Sym>(
     heap.heapify(tokens);
 
     let setup_seconds = setup_start.elapsed().as_secs_f64();
-    let mut merges: Vec<(u32, u32, u64)> = Vec::with_capacity(params.max_merges.min(1 << 20));
-    // Per-step deltas (see `Step`): small, so they stay in cache.
-    let mut step = Step::new();
-    // The other threads' steps for large merges (see `merge_in_shares`).
-    let mut spare_steps: Vec<Step> = Vec::new();
-    // The merged pair's words, decoded (reused: no allocation per merge).
-    let mut list: Vec<u32> = Vec::new();
-    while merges.len() < params.max_merges {
-        let Some(top) = heap.pop(tokens) else {
-            if cold.threshold > min_keep {
-                cold.thaw(min_keep, &syms, words, &mut pairs, &mut heap, tokens, min_keep, params.threads)?;
+    // The crew's helper threads share the larger merges (see `crew`).
+    Crew::with(params.threads, |crew| {
+        let mut merges: Vec<(u32, u32, u64)> = Vec::with_capacity(params.max_merges.min(1 << 20));
+        // Per-step deltas (see `Step`): small, so they stay in cache.
+        let mut step = Step::new();
+        // The other threads' steps for large merges (see `merge_in_shares`).
+        let mut spare_steps: Vec<Step> = Vec::new();
+        // The merged pair's words, decoded (reused: no allocation per merge).
+        let mut list: Vec<u32> = Vec::new();
+        while merges.len() < params.max_merges {
+            let Some(top) = heap.pop(tokens) else {
+                if cold.threshold > min_keep {
+                    cold.thaw(min_keep, &syms, words, &mut pairs, &mut heap, tokens, min_keep, params.threads)?;
+                    continue;
+                }
+                break;
+            };
+            let key = pack(top.a, top.b);
+            let current = match pairs.get(&key) {
+                None => continue,
+                Some(info) => info.count,
+            };
+            if current != top.count {
+                heap.push(Entry { count: current, ..top }, tokens);
                 continue;
             }
-            break;
-        };
-        let key = pack(top.a, top.b);
-        let current = match pairs.get(&key) {
-            None => continue,
-            Some(info) => info.count,
-        };
-        if current != top.count {
-            heap.push(Entry { count: current, ..top }, tokens);
-            continue;
-        }
-        if top.count < cold.threshold {
-            // A cold pair may count more: bring in those above 1/8 of this one.
-            heap.push(top, tokens);
-            let lower = (top.count / 8).max(min_keep);
-            cold.thaw(lower, &syms, words, &mut pairs, &mut heap, tokens, min_keep, params.threads)?;
-            continue;
-        }
-        if top.count < min_keep {
-            break;
-        }
-        let (a, b) = (top.a, top.b);
-        let mut merged = Vec::with_capacity(token_len[a as usize] + token_len[b as usize]);
-        merged.extend_from_slice(&tokens[a as usize]);
-        merged.extend_from_slice(&tokens[b as usize]);
-        if token_ids.contains_key(&merged) {
-            // Its bytes already are a token: never a candidate (SEMANTICS §6).
-            pairs.remove(&key);
-            continue;
-        }
-        if tick(&merges, top.count)? == Flow::Stop {
-            return Ok(Learned { merges, interrupted: true, setup_seconds });
-        }
-        let Some(info) = pairs.remove(&key) else { continue };
-        let r = tokens.len() as u32;
-        token_len.push(merged.len());
-        if limited {
-            token_edges.push(edges(&merged));
-        }
-        token_ids.insert(merged.clone(), r);
-        tokens.push(merged);
+            if top.count < cold.threshold {
+                // A cold pair may count more: bring in those above 1/8 of this one.
+                heap.push(top, tokens);
+                let lower = (top.count / 8).max(min_keep);
+                cold.thaw(lower, &syms, words, &mut pairs, &mut heap, tokens, min_keep, params.threads)?;
+                continue;
+            }
+            if top.count < min_keep {
+                break;
+            }
+            let (a, b) = (top.a, top.b);
+            let mut merged = Vec::with_capacity(token_len[a as usize] + token_len[b as usize]);
+            merged.extend_from_slice(&tokens[a as usize]);
+            merged.extend_from_slice(&tokens[b as usize]);
+            if token_ids.contains_key(&merged) {
+                // Its bytes already are a token: never a candidate (SEMANTICS §6).
+                pairs.remove(&key);
+                continue;
+            }
+            if tick(&merges, top.count)? == Flow::Stop {
+                return Ok(Learned { merges, interrupted: true, setup_seconds });
+            }
+            let Some(info) = pairs.remove(&key) else { continue };
+            let r = tokens.len() as u32;
+            token_len.push(merged.len());
+            if limited {
+                token_edges.push(edges(&merged));
+            }
+            token_ids.insert(merged.clone(), r);
+            tokens.push(merged);
 
-        let (token_len, extra) = (&token_len[..], limited.then_some(&token_edges[..]));
-        let merge = Merge { a, b, r, candidate: |x, y| candidate(x, y, token_len, extra) };
-        info.words.decode_into(&mut list);
-        drop(info);
-        step.begin(a, b, r, tokens.len());
-        if params.threads > 1 && list.len() >= PARALLEL_WORDS {
-            merge_in_shares(&merge, &list, &mut syms, words, &mut step, &mut spare_steps, params.threads);
-        } else {
-            merge.visit(&list, &mut syms, 0, words, &mut step);
+            let (token_len, extra) = (&token_len[..], limited.then_some(&token_edges[..]));
+            let merge = Merge { a, b, r, candidate: |x, y| candidate(x, y, token_len, extra) };
+            info.words.decode_into(&mut list);
+            drop(info);
+            step.begin(a, b, r, tokens.len());
+            if crew.threads() > 1 && list.len() >= SHARED_MERGE_WORDS {
+                merge_in_shares(&merge, &list, &mut syms, words, &mut step, &mut spare_steps, crew);
+            } else {
+                merge.visit(&list, &mut syms, 0, words, &mut step);
+            }
+            step.apply(&mut pairs, &mut cold, &mut heap, tokens, min_keep);
+            merges.push((a, b, top.count));
         }
-        step.apply(&mut pairs, &mut cold, &mut heap, tokens, min_keep);
-        merges.push((a, b, top.count));
-    }
-    Ok(Learned { merges, interrupted: false, setup_seconds })
+        Ok(Learned { merges, interrupted: false, setup_seconds })
+    })
 }
 
-/// A merge's words from this many on are shared among the threads (and so
-/// are a thaw's): each share is a contiguous range of words, so each thread
-/// rewrites its own part of the symbols; the steps are summed in word order.
-/// Below it, starting threads costs more than it saves.
+/// A merge's words from this many on are shared among the crew's threads:
+/// each share is a contiguous range of words, so each thread rewrites its
+/// own part of the symbols; the steps are summed in word order. Below it,
+/// handing out the shares costs more than it saves.
+#[cfg(not(test))]
+const SHARED_MERGE_WORDS: usize = 512;
+/// A thaw's words from this many on are shared among new threads (a thaw
+/// is rare: starting threads for it costs little).
 #[cfg(not(test))]
 const PARALLEL_WORDS: usize = 1 << 15;
-/// Tests share even tiny merges, so that the threaded paths meet every case.
+/// Tests share even tiny merges and thaws, so that the threaded paths meet
+/// every case.
+#[cfg(test)]
+const SHARED_MERGE_WORDS: usize = 512;
 #[cfg(test)]
 const PARALLEL_WORDS: usize = 4;
 

@@ -1,6 +1,7 @@
 //! One merge applied to the words of its list, on one thread or several.
 
 use super::*;
+use std::sync::Mutex;
 
 /// One merge `(a, b) -> r`, applied word by word.
 pub(super) struct Merge<F: Fn(u32, u32) -> bool> {
@@ -76,7 +77,7 @@ impl<F: Fn(u32, u32) -> bool> Merge<F> {
     }
 }
 
-/// `merge.visit` on `threads` threads, each on a contiguous share of
+/// `merge.visit` on the crew's threads, each on a contiguous share of
 /// `list`; their count changes end up in `step` as if one thread had
 /// visited the words in order.
 pub(super) fn merge_in_shares<S: Sym, F: Fn(u32, u32) -> bool + Sync>(
@@ -86,8 +87,9 @@ pub(super) fn merge_in_shares<S: Sym, F: Fn(u32, u32) -> bool + Sync>(
     words: &Words,
     step: &mut Step,
     spare: &mut Vec<Step>,
-    threads: usize,
+    crew: &Crew,
 ) {
+    let threads = crew.threads();
     spare.resize_with(threads - 1, Step::new);
     for later in spare.iter_mut() {
         later.begin(step.a, step.b, step.r, step.ids);
@@ -95,24 +97,25 @@ pub(super) fn merge_in_shares<S: Sym, F: Fn(u32, u32) -> bool + Sync>(
     // Share k: list[cuts[k]..cuts[k + 1]], whose symbols start at the
     // offset of its first word and end before the next share's first word.
     let cuts: Vec<usize> = (0..=threads).map(|k| list.len() * k / threads).collect();
+    let steps = std::iter::once(&mut *step).chain(spare.iter_mut());
     let mut shares = Vec::with_capacity(threads);
     let mut rest = syms;
     let mut base = 0;
-    for k in 0..threads {
+    for (k, share_step) in steps.enumerate() {
         let end = if k + 1 == threads { base + rest.len() } else { words.offset(list[cuts[k + 1]] as usize) };
         let (mine, later) = std::mem::take(&mut rest).split_at_mut(end - base);
-        shares.push((&list[cuts[k]..cuts[k + 1]], mine, base));
+        // Each share is taken once, by the thread of its number.
+        shares.push(Mutex::new(Some((&list[cuts[k]..cuts[k + 1]], mine, base, share_step))));
         rest = later;
         base = end;
     }
-    let mut shares = shares.into_iter();
-    let Some((first, first_syms, first_base)) = shares.next() else { return };
-    std::thread::scope(|scope| {
-        for ((part, part_syms, part_base), part_step) in shares.zip(spare.iter_mut()) {
-            scope.spawn(move || merge.visit(part, part_syms, part_base, words, part_step));
+    crew.run(&|k| {
+        let share = shares[k].lock().unwrap_or_else(|e| e.into_inner()).take();
+        if let Some((part, part_syms, part_base, part_step)) = share {
+            merge.visit(part, part_syms, part_base, words, part_step);
         }
-        merge.visit(first, first_syms, first_base, words, step);
     });
+    drop(shares);
     for later in spare.iter_mut() {
         step.absorb(later);
     }
