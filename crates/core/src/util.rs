@@ -40,9 +40,13 @@ pub(crate) fn prefetch<T>(slice: &[T], i: usize) {
     let _ = (slice, i);
 }
 
-/// All cores, as the OS reports them.
+/// All cores, as the OS reported them when first asked. Asked once: on
+/// Linux `available_parallelism` reads the cgroup's files each time (tens
+/// of microseconds), and every `encode_batch` call asks (its cache pool, and
+/// `threads=None`): a batch of 16 short lines took a fifth longer.
 pub fn default_threads() -> usize {
-    std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
+    static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *CORES.get_or_init(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1))
 }
 
 /// The thread count a setting asks for: 0 means "all cores".
