@@ -15,7 +15,8 @@ classes are called directly, as the facade's default call does:
 * ``line``: ``encode(line, None, None, None, 0)`` for each line;
 * ``long``: one ``encode`` of all the lines joined by ``\\n``;
 * ``batch``: ``encode_batch(lines, threads)``, the collector paused as the
-  facade does (``threads`` from ``--threads``, each in turn).
+  facade does (``threads`` from ``--threads``, each in turn); with
+  ``--batch-size N``, one call per N lines (what a data loader does).
 
 With ``--fresh`` each run gets a newly loaded tokenizer (a cold piece cache
 and id table, as in ``bench/encode.py``'s one call per process).
@@ -61,8 +62,8 @@ def read_lines(path: Path, limit: int) -> list[str]:
     return lines
 
 
-def timed(tok, mode: str, lines: list[str], text: str, threads: int) -> tuple[float, float]:
-    """Wall and CPU seconds of one call (the result freed afterwards, untimed)."""
+def timed(tok, mode: str, lines: list[str], text: str, threads: int, batch_size: int) -> tuple[float, float]:
+    """Wall and CPU seconds of one run (the result freed afterwards, untimed)."""
     w, c = time.perf_counter(), time.process_time()
     if mode == "line":
         enc = tok.encode
@@ -72,7 +73,7 @@ def timed(tok, mode: str, lines: list[str], text: str, threads: int) -> tuple[fl
     else:
         gc.disable()
         try:
-            out = tok.encode_batch(lines, threads)
+            out = [tok.encode_batch(lines[i:i + batch_size], threads) for i in range(0, len(lines), batch_size)]
         finally:
             gc.enable()
     w, c = time.perf_counter() - w, time.process_time() - c
@@ -87,6 +88,7 @@ def main() -> None:
     p.add_argument("--model", type=Path, required=True, help="a saved bpeforge model")
     p.add_argument("--mode", choices=["line", "long", "batch"], default="batch")
     p.add_argument("--threads", default="1", help="batch thread counts, e.g. 1,2")
+    p.add_argument("--batch-size", type=int, default=0, help="lines per encode_batch call (default: all)")
     p.add_argument("--lines", type=int, default=50_000)
     p.add_argument("--runs", type=int, default=9)
     p.add_argument("--fresh", action="store_true", help="a new tokenizer for every run")
@@ -94,6 +96,7 @@ def main() -> None:
 
     natives = [load_native(b, k) for k, b in enumerate(args.builds)]
     lines = read_lines(args.corpus, args.lines)
+    batch_size = args.batch_size or len(lines)
     text = "\n".join(lines)
     threads = [int(t) for t in args.threads.split(",")] if args.mode == "batch" else [1]
     jobs = [(k, t) for k in range(len(natives)) for t in threads]
@@ -105,11 +108,12 @@ def main() -> None:
                 toks[k] = natives[k].NativeTokenizer.load(str(args.model))
                 toks[k].encode(lines[0], None, None, None, 0)
             gc.collect()
-            result = timed(toks[k], args.mode, lines, text, t)
+            result = timed(toks[k], args.mode, lines, text, t, batch_size)
             if run:
                 times[(k, t)].append(result)
     mb = sum(len(line.encode()) for line in lines) / 1e6
-    print(f"{args.mode}, {len(lines)} lines ({mb:.1f} MB), {args.runs} runs each")
+    calls = f", {args.batch_size} lines per call" if args.mode == "batch" and args.batch_size else ""
+    print(f"{args.mode}, {len(lines)} lines ({mb:.1f} MB){calls}, {args.runs} runs each")
     for (k, t), xs in times.items():
         walls, cpus = [x[0] for x in xs], [x[1] for x in xs]
         print(f"{str(args.builds[k]):40} threads={t}  wall median {statistics.median(walls):.3f} s"

@@ -7,7 +7,8 @@
 //! of following all of it. With `threads` threads the calling thread is one
 //! of them (`threads - 1` are spawned): when it has nothing to prepare or to
 //! take, it works on the next block itself, outside its lock; with one
-//! thread, nothing is spawned and the blocks are simply done one by one.
+//! thread, or input of one block, nothing is spawned and the blocks are
+//! simply done one by one.
 //!
 //! A panic in `work` becomes an error; an error (from the host or the
 //! work) stops the workers at their next block and is returned, the first
@@ -73,6 +74,19 @@ where
     S: Send,
     H: Host<I, R>,
 {
+    // Work that fits one block is done on the calling thread: starting
+    // threads for it cost more than the work of a short batch.
+    let mut host = Peeked { ahead: VecDeque::new(), host };
+    if threads > 1 {
+        for _ in 0..2 {
+            match host.host.prepare()? {
+                Some(input) => host.ahead.push_back(input),
+                None => break,
+            }
+        }
+    }
+    let threads = if host.ahead.len() < 2 { 1 } else { threads };
+    let host = &mut host;
     let shared = Shared { state: Mutex::new(State { queue: VecDeque::new(), done: BTreeMap::new(), closed: false }), changed: Condvar::new() };
     let helpers = threads.max(1) - 1;
     std::thread::scope(|s| {
@@ -83,6 +97,27 @@ where
         shared.lock().queue.clear();
         result.and(join_all(handles).map(drop))
     })
+}
+
+/// A host whose first blocks were prepared before the threads started.
+struct Peeked<'h, I, H> {
+    ahead: VecDeque<I>,
+    host: &'h mut H,
+}
+
+impl<I, R, H: Host<I, R>> Host<I, R> for Peeked<'_, I, H> {
+    fn prepare(&mut self) -> Result<Option<I>> {
+        match self.ahead.pop_front() {
+            Some(input) => Ok(Some(input)),
+            None => self.host.prepare(),
+        }
+    }
+    fn deliver(&mut self, input: I, result: R) -> Result<()> {
+        self.host.deliver(input, result)
+    }
+    fn unlocked<T: Send>(&mut self, f: impl FnOnce() -> T + Send) -> T {
+        self.host.unlocked(f)
+    }
 }
 
 /// `work` on one block, a panic turned into an error.
@@ -249,6 +284,20 @@ mod tests {
             host.fail_delivery_at = Some(7);
             assert_eq!(run_ordered(threads, &mut host, &usize::default, &square).unwrap_err().message(), "host failed");
             assert_eq!(host.got.len(), 70);
+        }
+    }
+
+    #[test]
+    fn one_block_is_done_on_the_calling_thread() {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        for (blocks, states) in [(0, 1), (1, 1), (2, 4)] {
+            let made = AtomicUsize::new(0);
+            let new_state = || made.fetch_add(1, Ordering::Relaxed);
+            let mut host = squares(blocks);
+            run_ordered(4, &mut host, &new_state, &square).unwrap();
+            assert_eq!(host.got, (0..blocks * 10).map(|x| x * x).collect::<Vec<u64>>());
+            // One state per thread that ran: the caller's alone for one block.
+            assert_eq!(made.load(Ordering::Relaxed), states, "{blocks} blocks");
         }
     }
 }
