@@ -52,7 +52,7 @@ use limits::{edges, within_limits, Edges};
 use lists::{Collecting, PairInfo, WordList};
 use step::Step;
 use tally::Tally;
-use visit::{merge_in_shares, Merge};
+use visit::{merge_in_shares, Merge, Sharing};
 
 pub use limits::TokenLimits;
 pub use table::WordTable;
@@ -187,8 +187,8 @@ fn run<S: Sym>(
         let mut merges: Vec<(u32, u32, u64)> = Vec::with_capacity(params.max_merges.min(1 << 20));
         // Per-step deltas (see `Step`): small, so they stay in cache.
         let mut step = Step::new();
-        // The other threads' steps for large merges (see `merge_in_shares`).
-        let mut spare_steps: Vec<Step> = Vec::new();
+        // The other threads' steps for large merges, and their speeds (see `merge_in_shares`).
+        let mut sharing = Sharing::default();
         // The merged pair's words, decoded (reused: no allocation per merge).
         let mut list: Vec<u32> = Vec::new();
         while merges.len() < params.max_merges {
@@ -245,7 +245,7 @@ fn run<S: Sym>(
             drop(info);
             step.begin(a, b, r, tokens.len());
             if crew.threads() > 1 && list.len() >= SHARED_MERGE_WORDS {
-                merge_in_shares(&merge, &list, &mut syms, words, &mut step, &mut spare_steps, crew);
+                merge_in_shares(&merge, &list, &mut syms, words, &mut step, &mut sharing, crew);
             } else {
                 merge.visit(&list, &mut syms, 0, words, &mut step);
             }
