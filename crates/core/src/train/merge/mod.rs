@@ -25,7 +25,8 @@
 //! * `table`: the word table (input) and the word records the loop reads;
 //! * `index`: the initial pair index, built on all threads;
 //! * `heap`, `lists`, `cold`: the loop's state;
-//! * `visit`: one merge applied to its words (on several threads when large);
+//! * `visit`: one merge applied to its words (in shares from 512 words on);
+//! * `crew`: the helper threads the loop keeps for those shares;
 //! * `step`, `tally`: that merge's count changes, summed, then applied;
 //! * `limits`: which merged tokens SuperBPE's stage 2 may create.
 
