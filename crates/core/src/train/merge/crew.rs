@@ -65,7 +65,7 @@ impl Shared {
 /// `threads - 1` helper threads and the calling thread, for jobs of
 /// `threads` shares.
 pub(super) struct Crew {
-    shared: std::sync::Arc<Shared>,
+    shared: Shared,
     helpers: usize,
 }
 
@@ -73,14 +73,14 @@ impl Crew {
     /// Runs `body` with a crew of `threads - 1` helpers (none for one
     /// thread); the helpers end when `body` returns or unwinds.
     pub(super) fn with<T>(threads: usize, body: impl FnOnce(&Crew) -> T) -> T {
-        let shared = std::sync::Arc::new(Shared {
+        let shared = Shared {
             state: Mutex::new(State { round: 0, job: None, running: 0, panicked: false, closing: false }),
             posted: Condvar::new(),
             finished: Condvar::new(),
             round: AtomicU64::new(0),
             running: AtomicUsize::new(0),
             spin: if threads <= crate::util::default_threads() { SPIN } else { Duration::ZERO },
-        });
+        };
         let crew = Crew { shared, helpers: threads.saturating_sub(1) };
         std::thread::scope(|scope| {
             for k in 1..=crew.helpers {
