@@ -270,7 +270,7 @@ const PARALLEL_WORDS: usize = 1 << 15;
 /// Tests share even tiny merges and thaws, so that the threaded paths meet
 /// every case.
 #[cfg(test)]
-const SHARED_MERGE_WORDS: usize = 512;
+const SHARED_MERGE_WORDS: usize = 4;
 #[cfg(test)]
 const PARALLEL_WORDS: usize = 4;
 
