@@ -8,6 +8,9 @@ use std::path::PathBuf;
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 
+#[global_allocator]
+static ALLOC: bpeforge_core::alloc::SplitAlloc = bpeforge_core::alloc::SplitAlloc;
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let path = PathBuf::from(&args[1]);

@@ -3,6 +3,9 @@
 //! pass timed: `cargo run --release --example encode_lines -- MODEL.json LINES.txt [passes]`.
 use bpeforge_core::encode::{Cache, Encoder, Specials};
 
+#[global_allocator]
+static ALLOC: bpeforge_core::alloc::SplitAlloc = bpeforge_core::alloc::SplitAlloc;
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let enc = Encoder::from_model_json(&std::fs::read(&args[1]).expect("model file")).expect("model");

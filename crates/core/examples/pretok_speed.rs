@@ -6,6 +6,9 @@
 //! measures the other jobs.
 use bpeforge_core::pretok::{PreTokenizer, PreTokenizerSpec};
 
+#[global_allocator]
+static ALLOC: bpeforge_core::alloc::SplitAlloc = bpeforge_core::alloc::SplitAlloc;
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let text = std::fs::read_to_string(&args[1]).expect("a readable UTF-8 file");

@@ -7,6 +7,9 @@ use bpeforge_core::train_files;
 use std::path::PathBuf;
 
 
+#[global_allocator]
+static ALLOC: bpeforge_core::alloc::SplitAlloc = bpeforge_core::alloc::SplitAlloc;
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let path = PathBuf::from(&args[1]);

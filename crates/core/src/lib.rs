@@ -26,6 +26,7 @@
 //! The contract that training and encoding follow is written out in
 //! `docs/SEMANTICS.md`; the Python tests check it against a naive trainer.
 
+pub mod alloc;
 pub mod atomic;
 pub mod balance;
 pub mod budget;

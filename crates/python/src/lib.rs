@@ -28,6 +28,12 @@ mod progress;
 mod shards;
 use progress::PyObserver;
 
+/// mimalloc for the engine's small blocks, the system allocator for its
+/// large tables (see `bpeforge_core::alloc`). Only Rust's own allocations
+/// go through it; Python objects keep Python's allocator.
+#[global_allocator]
+static ALLOC: bpeforge_core::alloc::SplitAlloc = bpeforge_core::alloc::SplitAlloc;
+
 /// Maps an engine error to the Python class of the same name in
 /// `bpeforge.errors` (the one place the hierarchy is declared).
 fn to_pyerr(e: Error) -> PyErr {
