@@ -75,6 +75,15 @@ unsafe impl GlobalAlloc for SplitAlloc {
     }
 }
 
+/// Hands the memory mimalloc keeps for reuse (blocks freed, also by threads
+/// that have ended) back to the system: before the memory budget reads the
+/// process's resident size, which that memory would inflate. Harmless where
+/// `SplitAlloc` is not the global allocator (mimalloc then holds nothing).
+pub fn release_free_memory() {
+    // SAFETY: `mi_collect` takes no pointers and may be called at any time.
+    unsafe { libmimalloc_sys::mi_collect(true) }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

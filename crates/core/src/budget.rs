@@ -88,7 +88,10 @@ fn cgroup_room() -> Option<u64> {
 }
 
 /// This process's resident memory now (VmRSS), in bytes (0 if unknown).
+/// Freed memory the allocator still holds is handed back first (see
+/// `alloc::release_free_memory`), so that what is measured is what is in use.
 pub fn process_rss() -> u64 {
+    crate::alloc::release_free_memory();
     std::fs::read_to_string("/proc/self/status")
         .ok()
         .and_then(|s| s.lines().find(|l| l.starts_with("VmRSS:")).and_then(kib_field))

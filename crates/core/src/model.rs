@@ -463,20 +463,35 @@ impl Model {
     }
 
     pub fn load(path: &Path) -> Result<Model> {
-        let mut file = std::fs::File::open(path).map_err(|e| {
+        let file = std::fs::File::open(path).map_err(|e| {
             Error::new(crate::error::ErrorKind::Input, Error::io_read(path, &e).message())
         })?;
-        let mut data = Vec::new();
-        let res = if is_gz(path) {
-            flate2::read::GzDecoder::new(file).take(MAX_MODEL_BYTES + 1).read_to_end(&mut data)
-        } else {
-            (&mut file).take(MAX_MODEL_BYTES + 1).read_to_end(&mut data)
-        };
-        res.map_err(|e| Error::model(format!("{}: cannot read the model: {e}", path.display())))?;
-        if data.len() as u64 > MAX_MODEL_BYTES {
-            return Err(Error::model(format!("{}: the model is larger than {MAX_MODEL_BYTES} bytes; refused", path.display())));
-        }
+        let mut reader: Box<dyn Read> = if is_gz(path) { Box::new(flate2::read::GzDecoder::new(file)) } else { Box::new(file) };
+        let data = read_at_most(&mut reader, MAX_MODEL_BYTES as usize)
+            .map_err(|e| Error::model(format!("{}: cannot read the model: {e}", path.display())))?
+            .ok_or_else(|| Error::model(format!("{}: the model is larger than {MAX_MODEL_BYTES} bytes; refused", path.display())))?;
         Model::from_json(&data).map_err(|e| Error::model(format!("{}: {}", path.display(), e.message())))
+    }
+}
+
+/// All of `reader`, or `None` once it gives more than `limit` bytes. The
+/// buffer's capacity never passes the power of two at or above `limit`:
+/// `read_to_end` on `take(limit + 1)` would double a full 2 GiB buffer to
+/// 4 GiB to find out that there is one byte more.
+fn read_at_most(reader: &mut dyn Read, limit: usize) -> std::io::Result<Option<Vec<u8>>> {
+    let mut data = Vec::new();
+    let mut buf = vec![0u8; 1 << 16];
+    loop {
+        let n = match reader.read(&mut buf) {
+            Ok(0) => return Ok(Some(data)),
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        if data.len() + n > limit {
+            return Ok(None);
+        }
+        data.extend_from_slice(&buf[..n]);
     }
 }
 
@@ -491,6 +506,18 @@ mod tests {
     //! The loader on malformed and hostile model files: every one is a
     //! `ModelFormat` error with a message naming the problem, never a panic.
     use super::*;
+
+    #[test]
+    fn a_model_file_is_read_up_to_its_limit_and_no_further() {
+        let text = vec![7u8; 1 << 20];
+        let read = |limit: usize| read_at_most(&mut &text[..], limit).unwrap();
+        let whole = read(1 << 20).expect("exactly the limit is read");
+        assert_eq!(whole, text);
+        // Its buffer never grew past the limit's power of two.
+        assert!(whole.capacity() <= 1 << 20, "{}", whole.capacity());
+        assert!(read((1 << 20) - 1).is_none());
+        assert_eq!(read(usize::MAX).map(|d| d.len()), Some(1 << 20));
+    }
     use crate::error::ErrorKind;
 
     fn bytes_model() -> Model {

@@ -61,8 +61,11 @@ fn to_pyerr(e: Error) -> PyErr {
 }
 
 /// Finishes a call: what Python raised meanwhile (Ctrl-C, the progress
-/// callback's exception) wins over the engine's result.
+/// callback's exception) wins over the engine's result. The memory the run
+/// freed goes back to the system now, not whenever mimalloc would have
+/// purged it (a process that trained once should not keep its tables).
 fn finish<T>(result: Result<T, Error>, mut observer: PyObserver) -> PyResult<T> {
+    bpeforge_core::alloc::release_free_memory();
     match observer.take_failure() {
         Some(err) => Err(err),
         None => result.map_err(to_pyerr),
