@@ -507,6 +507,8 @@ mod tests {
     //! `ModelFormat` error with a message naming the problem, never a panic.
     use super::*;
 
+    use crate::error::ErrorKind;
+
     #[test]
     fn a_model_file_is_read_up_to_its_limit_and_no_further() {
         let text = vec![7u8; 1 << 20];
@@ -518,7 +520,6 @@ mod tests {
         assert!(read((1 << 20) - 1).is_none());
         assert_eq!(read(usize::MAX).map(|d| d.len()), Some(1 << 20));
     }
-    use crate::error::ErrorKind;
 
     fn bytes_model() -> Model {
         let mut m = Model::new(Scheme::Bytes, PreTokenizerSpec::Gpt2, vec!["<|endoftext|>".into()], None);
