@@ -506,7 +506,6 @@ mod tests {
     //! The loader on malformed and hostile model files: every one is a
     //! `ModelFormat` error with a message naming the problem, never a panic.
     use super::*;
-
     use crate::error::ErrorKind;
 
     #[test]
