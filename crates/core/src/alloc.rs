@@ -4,13 +4,13 @@
 //!
 //! Why: the merge loop makes and frees millions of small word lists, and
 //! counting boxes its long keys. With glibc's malloc, `malloc`, `realloc`
-//! and `free` were about 8% of an s10 training run; with mimalloc the merge
-//! phase took ~10% less (README, "allocator"). But mimalloc keeps freed
-//! memory mapped for a while and in its own segments, which raised s10's
-//! peak by up to 0.3 GB when the big tables (the count table as it grows,
-//! the pair index's parts) went through it too. glibc gives such large
-//! blocks their own mappings and unmaps them on `free`, so they stay with
-//! it, and the peak stays that of the tables themselves.
+//! and `free` were about 8% of an s10 training run; with this allocator the
+//! merge phase took ~13% less (README, "Latest changes", session 10). But
+//! mimalloc keeps freed memory mapped for a while and in its own segments,
+//! which raised s10's peak by up to 0.3 GB when the big tables (the count
+//! table as it grows, the pair index's parts) went through it too. glibc
+//! gives such large blocks their own mappings and unmaps them on `free`,
+//! so they stay with it, and the peak stays that of the tables themselves.
 //!
 //! Which allocator owns a block follows from its size alone, which every
 //! `dealloc` and `realloc` is told, so no block is ever freed by the other.
@@ -76,9 +76,11 @@ unsafe impl GlobalAlloc for SplitAlloc {
 }
 
 /// Hands the memory mimalloc keeps for reuse (blocks freed, also by threads
-/// that have ended) back to the system: before the memory budget reads the
-/// process's resident size, which that memory would inflate. Harmless where
-/// `SplitAlloc` is not the global allocator (mimalloc then holds nothing).
+/// that have ended) back to the system. Called before the memory budget
+/// reads the process's resident size (`budget::process_rss`), which that
+/// memory would inflate, and by the Python module when a run ends. Harmless
+/// where `SplitAlloc` is not the global allocator (mimalloc then holds
+/// nothing).
 pub fn release_free_memory() {
     // SAFETY: `mi_collect` takes no pointers and may be called at any time.
     unsafe { libmimalloc_sys::mi_collect(true) }
