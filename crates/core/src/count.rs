@@ -1555,7 +1555,7 @@ mod tests {
                 let mut failed = None;
                 chunk
                     .for_each_text(&mut |line, _| {
-                        counter.count_text(line, &mut by_line).map_err(|(at, _)| failed.get_or_insert(at).to_owned())
+                        counter.count_text(line, &mut by_line).map_err(|(at, _)| *failed.get_or_insert(at))
                     })
                     .ok();
                 match (data == &invalid && !allow_invalid_utf8, result) {
