@@ -40,6 +40,22 @@ pub(crate) fn prefetch<T>(slice: &[T], i: usize) {
     let _ = (slice, i);
 }
 
+/// Hints the CPU to load the last byte of `slice[i]`: with `prefetch`, the
+/// whole of an element that may straddle two cache lines.
+#[inline(always)]
+pub(crate) fn prefetch_end<T>(slice: &[T], i: usize) {
+    #[cfg(target_arch = "x86_64")]
+    if i < slice.len() {
+        // SAFETY: as in `prefetch`; the byte is the element's last.
+        unsafe {
+            let last = (slice.as_ptr().add(i) as *const i8).add(std::mem::size_of::<T>() - 1);
+            std::arch::x86_64::_mm_prefetch(last, std::arch::x86_64::_MM_HINT_T0);
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (slice, i);
+}
+
 /// All cores, as the OS reported them when first asked. Asked once: on
 /// Linux `available_parallelism` reads the cgroup's files each time (tens
 /// of microseconds), and every `encode_batch` call asks (its cache pool, and

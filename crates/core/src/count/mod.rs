@@ -1,7 +1,8 @@
 //! Counting word types: texts -> special-token split -> pre-tokens -> counts.
 //!
-//! (Over 600 lines: the word-count table, its prefetching batch and the
-//! parallel counter are one tuned unit, and they are read together.)
+//! (Over 600 lines: the word-count table and the parallel counter are one
+//! tuned unit, and they are read together. The inline-key tables and their
+//! prefetching batch are in `table`.)
 //!
 //! Counting is the embarrassingly parallel half of training. The caller feeds
 //! chunks (from files or from Python); `threads` workers each count into a
@@ -9,16 +10,16 @@
 //! counts (and hence the trained model) never depend on the thread count.
 //!
 //! Performance notes:
-//! * Keys are the raw bytes of each pre-token, inline when short (see
-//!   `WordCounts`); long ones are probed with a borrowed slice (`entry_ref`),
-//!   so only the first occurrence of a type allocates.
-//! * Short keys live in our own open-addressing table (`ShortTable`) so that
-//!   each key's slot can be prefetched 16 pre-tokens before it is updated
-//!   (`Batch`): on multi-1m the table is far larger than the caches and a
-//!   probe was a cache miss per pre-token. Its memory asks for huge pages
-//!   (`mem.rs`).
-//! * Long keys: hashbrown with foldhash (fast on byte strings, fixed seed,
-//!   so runs are reproducible).
+//! * Keys are the raw bytes of each pre-token, inline up to 31 bytes (see
+//!   `WordCounts`); longer ones are probed with a borrowed slice
+//!   (`entry_ref`), so only the first occurrence of a type allocates.
+//! * Inline keys live in our own open-addressing tables (`table::Table`) so
+//!   that each key's slot can be prefetched 16 pre-tokens before it is
+//!   updated (`table::Batch`): on multi-1m the table is far larger than the
+//!   caches and a probe was a cache miss per pre-token. Their memory asks
+//!   for huge pages (`mem.rs`).
+//! * Keys over 31 bytes (0.4% of multi-1m's pre-tokens): hashbrown with
+//!   foldhash (fast on byte strings, fixed seed, so runs are reproducible).
 //! * Each counting thread owns its regex cache (`Scratch`).
 //! * With `threads == 1` the caller's thread counts inline; no channel.
 
@@ -30,8 +31,12 @@ use crate::pretok::{utf8_runs, PreTokCache, PreTokenizer, Segment, SpecialSplitt
 use std::sync::atomic::{AtomicBool, Ordering};
 use crate::budget::{CountBudget, CountHistogram, Dropped};
 use crate::spill::{RunKey, SpillDir};
-use crate::util::{new_map, prefetch, Map};
+use crate::util::{new_map, Map};
 use std::sync::Mutex;
+
+mod table;
+use table::{mid_key, mid_key_bytes, short_key, Batch, MidSlot, MidTable, ShortTable, Slot, MID_KEY, SHORT_KEY};
+pub use table::short_key_bytes;
 
 /// What counting saw.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -63,12 +68,15 @@ impl CountStats {
 ///
 /// Pre-tokens of up to 15 bytes (the great majority in every language we
 /// measured) are keys of their own: 16 bytes inline in the table, so a probe
-/// never leaves the table and equality is two integer compares. Longer ones
-/// are boxed. Splitting the map this way cut counting time on multi-200k
-/// by about a third (the boxed-key probe was a cache miss per pre-token).
+/// never leaves the table and equality is two integer compares. Splitting
+/// the map this way cut counting time on multi-200k by about a third (the
+/// boxed-key probe was a cache miss per pre-token). Pre-tokens of 16..=31
+/// bytes are inline 32-byte keys in a second table (`mid`), and only longer
+/// ones are boxed.
 #[derive(Debug)]
 pub struct WordCounts {
     short: ShortTable,
+    mid: MidTable,
     long: Map<Box<[u8]>, u64>,
     pub stats: CountStats,
     /// SuperBPE: the stage-2 units of the same texts, counted in the same pass.
@@ -90,423 +98,13 @@ pub struct CountMemory {
     pub types_left_out: u64,
 }
 
-const SHORT_KEY: usize = 15;
 
-/// The bytes of a short key (see `WordCounts::entries`).
-#[inline]
-pub fn short_key_bytes(key: &u128) -> ([u8; 16], usize) {
-    let b = key.to_le_bytes();
-    (b, b[15] as usize)
-}
-
-/// The key of a piece of 1..=15 bytes: its bytes in order (little-endian),
-/// zeros, and the length in byte 15.
-///
-/// Built from at most two overlapping loads per half instead of copying the
-/// piece into a buffer: reading the buffer back as integers right after a
-/// variable-length copy stalled on store forwarding (a tenth of the adder's
-/// time on s10).
-#[inline(always)]
-fn short_key(piece: &[u8]) -> u128 {
-    let n = piece.len();
-    debug_assert!((1..=SHORT_KEY).contains(&n));
-    let u64_at = |i: usize| u64::from_le_bytes(piece[i..i + 8].try_into().unwrap_or_default());
-    let u32_at = |i: usize| u32::from_le_bytes(piece[i..i + 4].try_into().unwrap_or_default()) as u64;
-    let (lo, hi) = if n >= 8 {
-        // The last 8 bytes, shifted so that byte 8 lands at bit 0 (nothing
-        // left for n = 8: two shifts, as one by 64 would overflow).
-        (u64_at(0), u64_at(n - 8) >> (8 * (15 - n)) >> 8)
-    } else if n >= 4 {
-        // Two loads that overlap when n < 8; the shared bytes are equal.
-        (u32_at(0) | u32_at(n - 4) << (8 * (n - 4)), 0)
-    } else {
-        let b = |i: usize| piece[i] as u64;
-        (b(0) | b(n / 2) << (8 * (n / 2)) | b(n - 1) << (8 * (n - 1)), 0)
-    };
-    (lo as u128) | ((hi | (n as u64) << 56) as u128) << 64
-}
-
-/// One slot of `ShortTable`: a key (0 = empty) and its count. 32-byte
-/// aligned, so a slot never straddles a cache line.
-#[derive(Clone, Copy, Default, Debug)]
-#[repr(C, align(32))]
-struct Slot {
-    key: u128,
-    count: u64,
-}
-
-/// Counts of short keys (`short_key`): open addressing, linear probing.
-///
-/// Why not hashbrown: with 1.7M word types (multi-1m) the table is ~64 MB,
-/// far beyond the caches, and a hashbrown probe is two dependent cache misses
-/// (control bytes, then the bucket) whose address is known only inside the
-/// probe. Here the slot address is `hash & mask`, so callers can prefetch it
-/// many pre-tokens ahead (see `Batch`), and a probe touches one line.
-/// The key 0 never occurs (byte 15 holds the length, 1..=15), so it marks
-/// empty slots. No deletions: `retain` rebuilds.
-#[derive(Debug, Clone)]
-struct ShortTable {
-    slots: Vec<Slot>,
-    len: usize,
-    /// Grow when `len` would exceed this (3/4 of the capacity).
-    limit: usize,
-    /// The memory budget's cap on `slots.len()`: at the cap the table fills
-    /// up to 7/8 instead of growing and says it is `full` (its owner spills
-    /// it to disk); only past 7/8 does it grow regardless, to stay correct.
-    max_slots: usize,
-    full: bool,
-    /// `slots` holds exactly the entries, sorted by key (the sum of thread
-    /// tables, `WordCounts::merge_all`: half the memory of a hash table).
-    /// Iterable but not searchable: `Batch::on_table` and `WordCounts::add`
-    /// (every way to add) first rebuild the hash table (`make_searchable`).
-    packed: bool,
-}
-
-const SHORT_MIN_CAPACITY: usize = 1 << 12;
-
-#[inline(always)]
-fn fold_mul(a: u64, b: u64) -> u64 {
-    let p = a as u128 * b as u128;
-    (p as u64) ^ ((p >> 64) as u64)
-}
-
-/// Hash of a short key: two folded multiplies (the mixing of foldhash and
-/// wyhash). Fixed constants: counts and their iteration order are
-/// reproducible (and the model never depends on that order anyway).
-#[inline(always)]
-fn hash_short(key: u128) -> u64 {
-    let (lo, hi) = (key as u64, (key >> 64) as u64);
-    fold_mul(fold_mul(lo ^ 0x243f_6a88_85a3_08d3, hi ^ 0x1319_8a2e_0370_7344) ^ 0xa409_3822_299f_31d0, 0x082e_fa98_ec4e_6c89)
-}
-
-impl ShortTable {
-    fn with_capacity(cap: usize) -> Self {
-        let cap = cap.max(SHORT_MIN_CAPACITY).next_power_of_two();
-        ShortTable {
-            slots: crate::mem::filled_vec(cap, Slot::default()),
-            len: 0,
-            limit: cap / 4 * 3,
-            max_slots: usize::MAX,
-            full: false,
-            packed: false,
-        }
-    }
-
-    #[inline(always)]
-    fn index(&self, hash: u64) -> usize {
-        hash as usize & (self.slots.len() - 1)
-    }
-
-    /// Prefetches the slot where a probe for `hash` starts.
-    #[inline(always)]
-    fn prefetch(&self, hash: u64) {
-        prefetch(&self.slots, self.index(hash));
-    }
-
-    /// Adds `n` to `key`'s count; `hash` is `hash_short(key)`.
-    #[inline(always)]
-    fn add(&mut self, key: u128, hash: u64, n: u64) {
-        let mask = self.slots.len() - 1;
-        let mut i = hash as usize & mask;
-        loop {
-            let s = &mut self.slots[i];
-            if s.key == key {
-                s.count += n;
-                return;
-            }
-            if s.key == 0 {
-                *s = Slot { key, count: n };
-                self.len += 1;
-                if self.len > self.limit {
-                    self.on_full();
-                }
-                return;
-            }
-            i = (i + 1) & mask;
-        }
-    }
-
-    /// `len` passed `limit`: grow, or (at the budget's cap) fill further.
-    #[cold]
-    fn on_full(&mut self) {
-        let cap = self.slots.len();
-        if cap * 2 > self.max_slots && self.len < cap / 8 * 7 {
-            self.full = true;
-            self.limit = cap / 8 * 7;
-        } else {
-            self.grow(cap * 2);
-        }
-    }
-
-    #[cold]
-    fn grow(&mut self, cap: usize) {
-        let mut bigger = ShortTable::with_capacity(cap);
-        bigger.max_slots = self.max_slots;
-        for s in self.slots.iter().filter(|s| s.key != 0) {
-            bigger.insert_new(s.key, s.count);
-        }
-        *self = bigger;
-    }
-
-    /// Moves the entries to the front of the slots (the table is no longer
-    /// searchable) and hands back the pages behind them: the entries at
-    /// 32 bytes each instead of the table's 43-85.
-    fn into_dense(mut self) -> Vec<Slot> {
-        let mut w = 0;
-        for r in 0..self.slots.len() {
-            if self.slots[r].key != 0 {
-                self.slots[w] = self.slots[r];
-                w += 1;
-            }
-        }
-        let cap = self.slots.len();
-        self.slots.truncate(w);
-        crate::mem::release(&self.slots, w, cap);
-        self.slots
-    }
-
-    /// A packed table (see `packed`) as a hash table again.
-    #[cold]
-    fn make_searchable(&mut self) {
-        let packed = std::mem::take(&mut self.slots);
-        let mut table = ShortTable::with_capacity(self.len * 4 / 3 + 1);
-        table.max_slots = self.max_slots;
-        for s in &packed {
-            table.insert_new(s.key, s.count);
-        }
-        *self = table;
-    }
-
-    /// Sums tables packed and sorted by key (`into_dense`, then sorted) into
-    /// one packed table, freeing each input as it is read.
-    ///
-    /// On one thread per input: the key space is cut at quantiles of the
-    /// largest input, and each thread merges its key range into its own
-    /// region of the output (as many slots as its inputs, so it cannot
-    /// overflow); the regions are then closed up. On s10 the one-thread
-    /// merge was over a second of counting's wall time.
-    fn merge_packed(parts: Vec<Vec<Slot>>) -> ShortTable {
-        let total: usize = parts.iter().map(Vec::len).sum();
-        let ranges = if total >= 1 << 16 { parts.len().max(1) } else { 1 };
-        let largest = parts.iter().max_by_key(|p| p.len()).map_or(&[][..], |p| &p[..]);
-        let pivots: Vec<u128> = (1..ranges).map(|r| largest[largest.len() * r / ranges].key).collect();
-        // cuts[r][i]: where range r starts in input i (and ends at cuts[r + 1][i]).
-        let cuts: Vec<Vec<usize>> = (0..=ranges)
-            .map(|r| match r {
-                0 => vec![0; parts.len()],
-                r if r == ranges => parts.iter().map(Vec::len).collect(),
-                r => parts.iter().map(|p| p.partition_point(|s| s.key < pivots[r - 1])).collect(),
-            })
-            .collect();
-        let firsts: Vec<usize> = cuts.iter().map(|c| c.iter().sum()).collect();
-        let mut out: Vec<Slot> = crate::mem::vec_with_capacity(total);
-        let mut regions = Vec::with_capacity(ranges);
-        let mut rest = &mut out.spare_capacity_mut()[..total];
-        for r in 0..ranges {
-            let (mine, later) = std::mem::take(&mut rest).split_at_mut(firsts[r + 1] - firsts[r]);
-            regions.push(std::sync::Mutex::new(mine));
-            rest = later;
-        }
-        let parts = &parts;
-        let written = crate::util::on_threads(ranges, &|r| {
-            let mut region = regions[r].lock().unwrap_or_else(|p| p.into_inner());
-            let bounds: Vec<(usize, usize)> = (0..parts.len()).map(|i| (cuts[r][i], cuts[r + 1][i])).collect();
-            merge_sorted_range(parts, &bounds, &mut region)
-        })
-        .expect("merging count tables does not panic");
-        drop(regions);
-        // Close the gaps between the regions (sums of types seen on several
-        // threads left them shorter than their inputs).
-        let spare = &mut out.spare_capacity_mut()[..total];
-        let mut len = 0;
-        for (r, &n) in written.iter().enumerate() {
-            spare.copy_within(firsts[r]..firsts[r] + n, len);
-            len += n;
-        }
-        // SAFETY: every region wrote its first `written[r]` slots, and they
-        // were moved to `0..len` in order, so the first `len` slots are
-        // initialized; `len <= total <= capacity`.
-        unsafe { out.set_len(len) };
-        crate::mem::release(&out, len, total);
-        ShortTable { slots: out, len, limit: 0, max_slots: usize::MAX, full: false, packed: true }
-    }
-
-    /// Inserts a key known to be absent, without checking the load.
-    fn insert_new(&mut self, key: u128, count: u64) {
-        let mask = self.slots.len() - 1;
-        let mut i = hash_short(key) as usize & mask;
-        while self.slots[i].key != 0 {
-            i = (i + 1) & mask;
-        }
-        self.slots[i] = Slot { key, count };
-        self.len += 1;
-    }
-
-    fn iter(&self) -> impl Iterator<Item = (u128, u64)> + '_ {
-        self.slots.iter().filter(|s| s.key != 0).map(|s| (s.key, s.count))
-    }
-
-    fn values_mut(&mut self) -> impl Iterator<Item = &mut u64> + '_ {
-        self.slots.iter_mut().filter(|s| s.key != 0).map(|s| &mut s.count)
-    }
-
-    fn retain(&mut self, keep: impl Fn(u64) -> bool) {
-        let kept = self.iter().filter(|&(_, v)| keep(v)).count();
-        let mut out = ShortTable::with_capacity(kept * 4 / 3 + 1);
-        for (k, v) in self.iter().filter(|&(_, v)| keep(v)) {
-            out.insert_new(k, v);
-        }
-        *self = out;
-    }
-
-    /// Adds every entry of `other`, prefetching a few entries ahead.
-    fn absorb(&mut self, other: &ShortTable) {
-        if self.len + other.len > self.limit {
-            self.grow(((self.len + other.len) * 4 / 3 + 1).next_power_of_two());
-        }
-        let mut batch = Batch::on_table(self);
-        for (k, v) in other.iter() {
-            batch.push_short(k, v);
-        }
-    }
-}
-
-/// Sums the slots `bounds[i]` of each sorted input `parts[i]` (one key
-/// range) into `out` in key order; returns how many slots it wrote. The
-/// inputs' pages are handed back as they are read (only whole pages inside
-/// the range, which no other range reads).
-fn merge_sorted_range(parts: &[Vec<Slot>], bounds: &[(usize, usize)], out: &mut [std::mem::MaybeUninit<Slot>]) -> usize {
-    use std::cmp::Reverse;
-    const BLOCK: usize = 1 << 16;
-    let mut pos: Vec<usize> = bounds.iter().map(|b| b.0).collect();
-    let mut freed = pos.clone();
-    let mut n = 0;
-    let mut last: Option<Slot> = None;
-    let mut emit = |s: Slot, n: &mut usize| match last.as_mut() {
-        Some(l) if l.key == s.key => l.count += s.count,
-        _ => {
-            if let Some(l) = last.replace(s) {
-                out[*n].write(l);
-                *n += 1;
-            }
-        }
-    };
-    let mut advance = |i: usize, pos: &mut Vec<usize>| {
-        pos[i] += 1;
-        if pos[i] - freed[i] >= BLOCK {
-            crate::mem::release(&parts[i], freed[i], pos[i]);
-            freed[i] = pos[i];
-        }
-    };
-    if let [a, b] = bounds {
-        // Two inputs (two threads, the usual case): no heap.
-        let (pa, pb) = (&parts[0], &parts[1]);
-        while pos[0] < a.1 && pos[1] < b.1 {
-            let (x, y) = (pa[pos[0]], pb[pos[1]]);
-            let i = if x.key <= y.key { 0 } else { 1 };
-            emit(if i == 0 { x } else { y }, &mut n);
-            advance(i, &mut pos);
-        }
-        for (i, &(_, end)) in bounds.iter().enumerate() {
-            while pos[i] < end {
-                emit(parts[i][pos[i]], &mut n);
-                advance(i, &mut pos);
-            }
-        }
-    } else {
-        let mut heap = std::collections::BinaryHeap::new();
-        for (i, &(from, to)) in bounds.iter().enumerate() {
-            if from < to {
-                heap.push(Reverse((parts[i][from].key, i)));
-            }
-        }
-        while let Some(Reverse((_, i))) = heap.pop() {
-            emit(parts[i][pos[i]], &mut n);
-            advance(i, &mut pos);
-            if pos[i] < bounds[i].1 {
-                heap.push(Reverse((parts[i][pos[i]].key, i)));
-            }
-        }
-    }
-    if let Some(l) = last {
-        out[n].write(l);
-        n += 1;
-    }
-    n
-}
-
-/// How many short pre-tokens are in flight between hashing (and
-/// prefetching their slot) and adding them.
-const BATCH_AHEAD: usize = 16;
-
-/// A short pipeline in front of a `ShortTable`: each key's slot is
-/// prefetched when the key arrives and the key is added `BATCH_AHEAD` keys
-/// later, when the line is (usually) in cache. Turns one cache miss per
-/// pre-token into overlapped misses. Adds the keys still in flight on drop.
-struct Batch<'a> {
-    table: &'a mut ShortTable,
-    keys: [u128; BATCH_AHEAD],
-    hashes: [u64; BATCH_AHEAD],
-    ns: [u64; BATCH_AHEAD],
-    /// Index of the oldest pending key; `len` keys are pending.
-    head: usize,
-    len: usize,
-}
-
-impl<'a> Batch<'a> {
-    fn on_table(table: &'a mut ShortTable) -> Self {
-        if table.packed {
-            table.make_searchable();
-        }
-        Batch {
-            table,
-            keys: [0; BATCH_AHEAD],
-            hashes: [0; BATCH_AHEAD],
-            ns: [0; BATCH_AHEAD],
-            head: 0,
-            len: 0,
-        }
-    }
-
-    #[inline(always)]
-    fn push_short(&mut self, key: u128, n: u64) {
-        let h = hash_short(key);
-        self.table.prefetch(h);
-        let slot = if self.len == BATCH_AHEAD {
-            let old = self.head;
-            self.table.add(self.keys[old], self.hashes[old], self.ns[old]);
-            self.head = (self.head + 1) % BATCH_AHEAD;
-            old
-        } else {
-            self.len += 1;
-            (self.head + self.len - 1) % BATCH_AHEAD
-        };
-        self.keys[slot] = key;
-        self.hashes[slot] = h;
-        self.ns[slot] = n;
-    }
-
-    fn flush(&mut self) {
-        while self.len > 0 {
-            let i = self.head;
-            self.table.add(self.keys[i], self.hashes[i], self.ns[i]);
-            self.head = (self.head + 1) % BATCH_AHEAD;
-            self.len -= 1;
-        }
-    }
-}
-
-impl Drop for Batch<'_> {
-    fn drop(&mut self) {
-        self.flush();
-    }
-}
-
-/// `WordCounts` while counting: short pre-tokens go through a `Batch`, long
+/// `WordCounts` while counting: inline keys go through a `Batch` each, long
 /// ones straight into the map. Borrowing the counts mutably means nobody can
 /// read them while keys are still in flight.
 pub struct Adder<'a> {
-    batch: Batch<'a>,
+    short: Batch<'a, Slot>,
+    mid: Batch<'a, MidSlot>,
     long: &'a mut Map<Box<[u8]>, u64>,
     stats: &'a mut CountStats,
     superword: Option<&'a mut WordCounts>,
@@ -516,7 +114,9 @@ impl Adder<'_> {
     #[inline]
     fn add(&mut self, piece: &[u8], n: u64) {
         if piece.len() <= SHORT_KEY {
-            self.batch.push_short(short_key(piece), n);
+            self.short.push(short_key(piece), n);
+        } else if piece.len() <= MID_KEY {
+            self.mid.push(mid_key(piece), n);
         } else {
             *self.long.entry_ref(piece).or_insert(0) += n;
         }
@@ -556,6 +156,7 @@ impl WordCounts {
     pub fn new() -> Self {
         WordCounts {
             short: ShortTable::with_capacity(0),
+            mid: MidTable::with_capacity(0),
             long: new_map(),
             stats: CountStats::default(),
             superword: None,
@@ -565,7 +166,7 @@ impl WordCounts {
 
     /// Number of distinct word types.
     pub fn len(&self) -> usize {
-        self.short.len + self.long.len()
+        self.short.len + self.mid.len + self.long.len()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -580,7 +181,10 @@ impl WordCounts {
             if self.short.packed {
                 self.short.make_searchable();
             }
-            self.short.add(key, hash_short(key), n);
+            self.short.add(key, table::hash_short(key), n);
+        } else if piece.len() <= MID_KEY {
+            let key = mid_key(piece);
+            self.mid.add(key, <MidSlot as table::Entry>::hash(&key), n);
         } else {
             *self.long.entry_ref(piece).or_insert(0) += n;
         }
@@ -607,7 +211,8 @@ impl WordCounts {
     /// A pipelined adder for many pieces (see `Batch`).
     fn adder(&mut self) -> Adder<'_> {
         Adder {
-            batch: Batch::on_table(&mut self.short),
+            short: Batch::on_table(&mut self.short),
+            mid: Batch::on_table(&mut self.mid),
             long: &mut self.long,
             stats: &mut self.stats,
             superword: self.superword.as_deref_mut(),
@@ -620,13 +225,21 @@ impl WordCounts {
             let b = k.to_le_bytes();
             f(&b[..b[15] as usize], v);
         }
+        self.for_each_longer(f);
+    }
+
+    /// `for_each` over the word types of over 15 bytes.
+    fn for_each_longer(&self, mut f: impl FnMut(&[u8], u64)) {
+        for s in self.mid.entries() {
+            f(mid_key_bytes(&s.key), s.count);
+        }
         for (k, &v) in self.long.iter() {
             f(k, v);
         }
     }
 
     /// `for_each` over share `part` of `parts` (one per thread): the short
-    /// keys' slots in contiguous ranges, the long keys with the last share.
+    /// keys' slots in contiguous ranges, the longer keys with the last share.
     /// The shares, in order, visit the word types in `for_each`'s order.
     pub fn for_each_part(&self, part: usize, parts: usize, mut f: impl FnMut(&[u8], u64)) {
         let n = self.short.slots.len();
@@ -635,9 +248,7 @@ impl WordCounts {
             f(&b[..b[15] as usize], s.count);
         }
         if part + 1 == parts {
-            for (k, &v) in self.long.iter() {
-                f(k, v);
-            }
+            self.for_each_longer(f);
         }
     }
 
@@ -660,19 +271,22 @@ impl WordCounts {
             crate::mem::release(&self.short.slots, start, end);
         }
         if part + 1 == parts {
-            for (k, &v) in self.long.iter() {
-                f(k, v);
-            }
+            self.for_each_longer(f);
         }
     }
 
     /// Every word type as `(key, count)`, borrowing the table: short keys
-    /// are copied (16 bytes), long ones point into it. Lets several threads
+    /// are copied (16 bytes), longer ones point into it. Lets several threads
     /// share the word types without copying their bytes.
     pub fn entries(&self) -> (Vec<(u128, u64)>, Vec<(&[u8], u64)>) {
         let short = self.short.iter().collect();
-        let long = self.long.iter().map(|(k, &v)| (&k[..], v)).collect();
-        (short, long)
+        (short, self.longer_entries())
+    }
+
+    /// The word types of over 15 bytes, borrowing the table.
+    fn longer_entries(&self) -> Vec<(&[u8], u64)> {
+        let mid = self.mid.entries().map(|s| (mid_key_bytes(&s.key), s.count));
+        mid.chain(self.long.iter().map(|(k, &v)| (&k[..], v))).collect()
     }
 
     /// Adds `other` into `self` (the bigger tables absorb the smaller).
@@ -685,6 +299,11 @@ impl WordCounts {
         }
         self.short.absorb(&other.short);
         drop(other.short);
+        if other.mid.len > self.mid.len {
+            std::mem::swap(&mut self.mid, &mut other.mid);
+        }
+        self.mid.absorb(&other.mid);
+        drop(other.mid);
         self.long.reserve(other.long.len());
         for (k, v) in other.long.drain() {
             *self.long.entry(k).or_insert(0) += v;
@@ -703,23 +322,25 @@ impl WordCounts {
 impl WordCounts {
     /// The table's memory, cheaply (long keys at an average allocation).
     pub fn table_bytes(&self) -> u64 {
-        let short = self.short.slots.len() * std::mem::size_of::<Slot>();
         let long = self.long.capacity() * (16 + 8 + 1) + self.long.len() * 40;
-        (short + long) as u64 + self.superword.as_ref().map_or(0, |s| s.table_bytes())
+        (self.short.bytes() + self.mid.bytes() + long) as u64 + self.superword.as_ref().map_or(0, |s| s.table_bytes())
     }
 
-    /// Caps the short table's growth at `bytes` (with room for the one
-    /// growth step, which holds the old and the new table).
+    /// Caps the inline tables' growth at `bytes` (with room for the one
+    /// growth step, which holds the old and the new table): the short table
+    /// alone may take it all, the mid table (a sixth of the types or fewer
+    /// in the languages we measured) half of it.
     fn cap_table(&mut self, bytes: u64) {
-        let most = (bytes as usize / std::mem::size_of::<Slot>() * 2 / 3).max(SHORT_MIN_CAPACITY);
-        self.short.max_slots = 1usize << most.ilog2();
+        self.short.cap_bytes(bytes as usize);
+        self.mid.cap_bytes(bytes as usize / 2);
         if let Some(s) = self.superword.as_deref_mut() {
             s.cap_table(bytes);
         }
     }
 
     fn over(&self, bytes: u64) -> bool {
-        self.short.full || self.superword.as_ref().is_some_and(|s| s.short.full) || self.table_bytes() > bytes
+        let full = |c: &WordCounts| c.short.full || c.mid.full;
+        full(self) || self.superword.as_deref().is_some_and(full) || self.table_bytes() > bytes
     }
 
     /// Writes the table to `dirs` as a sorted run and empties it (its stats
@@ -736,16 +357,19 @@ impl WordCounts {
         let (max_slots, cap) = (short.max_slots, short.slots.len());
         let mut dense = short.into_dense();
         dense.sort_unstable_by_key(|s| s.key);
-        let mut long: Vec<(&[u8], u64)> = self.long.iter().map(|(k, &v)| (&k[..], v)).collect();
-        long.sort_unstable_by(|a, b| a.0.cmp(b.0));
-        dir.write_run(dense.iter().map(|s| (s.key, s.count)), long.into_iter())?;
+        let mut longer = self.longer_entries();
+        longer.sort_unstable_by(|a, b| a.0.cmp(b.0));
+        dir.write_run(dense.iter().map(|s| (s.key, s.count)), longer.into_iter())?;
         drop(dense);
         self.long.clear();
-        // A fresh table of the same size (its pages are faulted in again as
-        // it fills, and the old one's are freed now).
+        // Fresh tables of the same sizes (their pages are faulted in again
+        // as they fill, and the old ones' are freed now).
         short = ShortTable::with_capacity(cap);
         short.max_slots = max_slots;
         self.short = short;
+        let mut mid = MidTable::with_capacity(self.mid.slots.len());
+        mid.max_slots = self.mid.max_slots;
+        self.mid = mid;
         Ok(())
     }
 
@@ -760,10 +384,12 @@ impl WordCounts {
         let mut denses = Vec::with_capacity(parts.len());
         let mut superwords = Vec::new();
         let mut longs = Vec::new();
+        let mut mids = Vec::new();
         for mut p in parts {
             total.stats.add(&p.stats);
             let short = std::mem::replace(&mut p.short, ShortTable::with_capacity(0));
             denses.push(short.into_dense());
+            mids.push(std::mem::replace(&mut p.mid, MidTable::with_capacity(0)));
             longs.push(std::mem::replace(&mut p.long, new_map()));
             if let Some(s) = p.superword.take() {
                 superwords.push(*s);
@@ -775,6 +401,13 @@ impl WordCounts {
             }
         });
         total.short = ShortTable::merge_packed(denses);
+        mids.sort_by_key(|m| std::cmp::Reverse(m.len));
+        let mut mids = mids.into_iter();
+        let mut mid = mids.next().unwrap_or_else(|| MidTable::with_capacity(0));
+        for other in mids {
+            mid.absorb(&other);
+        }
+        total.mid = mid.packed();
         let mut longs = longs.into_iter();
         total.long = longs.next().unwrap_or_else(new_map);
         for other in longs {
@@ -793,7 +426,7 @@ impl WordCounts {
     /// freeing its memory behind the cursor: the word table being built
     /// from it grows as the counts shrink.
     pub fn drain_each(self, mut f: impl FnMut(&[u8], u64)) {
-        let WordCounts { short, long, .. } = self;
+        let WordCounts { short, mid, long, .. } = self;
         let slots = short.slots;
         const BLOCK: usize = 1 << 16;
         for start in (0..slots.len()).step_by(BLOCK) {
@@ -807,6 +440,10 @@ impl WordCounts {
             crate::mem::release(&slots, start, end);
         }
         drop(slots);
+        for s in mid.entries() {
+            f(mid_key_bytes(&s.key), s.count);
+        }
+        drop(mid);
         for (k, v) in long {
             f(&k, v);
         }
@@ -818,9 +455,7 @@ impl WordCounts {
         for (k, v) in self.short.iter() {
             h.add(k.to_le_bytes()[15] as usize, v);
         }
-        for (k, &v) in self.long.iter() {
-            h.add(k.len(), v);
-        }
+        self.for_each_longer(|k, v| h.add(k.len(), v));
         h
     }
 
@@ -840,36 +475,31 @@ impl WordCounts {
             out.memory.dropped = dropped;
             out.memory.types_left_out = h.kept(1).0 - kept;
         }
-        {
-            let WordCounts { short, long, .. } = &mut out;
-            let mut batch = Batch::on_table(short);
-            dirs.main.merge(|k, v| match k {
-                _ if v < min => {}
-                RunKey::Short(k) => batch.push_short(k, v),
-                RunKey::Long(k) => {
-                    long.insert(k.into(), v);
-                }
-            })?;
-        }
+        out.add_runs(&dirs.main, min)?;
         out.stats = stats;
         out.memory.spill_runs = dirs.main.run_count();
         out.memory.spill_bytes = dirs.main.bytes_written();
         if let (Some(d), Some(st)) = (dirs.superword.as_ref(), superword_stats) {
             let mut s = WordCounts::new();
-            {
-                let WordCounts { short, long, .. } = &mut s;
-                let mut batch = Batch::on_table(short);
-                d.merge(|k, v| match k {
-                    RunKey::Short(k) => batch.push_short(k, v),
-                    RunKey::Long(k) => {
-                        long.insert(k.into(), v);
-                    }
-                })?;
-            }
+            s.add_runs(d, 1)?;
             s.stats = st;
             out.superword = Some(Box::new(s));
         }
         Ok(out)
+    }
+
+    /// Adds the merged runs of `dir`, the types counted at least `min` times.
+    fn add_runs(&mut self, dir: &SpillDir, min: u64) -> Result<()> {
+        let WordCounts { short, mid, long, .. } = self;
+        let (mut short, mut mid) = (Batch::on_table(short), Batch::on_table(mid));
+        dir.merge(|k, v| match k {
+            _ if v < min => {}
+            RunKey::Short(k) => short.push(k, v),
+            RunKey::Long(k) if k.len() <= MID_KEY => mid.push(mid_key(k), v),
+            RunKey::Long(k) => {
+                long.insert(k.into(), v);
+            }
+        })
     }
 }
 
@@ -972,6 +602,7 @@ impl WordCounts {
     pub fn rescale(&mut self, scale: u64) {
         let f = |v: &mut u64| *v = ((*v + scale / 2) / scale).max(1);
         self.short.values_mut().for_each(f);
+        self.mid.values_mut().for_each(f);
         self.long.values_mut().for_each(f);
         if let Some(s) = self.superword.as_deref_mut() {
             s.rescale(scale);
@@ -983,6 +614,7 @@ impl WordCounts {
     pub fn multiply(&mut self, factor: u64) {
         let f = |v: &mut u64| *v = v.saturating_mul(factor);
         self.short.values_mut().for_each(f);
+        self.mid.values_mut().for_each(f);
         self.long.values_mut().for_each(f);
         if let Some(s) = self.superword.as_deref_mut() {
             s.multiply(factor);
@@ -993,15 +625,15 @@ impl WordCounts {
     pub fn prune(&mut self, min: u64) -> usize {
         let before = self.len();
         self.short.retain(|v| v >= min);
+        self.mid.retain(|v| v >= min);
         self.long.retain(|_, v| *v >= min);
         before - self.len()
     }
 
     /// Approximate heap bytes of the table (for reporting bytes per type).
     pub fn memory_bytes(&self) -> usize {
-        let short = self.short.slots.len() * std::mem::size_of::<Slot>();
         let long = self.long.capacity() * (16 + 8 + 1) + self.long.keys().map(|k| k.len().max(16)).sum::<usize>();
-        short + long
+        self.short.bytes() + self.mid.bytes() + long
     }
 }
 
@@ -1306,13 +938,16 @@ pub fn count_parallel(
     WordCounts::from_runs(&dirs, stats, superword_stats, limits.and_then(|l| l.choose_min))
 }
 
-/// The peak of `WordCounts::merge_all` on these parts: their entries packed
-/// and the sum's table.
+/// The peak of `WordCounts::merge_all` on these parts: their short entries
+/// packed and the sum's table, their mid tables and the largest one grown
+/// to hold them all, and their long maps.
 fn in_memory_merge_bytes(parts: &[WordCounts]) -> u64 {
     let entries: usize = parts.iter().map(|p| p.short.len + p.long.len()).sum();
     let slot = std::mem::size_of::<Slot>();
     let sum = (entries * 4 / 3 + 1).next_power_of_two() * slot;
-    (entries * slot + sum) as u64 + parts.iter().map(|p| p.long.capacity() as u64 * 25).sum::<u64>()
+    let mids: usize = parts.iter().map(|p| p.mid.len).sum();
+    let mid = parts.iter().map(|p| p.mid.bytes()).sum::<usize>() + (mids * 4 / 3 + 1).next_power_of_two() * std::mem::size_of::<MidSlot>();
+    (entries * slot + sum + mid) as u64 + parts.iter().map(|p| p.long.capacity() as u64 * 25).sum::<u64>()
 }
 
 /// The worker threads of `count_parallel`: each counts the chunks it gets
@@ -1409,7 +1044,21 @@ mod tests {
         }
     }
 
-    /// Pseudo-random pieces of 1..=40 bytes (short and long keys, with
+    /// `mid_key` equals the plain layout (the bytes, zeros, the length in
+    /// byte 31) for every length, and `mid_key_bytes` gives the piece back.
+    #[test]
+    fn mid_keys_are_the_bytes_and_the_length() {
+        let bytes: Vec<u8> = (1..=MID_KEY as u8).map(|b| b.wrapping_mul(37) | 0x80).collect();
+        for n in SHORT_KEY + 1..=MID_KEY {
+            let mut plain = [0u8; 32];
+            plain[..n].copy_from_slice(&bytes[..n]);
+            plain[31] = n as u8;
+            assert_eq!(mid_key(&bytes[..n]), plain, "length {n}");
+            assert_eq!(mid_key_bytes(&mid_key(&bytes[..n])), &bytes[..n]);
+        }
+    }
+
+    /// Pseudo-random pieces of 1..=40 bytes (short, mid and long keys, with
     /// repeats), through the pipelined adder, the plain `add`, `merge`,
     /// `prune` and the byte form, checked against a std HashMap.
     #[test]
