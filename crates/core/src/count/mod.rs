@@ -177,14 +177,9 @@ impl WordCounts {
     #[inline]
     pub fn add(&mut self, piece: &[u8], n: u64) {
         if piece.len() <= SHORT_KEY {
-            let key = short_key(piece);
-            if self.short.packed {
-                self.short.make_searchable();
-            }
-            self.short.add(key, table::hash_short(key), n);
+            self.short.add_one(short_key(piece), n);
         } else if piece.len() <= MID_KEY {
-            let key = mid_key(piece);
-            self.mid.add(key, <MidSlot as table::Entry>::hash(&key), n);
+            self.mid.add_one(mid_key(piece), n);
         } else {
             *self.long.entry_ref(piece).or_insert(0) += n;
         }
@@ -1254,16 +1249,22 @@ mod tests {
         let total = WordCounts::merge_all(parts);
         assert!(total.short.packed);
         assert_eq!(snapshot(&total), expected);
-        // A packed sum still takes additions (it becomes a hash table again).
+        // A packed sum still takes additions, short and mid keys alike (its
+        // tables become hash tables again).
         let mut grown = WordCounts::merge_all(vec![WordCounts::from_bytes(&total.to_bytes()).unwrap(), WordCounts::new()]);
+        assert!(grown.short.packed && grown.mid.packed);
         let mut more = expected.clone();
-        grown.add(b"k1", 5);
-        *more.entry(b"k1".to_vec()).or_insert(0) += 5;
+        for key in [&b"k1"[..], b"k1-a-long-suffix-here", b"k3-a-new-mid-key"] {
+            grown.add(key, 5);
+            *more.entry(key.to_vec()).or_insert(0) += 5;
+        }
         grown.adder().add(b"fresh", 2);
         more.insert(b"fresh".to_vec(), 2);
         let mut other = WordCounts::new();
         other.add(b"k2", 1);
+        other.add(b"k2-a-long-suffix-here", 1);
         *more.entry(b"k2".to_vec()).or_insert(0) += 1;
+        *more.entry(b"k2-a-long-suffix-here".to_vec()).or_insert(0) += 1;
         grown.merge(other);
         assert_eq!(snapshot(&grown), more);
         let mut drained = HashMap::new();

@@ -216,7 +216,7 @@ fn fold_mul(a: u64, b: u64) -> u64 {
 /// wyhash). Fixed constants: counts and their iteration order are
 /// reproducible (and the model never depends on that order anyway).
 #[inline(always)]
-pub(super) fn hash_short(key: u128) -> u64 {
+fn hash_short(key: u128) -> u64 {
     let (lo, hi) = (key as u64, (key >> 64) as u64);
     fold_mul(fold_mul(lo ^ 0x243f_6a88_85a3_08d3, hi ^ 0x1319_8a2e_0370_7344) ^ 0xa409_3822_299f_31d0, 0x082e_fa98_ec4e_6c89)
 }
@@ -250,9 +250,21 @@ impl<S: Entry> Table<S> {
         }
     }
 
-    /// Adds `n` to `key`'s count; `hash` is `S::hash(&key)`.
+    /// Adds `n` to `key`'s count, outside a `Batch` (a packed table is
+    /// made searchable first: probing one, which has no empty slot, would
+    /// never end).
+    #[inline]
+    pub fn add_one(&mut self, key: S::Key, n: u64) {
+        if self.packed {
+            self.make_searchable();
+        }
+        self.add(key, S::hash(&key), n);
+    }
+
+    /// Adds `n` to `key`'s count; `hash` is `S::hash(&key)`. The table must
+    /// not be packed.
     #[inline(always)]
-    pub fn add(&mut self, key: S::Key, hash: u64, n: u64) {
+    fn add(&mut self, key: S::Key, hash: u64, n: u64) {
         let mask = self.slots.len() - 1;
         let mut i = hash as usize & mask;
         loop {
