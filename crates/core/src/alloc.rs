@@ -75,15 +75,25 @@ unsafe impl GlobalAlloc for SplitAlloc {
     }
 }
 
-/// Hands the memory mimalloc keeps for reuse (blocks freed, also by threads
-/// that have ended) back to the system. Called before the memory budget
-/// reads the process's resident size (`budget::process_rss`), which that
-/// memory would inflate, and by the Python module when a run ends. Harmless
-/// where `SplitAlloc` is not the global allocator (mimalloc then holds
-/// nothing).
+/// Hands memory that was freed back to the operating system: what mimalloc
+/// keeps for reuse (blocks freed, also by threads that have ended), and what
+/// glibc keeps (a freed block in the middle of a heap or in a worker
+/// thread's arena is not returned on its own). Called before the memory
+/// budget reads the process's resident size (`budget::process_rss`), which
+/// that memory would inflate; between the phases of training whose tables
+/// are freed before the next phase allocates its own (mostly large, freshly
+/// mapped arrays that cannot reuse those blocks), so peak RSS is what the
+/// next phase holds, not that plus the last phase's leftovers; and by the
+/// Python module when a run ends. Harmless where `SplitAlloc` is not the
+/// global allocator (mimalloc then holds nothing).
 pub fn release_free_memory() {
     // SAFETY: `mi_collect` takes no pointers and may be called at any time.
     unsafe { libmimalloc_sys::mi_collect(true) }
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: `malloc_trim` only releases free memory; it takes no pointers.
+    unsafe {
+        libc::malloc_trim(0);
+    }
 }
 
 #[cfg(test)]

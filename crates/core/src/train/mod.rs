@@ -31,22 +31,4 @@ pub use driver::train_from_counts;
 pub use merge::TokenLimits;
 pub use stats::TrainStats;
 
-/// Hands memory that was freed back to the operating system (glibc keeps
-/// freed blocks, and a block in the middle of a heap or in a worker thread's
-/// arena is not returned on its own). Called between the phases of training
-/// whose tables are freed before the next phase allocates its own (mostly
-/// large, freshly mapped arrays that cannot reuse those blocks), so peak RSS
-/// is what the next phase holds, not that plus the last phase's leftovers.
-pub fn release_free_memory() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    {
-        extern "C" {
-            fn malloc_trim(pad: usize) -> i32;
-        }
-        // SAFETY: malloc_trim only releases free memory; it takes no pointers.
-        unsafe {
-            malloc_trim(0);
-        }
-    }
-}
 

@@ -7,7 +7,8 @@
 use super::driver::train_with_stats;
 use super::merge::TokenLimits;
 use super::stats::{SuperBpeStats, Timings, TrainStats};
-use super::{release_free_memory, SuperBpe, TrainConfig};
+use super::{SuperBpe, TrainConfig};
+use crate::alloc::release_free_memory;
 use crate::count::WordCounts;
 use crate::error::Result;
 use crate::model::Model;
