@@ -193,9 +193,9 @@ pub(super) struct Table<S> {
     pub full: bool,
     /// `slots` holds exactly the entries (the sum of thread tables,
     /// `WordCounts::merge_all`: half the memory of a hash table; short
-    /// tables sorted by key).
-    /// Iterable but not searchable: `Batch::on_table` and `WordCounts::add`
-    /// (every way to add) first rebuild the hash table (`make_searchable`).
+    /// tables sorted by key). Iterable but not searchable: `Batch::on_table`
+    /// and `add_one` (every way to add) first rebuild the hash table
+    /// (`make_searchable`).
     pub packed: bool,
 }
 
