@@ -371,8 +371,10 @@ impl WordCounts {
     /// Sums thread tables into one, never holding them and the sum whole at
     /// once: each is packed densely (its empty slots freed) and sorted (on
     /// its own thread), then they are merged into a packed sum, each freed
-    /// as it is read. The sum is packed too (see `ShortTable::packed`):
-    /// 32 bytes per type, where a hash table takes 43-85.
+    /// as it is read. The sum is packed too (see `table::Table::packed`):
+    /// 32 bytes per short type and 40 per mid type, where the hash tables
+    /// take 43-85 and 53-107. The mid tables are summed into the largest
+    /// (they hold a sixth of the types or fewer), then packed.
     fn merge_all(mut parts: Vec<WordCounts>) -> WordCounts {
         parts.sort_by_key(|p| std::cmp::Reverse(p.len()));
         let mut total = WordCounts::new();
