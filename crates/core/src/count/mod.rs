@@ -35,7 +35,7 @@ use crate::util::{new_map, Map};
 use std::sync::Mutex;
 
 mod table;
-use table::{mid_key, mid_key_bytes, short_key, Batch, MidSlot, MidTable, ShortTable, Slot, MID_KEY, SHORT_KEY};
+use table::{keyed, mid_key_bytes, Batch, Keyed, MidSlot, MidTable, ShortTable, Slot};
 pub use table::short_key_bytes;
 
 /// What counting saw.
@@ -113,12 +113,10 @@ pub struct Adder<'a> {
 impl Adder<'_> {
     #[inline]
     fn add(&mut self, piece: &[u8], n: u64) {
-        if piece.len() <= SHORT_KEY {
-            self.short.push(short_key(piece), n);
-        } else if piece.len() <= MID_KEY {
-            self.mid.push(mid_key(piece), n);
-        } else {
-            *self.long.entry_ref(piece).or_insert(0) += n;
+        match keyed(piece) {
+            Keyed::Short(key) => self.short.push(key, n),
+            Keyed::Mid(key) => self.mid.push(key, n),
+            Keyed::Long(piece) => *self.long.entry_ref(piece).or_insert(0) += n,
         }
     }
 
@@ -176,12 +174,10 @@ impl WordCounts {
     /// Adds `n` occurrences of `piece`.
     #[inline]
     pub fn add(&mut self, piece: &[u8], n: u64) {
-        if piece.len() <= SHORT_KEY {
-            self.short.add_one(short_key(piece), n);
-        } else if piece.len() <= MID_KEY {
-            self.mid.add_one(mid_key(piece), n);
-        } else {
-            *self.long.entry_ref(piece).or_insert(0) += n;
+        match keyed(piece) {
+            Keyed::Short(key) => self.short.add_one(key, n),
+            Keyed::Mid(key) => self.mid.add_one(key, n),
+            Keyed::Long(piece) => *self.long.entry_ref(piece).or_insert(0) += n,
         }
     }
 
@@ -492,10 +488,13 @@ impl WordCounts {
         dir.merge(|k, v| match k {
             _ if v < min => {}
             RunKey::Short(k) => short.push(k, v),
-            RunKey::Long(k) if k.len() <= MID_KEY => mid.push(mid_key(k), v),
-            RunKey::Long(k) => {
-                long.insert(k.into(), v);
-            }
+            RunKey::Long(k) => match keyed(k) {
+                Keyed::Short(k) => short.push(k, v),
+                Keyed::Mid(k) => mid.push(k, v),
+                Keyed::Long(k) => {
+                    long.insert(k.into(), v);
+                }
+            },
         })
     }
 }
@@ -1016,6 +1015,7 @@ fn count_on_threads(
 
 #[cfg(test)]
 mod tests {
+    use super::table::{mid_key, short_key, MID_KEY, SHORT_KEY};
     use super::*;
     use std::collections::HashMap;
 

@@ -77,6 +77,25 @@ pub(super) fn mid_key(piece: &[u8]) -> MidKey {
     key
 }
 
+/// A piece as the table that counts it keys it: inline up to `MID_KEY`
+/// bytes, its own bytes (a boxed key) beyond.
+pub(super) enum Keyed<'p> {
+    Short(u128),
+    Mid(MidKey),
+    Long(&'p [u8]),
+}
+
+/// The key of `piece` in the table its length picks (the one place the
+/// lengths are chosen).
+#[inline(always)]
+pub(super) fn keyed(piece: &[u8]) -> Keyed<'_> {
+    match piece.len() {
+        0..=SHORT_KEY => Keyed::Short(short_key(piece)),
+        ..=MID_KEY => Keyed::Mid(mid_key(piece)),
+        _ => Keyed::Long(piece),
+    }
+}
+
 /// The piece of a `MidKey`.
 #[inline]
 pub(super) fn mid_key_bytes(key: &MidKey) -> &[u8] {
@@ -394,8 +413,12 @@ impl<S: Entry> Table<S> {
 
     /// The table packed (see `packed`), its empty slots' pages handed back.
     pub fn packed(self) -> Self {
-        let len = self.len;
-        Table { slots: self.into_dense(), len, limit: 0, max_slots: usize::MAX, full: false, packed: true }
+        Table::of_entries(self.into_dense())
+    }
+
+    /// A packed table of exactly these entries.
+    fn of_entries(slots: Vec<S>) -> Self {
+        Table { len: slots.len(), slots, limit: 0, max_slots: usize::MAX, full: false, packed: true }
     }
 }
 
@@ -451,7 +474,7 @@ impl ShortTable {
         // initialized; `len <= total <= capacity`.
         unsafe { out.set_len(len) };
         crate::mem::release(&out, len, total);
-        ShortTable { slots: out, len, limit: 0, max_slots: usize::MAX, full: false, packed: true }
+        ShortTable::of_entries(out)
     }
 }
 
