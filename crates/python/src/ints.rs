@@ -5,10 +5,23 @@
 //! A tokenizer instead keeps the int of each id it has returned and puts
 //! that same object in every list: one reference-count increment per id.
 //! Ints are immutable, so sharing them changes nothing a caller can rely on.
+//!
+//! The ints are made a block of ids at a time, in id order, so that the
+//! allocator lays them out side by side: a vocabulary's frequent tokens
+//! (mostly its low ids) then share a few pages instead of being spread
+//! over all the memory the process touched before it first met them. Each
+//! list is filled in place, without a C API call per item (`incref`,
+//! `item_array`). Profiled over four cold passes of `encode` on 50,000
+//! held-apart lines with o200k_base, building the lists took 0.136 s of
+//! CPU against 0.226 s before (a twentieth of the calls' time).
 
+use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::{PyInt, PyList};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Mutex, MutexGuard, OnceLock};
+
+/// Ids whose ints are made together.
+const BLOCK: usize = 1024;
 
 /// The ints of the ids seen so far, by id (grown on demand).
 #[derive(Default)]
@@ -41,12 +54,112 @@ impl Ints<'_> {
         let Some(table) = self.0.as_mut() else {
             return PyList::new(py, ids);
         };
-        PyList::new(
-            py,
-            ids.iter().map(|&id| match table.get_mut(id as usize) {
-                Some(slot) => slot.get_or_insert_with(|| PyInt::new(py, id).unbind()).bind(py).clone(),
-                None => PyInt::new(py, id),
-            }),
-        )
+        // SAFETY: each slot of the fresh list is written once, with an owned
+        // reference: a new int, or a shared one with its count raised. The
+        // table owns a reference to each shared int, so it stays alive; the
+        // GIL is held.
+        unsafe {
+            let list = new_list(py, ids.len())?;
+            let array = item_array(py, &list);
+            for (k, &id) in ids.iter().enumerate() {
+                let known = table.get(id as usize).map(|slot| slot.as_ref().map(|int| int.as_ptr()));
+                let int = match known {
+                    Some(Some(int)) => shared(int),
+                    Some(None) => shared(make_block(py, table, id as usize)),
+                    None => PyInt::new(py, id).into_ptr(),
+                };
+                match array {
+                    Some(array) => *array.add(k) = int,
+                    // Steals the reference; cannot fail for an index in range.
+                    None => _ = ffi::PyList_SetItem(list.as_ptr(), k as ffi::Py_ssize_t, int),
+                }
+            }
+            Ok(list)
+        }
     }
+}
+
+/// Makes the ints of the block of ids holding `id`; returns `id`'s.
+fn make_block(py: Python<'_>, table: &mut [Option<Py<PyInt>>], id: usize) -> *mut ffi::PyObject {
+    let start = id / BLOCK * BLOCK;
+    let end = (start + BLOCK).min(table.len());
+    for (k, slot) in table[start..end].iter_mut().enumerate() {
+        if slot.is_none() {
+            *slot = Some(PyInt::new(py, (start + k) as u64).unbind());
+        }
+    }
+    table[id].as_ref().expect("its block was just made").as_ptr()
+}
+
+/// A new reference to a shared int (see `incref`).
+///
+/// # Safety
+/// As `incref`.
+#[inline]
+unsafe fn shared(int: *mut ffi::PyObject) -> *mut ffi::PyObject {
+    incref(int);
+    int
+}
+
+/// Adds one reference to `obj`, as the headers of the stable ABI this module
+/// targets (3.10) do inline, where PyO3's `Py_INCREF` calls a function
+/// under the limited API (`_Py_IncRef`: 0.141 s of the 0.226 above). Only
+/// the low 32 bits are touched, and only while they stay below 2^31 - 1:
+/// from 3.12 on, a negative low half marks an immortal object, whose count
+/// must not change, and the interpreter's own function handles every such
+/// case (and every other platform).
+///
+/// # Safety
+/// `obj` must be a live object and the GIL held.
+#[inline]
+unsafe fn incref(obj: *mut ffi::PyObject) {
+    #[cfg(all(target_endian = "little", target_pointer_width = "64"))]
+    {
+        // The reference count is the object's first field (its low half first).
+        let low = obj.cast::<u32>();
+        let count = *low;
+        if count < i32::MAX as u32 {
+            *low = count + 1;
+            return;
+        }
+    }
+    ffi::Py_IncRef(obj);
+}
+
+/// A new list of `len` empty (NULL) slots, each to be set exactly once.
+///
+/// # Safety
+/// The GIL is held; the caller fills every slot before Python sees the list.
+unsafe fn new_list(py: Python<'_>, len: usize) -> PyResult<Bound<'_, PyList>> {
+    let list = ffi::PyList_New(len as ffi::Py_ssize_t);
+    if list.is_null() {
+        return Err(PyErr::fetch(py));
+    }
+    Ok(Bound::from_owned_ptr(py, list).downcast_into_unchecked())
+}
+
+/// Where `list` keeps its items, if this interpreter lays lists out as
+/// CPython always has (`PyObject_VAR_HEAD`, then the item pointer): checked
+/// once against a real list. Writing there instead of calling
+/// `PyList_SetItem` saves a call and its checks per id; the stable ABI
+/// leaves the layout out, hence the check (and the call where it fails).
+fn item_array(py: Python<'_>, list: &Bound<'_, PyList>) -> Option<*mut *mut ffi::PyObject> {
+    static OFFSET: OnceLock<Option<usize>> = OnceLock::new();
+    let offset = (*OFFSET.get_or_init(|| items_offset(py)))?;
+    // SAFETY: the offset was checked to hold a list's item pointer.
+    Some(unsafe { *list.as_ptr().cast::<u8>().add(offset).cast::<*mut *mut ffi::PyObject>() })
+}
+
+/// The item pointer's offset in a list object, checked on a real list.
+fn items_offset(py: Python<'_>) -> Option<usize> {
+    // After the reference count, the type and the length.
+    let offset = 3 * std::mem::size_of::<usize>();
+    let probe = PyInt::new(py, 123_456_789u64);
+    let list = PyList::new(py, [&probe]).ok()?;
+    // SAFETY: a list object is larger than its variable-size header plus one
+    // pointer on every CPython, so the read stays inside the object.
+    let array = unsafe { *list.as_ptr().cast::<u8>().add(offset).cast::<*const *mut ffi::PyObject>() };
+    // SAFETY: if the check holds, `array` is the list's item array (one item).
+    let found = !array.is_null() && unsafe { *array } == probe.as_ptr();
+    found.then_some(offset)
 }
