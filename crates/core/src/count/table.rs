@@ -85,13 +85,16 @@ pub(super) enum Keyed<'p> {
     Long(&'p [u8]),
 }
 
+/// The shortest pieces of the mid table.
+const MID_FIRST: usize = SHORT_KEY + 1;
+
 /// The key of `piece` in the table its length picks (the one place the
 /// lengths are chosen).
 #[inline(always)]
 pub(super) fn keyed(piece: &[u8]) -> Keyed<'_> {
     match piece.len() {
         0..=SHORT_KEY => Keyed::Short(short_key(piece)),
-        ..=MID_KEY => Keyed::Mid(mid_key(piece)),
+        MID_FIRST..=MID_KEY => Keyed::Mid(mid_key(piece)),
         _ => Keyed::Long(piece),
     }
 }
