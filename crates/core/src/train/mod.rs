@@ -30,5 +30,3 @@ pub use counting::{count_words, count_words_weighted};
 pub use driver::train_from_counts;
 pub use merge::TokenLimits;
 pub use stats::TrainStats;
-
-
