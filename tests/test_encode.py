@@ -175,8 +175,8 @@ def _is_frozen(obj: object) -> bool:
 
 
 def test_id_lists_own_a_reference_to_each_shared_int(tok: bpeforge.Tokenizer) -> None:
-    """Result lists share one int object per id (made a block of ids at a
-    time) and are filled without the C API's per-item calls: each item must
+    """Result lists share one int object per id (made when the id is first
+    met) and are filled without the C API's per-item calls: each item must
     still be a counted reference, and each list a normal list."""
     import gc
     import sys
