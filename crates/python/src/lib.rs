@@ -596,7 +596,7 @@ impl NativeTokenizer {
     }
 
     fn from_encoder(enc: Encoder) -> Self {
-        NativeTokenizer { enc: Arc::new(enc), cache: Mutex::new(Cache::new()), ints: ints::IdInts::default() }
+        NativeTokenizer { cache: Mutex::new(enc.new_cache()), enc: Arc::new(enc), ints: ints::IdInts::default() }
     }
 }
 

@@ -154,7 +154,7 @@ impl Encoder {
         };
         // Each thread's cache comes from (and goes back to) the encoder's
         // pool: a batch starts with what the batches before it learned.
-        run_ordered(threads, host, &|| self.batch_caches.take(), &|block, cache| work(block, cache))
+        run_ordered(threads, host, &|| self.batch_caches.take(|| self.new_cache()), &|block, cache| work(block, cache))
     }
 
     /// Encodes many texts on `threads` threads, as one flat id vector plus

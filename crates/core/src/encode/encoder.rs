@@ -126,6 +126,7 @@ impl Encoder {
             sp,
             normalizer,
             batch_caches: Default::default(),
+            cache_seed: Default::default(),
         };
         if matches!(enc.model.scheme, Scheme::Bytes) {
             enc.byte_pair_ranks = (0..1u32 << 16)
@@ -139,6 +140,27 @@ impl Encoder {
             enc.whole = whole;
         }
         Ok(enc)
+    }
+
+    /// A piece cache for encoding with this encoder: where pieces are looked
+    /// up whole (`plain_bytes`), seeded with the pieces that are one token,
+    /// lowest ids kept where two share a slot (see `cache`).
+    pub fn new_cache(&self) -> Cache {
+        if !self.plain_bytes() {
+            return Cache::new();
+        }
+        let seed = self.cache_seed.get_or_init(|| {
+            let ids = self.whole_ids();
+            Cache::seeded(ids.iter().rev().map(|&id| (self.raw.get(id as usize), id)))
+        });
+        seed.clone()
+    }
+
+    /// Whether a piece's symbols are exactly its bytes (a bytes-scheme model
+    /// that adds no space marker), so that `whole` and `byte_pair_ranks` apply.
+    #[inline]
+    fn plain_bytes(&self) -> bool {
+        !self.whitespace && !self.byte_pair_ranks.is_empty()
     }
 
     /// The ids `reachable` found, ascending (what a snapshot stores).
@@ -571,7 +593,7 @@ impl Encoder {
         };
         // `whole` is keyed by a piece's own bytes, so it only applies where
         // the symbols are exactly those bytes (no added space marker).
-        let plain_bytes = !self.whitespace && !self.byte_pair_ranks.is_empty();
+        let plain_bytes = self.plain_bytes();
         if plain_bytes && piece.len() == 1 {
             out.push(self.base_start + piece[0] as u32);
             return;
@@ -643,7 +665,7 @@ impl Encoder {
     /// `encode_normalized` of a run of valid UTF-8 (see there).
     fn encode_run(&self, s: &str, out: &mut Vec<u32>, how: &mut Merging) -> Result<()> {
         const LOOKAHEAD: usize = 8;
-        let plain_bytes = !self.whitespace && !self.byte_pair_ranks.is_empty();
+        let plain_bytes = self.plain_bytes();
         let mut waiting: [(&[u8], PieceKey); LOOKAHEAD] = [(&[], PieceKey::new(&[])); LOOKAHEAD];
         let mut given = 0usize;
         self.pretok.split(s, &mut |piece| {
@@ -880,6 +902,32 @@ mod tests {
         assert_eq!(ids(&fused, "a é€a"), vec![1, 2, 1, 0, 2]);
         assert_eq!(fused.decode_bytes(&[0]).unwrap(), " \u{2047} ".as_bytes());
         assert_eq!(ids(&chars(false, false), "é€"), vec![1, 0, 0]);
+    }
+
+    #[test]
+    fn seeded_caches_give_the_ids_encoding_without_a_cache_gives() {
+        let model = |pretok: PreTokenizerSpec| {
+            let mut m = Model::new(Scheme::Bytes, pretok, vec![], None);
+            let (a, b, c, sp) = (b'a' as u32, b'b' as u32, b'c' as u32, b' ' as u32);
+            // 256 ab, 257 " ab", 258 abc, 259 ba, 260 " a" (after 257, so " ab" is reached whole)
+            m.merges = vec![(a, b), (sp, 256), (256, c), (b, a), (sp, a)];
+            Encoder::new(m).unwrap()
+        };
+        let texts = ["ab abc ba abab", " ab ab  cab", "abcabc a b c", "ba ba ba", ""];
+        for pretok in [PreTokenizerSpec::Gpt2, PreTokenizerSpec::Whitespace] {
+            let enc = model(pretok.clone());
+            let mut cache = enc.new_cache();
+            // Where pieces are looked up whole, a token's piece is in the cache before any text.
+            let seeded = cache.get(&PieceKey::new(b" ab"));
+            assert_eq!(seeded, enc.plain_bytes().then_some(&[257u32][..]), "{pretok:?}");
+            for _ in 0..2 {
+                for text in texts {
+                    let uncached = enc.encode(text.as_bytes(), &Specials::Ordinary, None).unwrap();
+                    let cached = enc.encode(text.as_bytes(), &Specials::Ordinary, Some(&mut cache)).unwrap();
+                    assert_eq!(cached, uncached, "{pretok:?} {text:?}");
+                }
+            }
+        }
     }
 
     #[test]
