@@ -251,7 +251,8 @@ fn train_iterator(py: Python<'_>, texts: &Bound<'_, PyAny>, args: &Bound<'_, PyA
 #[pyclass(frozen, module = "bpeforge._native")]
 struct NativeTokenizer {
     enc: Arc<Encoder>,
-    cache: Mutex<Cache>,
+    /// `encode`'s piece cache, made at its first call.
+    cache: Mutex<Option<Cache>>,
     /// The Python ints of the ids returned so far (see `ints`).
     ints: ints::IdInts,
 }
@@ -421,18 +422,16 @@ impl NativeTokenizer {
             let ids = py.detach(|| self.enc.encode_dropout(bytes, &rule, p, seed)).map_err(to_pyerr)?;
             return self.ints.lock(self.enc.vocab_size()).list(py, &ids);
         }
-        let run = |cache: Option<&mut Cache>| self.enc.encode_str(text, &rule, cache);
-        let result = if bytes.len() > DETACH_BYTES {
-            py.detach(|| match self.cache.try_lock() {
-                Ok(mut c) => run(Some(&mut c)),
-                Err(_) => run(None),
-            })
-        } else {
-            match self.cache.try_lock() {
-                Ok(mut c) => run(Some(&mut c)),
-                Err(_) => run(None),
+        // The cache is made at the first call (an encoder's is seeded: see
+        // `Encoder::new_cache`), so a tokenizer that never encodes holds none.
+        let run = || match self.cache.try_lock() {
+            Ok(mut c) => {
+                let cache = c.get_or_insert_with(|| self.enc.new_cache());
+                self.enc.encode_str(text, &rule, Some(cache))
             }
+            Err(_) => self.enc.encode_str(text, &rule, None),
         };
+        let result = if bytes.len() > DETACH_BYTES { py.detach(run) } else { run() };
         let ids = result.map_err(to_pyerr)?;
         self.ints.lock(self.enc.vocab_size()).list(py, &ids)
     }
@@ -596,7 +595,7 @@ impl NativeTokenizer {
     }
 
     fn from_encoder(enc: Encoder) -> Self {
-        NativeTokenizer { cache: Mutex::new(enc.new_cache()), enc: Arc::new(enc), ints: ints::IdInts::default() }
+        NativeTokenizer { enc: Arc::new(enc), cache: Mutex::new(None), ints: ints::IdInts::default() }
     }
 }
 

@@ -126,7 +126,6 @@ impl Encoder {
             sp,
             normalizer,
             batch_caches: Default::default(),
-            cache_seed: Default::default(),
         };
         if matches!(enc.model.scheme, Scheme::Bytes) {
             enc.byte_pair_ranks = (0..1u32 << 16)
@@ -143,17 +142,16 @@ impl Encoder {
     }
 
     /// A piece cache for encoding with this encoder: where pieces are looked
-    /// up whole (`plain_bytes`), seeded with the pieces that are one token,
-    /// lowest ids kept where two share a slot (see `cache`).
+    /// up whole (`plain_bytes`), seeded with the pieces of two bytes or more
+    /// that are one token (one byte never reaches the cache), lowest ids kept
+    /// where two share a slot (see `cache`).
     pub fn new_cache(&self) -> Cache {
         if !self.plain_bytes() {
             return Cache::new();
         }
-        let seed = self.cache_seed.get_or_init(|| {
-            let ids = self.whole_ids();
-            Cache::seeded(ids.iter().rev().map(|&id| (self.raw.get(id as usize), id)))
-        });
-        seed.clone()
+        let pieces: Vec<(&[u8], u32)> =
+            self.whole_ids().iter().rev().map(|&id| (self.raw.get(id as usize), id)).filter(|(bytes, _)| bytes.len() > 1).collect();
+        Cache::seeded(pieces.into_iter())
     }
 
     /// Whether a piece's symbols are exactly its bytes (a bytes-scheme model

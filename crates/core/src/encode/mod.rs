@@ -100,8 +100,6 @@ pub struct Encoder {
     normalizer: Option<crate::normalize::Normalizer>,
     /// The piece caches of batches, kept from one batch to the next.
     batch_caches: cache::CachePool,
-    /// What `new_cache` copies, made when first asked for.
-    cache_seed: std::sync::OnceLock<Cache>,
 }
 
 /// Chars scheme: what SentencePiece-style models do beyond plain BPE.
