@@ -13,14 +13,15 @@
 //! holds) after as many stores as it has slots, so a call that encodes a few
 //! words never pays for a megabyte of slots.
 //!
-//! An encoder's own caches (`Encoder::new_cache`) instead start holding the
-//! pieces that are one token (`seeded`), in twice as many slots as there
-//! are such tokens (at most the full size): a piece met for the first time
-//! is then mostly found in one read of a slot, where the whole-piece table
-//! takes three (slot, offsets, token bytes) and a store. Rust, 50,000
-//! held-apart lines one call each, fresh caches alternating (medians of
-//! 16): 2-5% less time on o200k_base, 6% on cl100k_base, 3% on a trained
-//! 32k vocabulary. Seeding o200k_base's takes 14 ms.
+//! A long-lived cache (`Encoder::new_cache`: the one a Python tokenizer
+//! keeps for `encode`) instead starts holding the pieces that are one token
+//! (`seeded`), in twice as many slots as there are such tokens (at most the
+//! full size): a piece met for the first time is then mostly found in one
+//! read of a slot, where the whole-piece table takes three (slot, offsets,
+//! token bytes) and a store. Rust, 50,000 held-apart lines one call each,
+//! fresh caches alternating (medians of 16): 2-5% less time on o200k_base,
+//! 6% on cl100k_base, 3% on a trained 32k vocabulary. Seeding o200k_base's
+//! takes 14 ms, more than it saves a batch's thread (see `batch`).
 
 use super::key::{PieceKey, KEY_MAX};
 use super::tables::prefetch;

@@ -141,10 +141,10 @@ impl Encoder {
         Ok(enc)
     }
 
-    /// A piece cache for encoding with this encoder: where pieces are looked
-    /// up whole (`plain_bytes`), seeded with the pieces of two bytes or more
-    /// that are one token (one byte never reaches the cache), lowest ids kept
-    /// where two share a slot (see `cache`).
+    /// A piece cache for many calls of encoding with this encoder: where
+    /// pieces are looked up whole (`plain_bytes`), seeded with the pieces of
+    /// two bytes or more that are one token (one byte never reaches the
+    /// cache), lowest ids kept where two share a slot (see `cache`).
     pub fn new_cache(&self) -> Cache {
         if !self.plain_bytes() {
             return Cache::new();

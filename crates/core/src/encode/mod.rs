@@ -22,7 +22,13 @@
 //!   model, see `reachable`) needs no merging at all; in running text that is
 //!   most pieces.
 //! * A bounded cache maps frequent pieces to their ids (`cache`); each batch
-//!   worker has its own, so threads never contend.
+//!   worker has its own, so threads never contend. A long-lived one (a
+//!   Python tokenizer's for `encode`) starts seeded with the pieces that are
+//!   one token (`Encoder::new_cache`).
+//! * Look-ups in tables of megabytes mostly wait on memory, so they are
+//!   fetched ahead: each piece's cache and whole-piece slots a few pieces
+//!   before it is encoded, and (for large pair tables) the pair slots a
+//!   merge may look up next as soon as a pair's rank is known.
 //! * Decoding reads one contiguous byte buffer plus an offsets array.
 
 mod batch;
