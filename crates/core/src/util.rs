@@ -27,17 +27,24 @@ pub fn pack(a: u32, b: u32) -> u64 {
 
 /// Hints the CPU to load `slice[i]` into cache (no effect elsewhere).
 #[inline(always)]
-pub(crate) fn prefetch<T>(slice: &[T], i: usize) {
+pub fn prefetch<T>(slice: &[T], i: usize) {
+    if let Some(value) = slice.get(i) {
+        prefetch_ptr(value);
+    }
+}
+
+/// Hints the CPU to load the cache line at `value` (no effect elsewhere).
+/// Any address will do: a prefetch never faults.
+#[inline(always)]
+pub fn prefetch_ptr<T>(value: *const T) {
     #[cfg(target_arch = "x86_64")]
-    if i < slice.len() {
-        // SAFETY: prefetching is only a hint and never faults; the pointer is
-        // in bounds of the slice anyway.
-        unsafe {
-            std::arch::x86_64::_mm_prefetch(slice.as_ptr().add(i) as *const i8, std::arch::x86_64::_MM_HINT_T0);
-        }
+    // SAFETY: prefetching is only a hint and never faults, nor changes
+    // anything the program can observe.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch(value as *const i8, std::arch::x86_64::_MM_HINT_T0);
     }
     #[cfg(not(target_arch = "x86_64"))]
-    let _ = (slice, i);
+    let _ = value;
 }
 
 /// Hints the CPU to load the last byte of `slice[i]`: with `prefetch`, the

@@ -24,7 +24,7 @@
 //! takes 14 ms, more than it saves a batch's thread (see `batch`).
 
 use super::key::{PieceKey, KEY_MAX};
-use super::tables::prefetch;
+use crate::util::prefetch;
 use std::sync::Mutex;
 /// Most ids a cached piece may have.
 const IDS_MAX: usize = 9;
@@ -96,11 +96,11 @@ impl Cache {
         }
     }
 
-    /// Starts loading the slot of the piece of `key` (see `prefetch`).
+    /// Starts loading the slot of the piece of `key` (see `encode_normalized`).
     #[inline]
     pub(super) fn prefetch(&self, key: &PieceKey) {
         if let Some(i) = self.place(key) {
-            prefetch(&self.slots[i]);
+            prefetch(&self.slots, i);
         }
     }
 

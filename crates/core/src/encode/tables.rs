@@ -11,23 +11,9 @@
 //! packs tighter: see `dense_capacity`).
 
 use super::key::PieceKey;
+use crate::util::prefetch;
 
 const EMPTY: u64 = u64::MAX;
-
-/// Asks the CPU to start loading the cache line holding `value`, so that a
-/// look-up a little later finds it there (see `encode_plain`).
-#[inline(always)]
-pub(super) fn prefetch<T>(value: &T) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: a prefetch is only a hint: it never faults and changes nothing
-    // the program can observe (and `value` is a valid reference anyway).
-    unsafe {
-        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-        _mm_prefetch::<_MM_HINT_T0>((value as *const T).cast::<i8>());
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = value;
-}
 
 /// Slots for `n` entries: a power of two, at most half full.
 fn capacity(n: usize) -> usize {
@@ -134,7 +120,7 @@ impl PairRanks {
     }
 
     /// Whether the table is too large to stay in a core's own cache, so that
-    /// fetching slots ahead of their look-ups (`prefetch`) pays: above 1 MiB
+    /// fetching slots ahead of their look-ups (`Self::prefetch`) pays: above 1 MiB
     /// of slots (o200k_base's 2 MiB, 10-12% less time merging held-apart
     /// lines), not at 1 MiB (cl100k_base, 1% more) or 512 KiB (a 32k
     /// vocabulary, 3% more).
@@ -143,11 +129,11 @@ impl PairRanks {
         std::mem::size_of_val(&*self.slots) > PREFETCH_MIN_BYTES
     }
 
-    /// Starts loading the home slot of the pair `(a, b)` (see `prefetch`).
+    /// Starts loading the home slot of the pair `(a, b)`.
     /// Not its filter word: fetching that too took more time than it saved.
     #[inline]
     pub(super) fn prefetch(&self, a: u32, b: u32) {
-        prefetch(&self.slots[Self::home(Self::key(a, b), self.mask)]);
+        prefetch(&self.slots, Self::home(Self::key(a, b), self.mask));
     }
 
     /// The rank of the pair `(a, b)`, or `None`.
@@ -222,10 +208,10 @@ impl PieceIds {
         ((key.hash >> 32) as usize & self.mask, key.hash & 0xFFFF_FFFF)
     }
 
-    /// Starts loading the home slot of a piece (see `prefetch`).
+    /// Starts loading the home slot of a piece (see `encode_normalized`).
     #[inline]
     pub(super) fn prefetch(&self, key: &PieceKey) {
-        prefetch(&self.slots[self.place(key).0]);
+        prefetch(&self.slots, self.place(key).0);
     }
 
     /// The id of `bytes` (whose key is `key`), where `bytes_of(id)` gives an id's bytes.
