@@ -422,8 +422,8 @@ impl NativeTokenizer {
             let ids = py.detach(|| self.enc.encode_dropout(bytes, &rule, p, seed)).map_err(to_pyerr)?;
             return self.ints.lock(self.enc.vocab_size()).list(py, &ids);
         }
-        // The cache is made at the first call (an encoder's is seeded: see
-        // `Encoder::new_cache`), so a tokenizer that never encodes holds none.
+        // The cache is made (seeded: see `Encoder::new_cache`) at the first
+        // call, so a tokenizer that never encodes holds none.
         let run = || match self.cache.try_lock() {
             Ok(mut c) => {
                 let cache = c.get_or_insert_with(|| self.enc.new_cache());

@@ -157,7 +157,7 @@ impl Encoder {
         // new one starts small, not seeded (`Encoder::new_cache`): seeding
         // each thread's took more time in a batch of 50,000 lines than the
         // seeds saved (o200k_base at 2 threads: 0.140 s against 0.118 s).
-        run_ordered(threads, host, &|| self.batch_caches.take(Cache::new), &|block, cache| work(block, cache))
+        run_ordered(threads, host, &|| self.batch_caches.take(), &|block, cache| work(block, cache))
     }
 
     /// Encodes many texts on `threads` threads, as one flat id vector plus

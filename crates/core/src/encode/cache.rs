@@ -150,9 +150,9 @@ pub(crate) struct CachePool {
 }
 
 impl CachePool {
-    /// An idle cache, or a `new` one; given back when the `Pooled` is dropped.
-    pub(crate) fn take(&self, new: impl FnOnce() -> Cache) -> Pooled<'_> {
-        let cache = self.lock().and_then(|mut idle| idle.pop()).unwrap_or_else(new);
+    /// An idle cache, or a new one; given back when the `Pooled` is dropped.
+    pub(crate) fn take(&self) -> Pooled<'_> {
+        let cache = self.lock().and_then(|mut idle| idle.pop()).unwrap_or_default();
         Pooled { pool: self, cache: Some(cache) }
     }
 
@@ -254,12 +254,12 @@ mod tests {
     fn a_pool_hands_back_what_a_batch_left() {
         let pool = CachePool::default();
         {
-            let mut cache = pool.take(Cache::new);
+            let mut cache = pool.take();
             cache.put(&k(b"piece"), &[4, 2]);
         }
-        assert_eq!(pool.take(Cache::new).get(&k(b"piece")), Some(&[4u32, 2][..]));
+        assert_eq!(pool.take().get(&k(b"piece")), Some(&[4u32, 2][..]));
         // Two at once: the second is a new one; both come back.
-        let (first, second) = (pool.take(Cache::new), pool.take(Cache::new));
+        let (first, second) = (pool.take(), pool.take());
         assert!(first.get(&k(b"piece")).is_some() != second.get(&k(b"piece")).is_some());
         drop((first, second));
         let idle = pool.lock().map(|idle| idle.len());
