@@ -21,7 +21,8 @@
 //! token bytes) and a store. Rust, 50,000 held-apart lines one call each,
 //! fresh caches alternating (medians of 16): 2-5% less time on o200k_base,
 //! 6% on cl100k_base, 3% on a trained 32k vocabulary. Seeding o200k_base's
-//! takes 14 ms, more than it saves a batch's thread (see `batch`).
+//! takes 15-25 ms, so a batch's threads start from copies of one seed that
+//! the encoder keeps (see `batch`).
 
 use super::key::{PieceKey, KEY_MAX};
 use crate::util::prefetch;
@@ -50,7 +51,7 @@ struct Slot {
 const EMPTY: Slot = Slot { key: [0; KEY_MAX / 8], key_len: 0, n_ids: 0, ids: [0; IDS_MAX] };
 
 /// A per-thread cache of piece -> ids (see the module notes).
-#[derive(Default)]
+#[derive(Default, Clone)]
 pub struct Cache {
     slots: Vec<Slot>,
     /// Stores since the table last grew.
@@ -150,9 +151,9 @@ pub(crate) struct CachePool {
 }
 
 impl CachePool {
-    /// An idle cache, or a new one; given back when the `Pooled` is dropped.
-    pub(crate) fn take(&self) -> Pooled<'_> {
-        let cache = self.lock().and_then(|mut idle| idle.pop()).unwrap_or_default();
+    /// An idle cache, or `new()`; given back when the `Pooled` is dropped.
+    pub(crate) fn take(&self, new: impl FnOnce() -> Cache) -> Pooled<'_> {
+        let cache = self.lock().and_then(|mut idle| idle.pop()).unwrap_or_else(new);
         Pooled { pool: self, cache: Some(cache) }
     }
 
@@ -254,12 +255,12 @@ mod tests {
     fn a_pool_hands_back_what_a_batch_left() {
         let pool = CachePool::default();
         {
-            let mut cache = pool.take();
+            let mut cache = pool.take(Cache::new);
             cache.put(&k(b"piece"), &[4, 2]);
         }
-        assert_eq!(pool.take().get(&k(b"piece")), Some(&[4u32, 2][..]));
+        assert_eq!(pool.take(Cache::new).get(&k(b"piece")), Some(&[4u32, 2][..]));
         // Two at once: the second is a new one; both come back.
-        let (first, second) = (pool.take(), pool.take());
+        let (first, second) = (pool.take(Cache::new), pool.take(Cache::new));
         assert!(first.get(&k(b"piece")).is_some() != second.get(&k(b"piece")).is_some());
         drop((first, second));
         let idle = pool.lock().map(|idle| idle.len());

@@ -126,6 +126,7 @@ impl Encoder {
             sp,
             normalizer,
             batch_caches: Default::default(),
+            cache_seed: Default::default(),
         };
         if matches!(enc.model.scheme, Scheme::Bytes) {
             enc.byte_pair_ranks = (0..1u32 << 16)
@@ -152,6 +153,13 @@ impl Encoder {
         let pieces: Vec<(&[u8], u32)> =
             self.whole_ids().iter().rev().map(|&id| (self.raw.get(id as usize), id)).filter(|(bytes, _)| bytes.len() > 1).collect();
         Cache::seeded(pieces.into_iter())
+    }
+
+    /// A copy of the seeded cache `new_cache` makes, which is made at the
+    /// first call and kept: copying it takes a fraction of the time seeding
+    /// takes, so each thread of a batch can start from one.
+    pub(super) fn seeded_copy(&self) -> Cache {
+        self.cache_seed.get_or_init(|| self.new_cache()).clone()
     }
 
     /// Whether a piece's symbols are exactly its bytes (a bytes-scheme model

@@ -106,6 +106,8 @@ pub struct Encoder {
     normalizer: Option<crate::normalize::Normalizer>,
     /// The piece caches of batches, kept from one batch to the next.
     batch_caches: cache::CachePool,
+    /// The seed batch threads' new caches are copied from (`Encoder::seeded_copy`).
+    cache_seed: std::sync::OnceLock<Cache>,
 }
 
 /// Chars scheme: what SentencePiece-style models do beyond plain BPE.
