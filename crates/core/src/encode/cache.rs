@@ -25,6 +25,7 @@
 //! the encoder keeps (see `batch`).
 
 use super::key::{PieceKey, KEY_MAX};
+use crate::mem::HugeTable;
 use crate::util::prefetch;
 use std::sync::Mutex;
 /// Most ids a cached piece may have.
@@ -53,14 +54,15 @@ const EMPTY: Slot = Slot { key: [0; KEY_MAX / 8], key_len: 0, n_ids: 0, ids: [0;
 /// A per-thread cache of piece -> ids (see the module notes).
 #[derive(Default, Clone)]
 pub struct Cache {
-    slots: Vec<Slot>,
+    /// On huge pages from 2 MiB up (see `tables`).
+    slots: HugeTable<Slot>,
     /// Stores since the table last grew.
     stores: usize,
 }
 
 impl Cache {
     pub fn new() -> Self {
-        Cache { slots: Vec::new(), stores: 0 }
+        Cache { slots: HugeTable::default(), stores: 0 }
     }
 
     /// A cache holding each of `pieces` as its one id (where two share a
@@ -68,7 +70,7 @@ impl Cache {
     /// at most the full size); it grows as a new one does from there.
     pub(super) fn seeded<'a>(pieces: impl ExactSizeIterator<Item = (&'a [u8], u32)>) -> Self {
         let slots = (2 * pieces.len()).next_power_of_two().clamp(FIRST_SLOTS, MAX_SLOTS);
-        let mut cache = Cache { slots: vec![EMPTY; slots], stores: 0 };
+        let mut cache = Cache { slots: HugeTable::filled(slots, EMPTY), stores: 0 };
         for (bytes, id) in pieces {
             cache.put(&PieceKey::new(bytes), &[id]);
         }
@@ -112,7 +114,7 @@ impl Cache {
     /// warming its own cache).
     fn grow(&mut self) {
         let n = (self.slots.len() * 2).max(FIRST_SLOTS);
-        let old = std::mem::replace(&mut self.slots, vec![EMPTY; n]);
+        let old = std::mem::replace(&mut self.slots, HugeTable::filled(n, EMPTY));
         self.stores = 0;
         for slot in old.iter().filter(|s| s.key_len != 0) {
             if let Some(i) = self.place(&PieceKey::from_words(slot.key, slot.key_len as usize)) {
