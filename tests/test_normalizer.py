@@ -43,7 +43,9 @@ TRICKY = (list("ｈｅｌｌｏＡＢＣ１２３０！？") + ["\ufb01", "\ufb0
           "\u3000", "\u00a0", "\u2003", "\u202f", "\u0301", "\u0308", "\u0327", "\u00a8", "\u00b4", "\x01", "\x0b",
           "\x7f", "\x1f", "\u200b", "\u200d", "\ufeff", "\u0085", "\t", "\r", " ", "  ", "\ufdfa", "\u1100",
           "\u1161", "\uac00", "\u2126", "\u212b", "\u00c5", "\ufffd", "\U0001d400", "\u2028", "e\u0301", "a",
-          "b", "é", "ß", "İ", "ﾊﾟ", "㍿", "™", "…", "‥"])
+          "b", "é", "ß", "İ", "ﾊﾟ", "㍿", "™", "…", "‥",
+          # SentencePiece's own space mark, which it trims at a text's end as a space.
+          "\u2581", "x \u2581", "a\u2581 ", "x\u2581 \u2581", "\u2581\u2581b", "\u2581 a\u2581b\u2581"])
 nfkc_texts = st.lists(st.one_of(st.sampled_from(TRICKY), stable_chars), max_size=30).map("".join)
 
 # (name, sentencepiece training flags)

@@ -8,7 +8,7 @@ use super::{Arena, Cache, Encoder, Merging, Prepared, SentencePieceRules, Specia
 use crate::util::{map_with_capacity, new_map, pack};
 use crate::error::{Error, Result};
 use crate::model::{Model, Scheme, SPACE_MARKER};
-use crate::normalize::word_pretokenizer;
+use crate::normalize;
 use crate::pretok::{utf8_runs, PreTokenizer, PreTokenizerSpec, Segment, SpecialSplitter};
 use std::collections::BinaryHeap;
 use std::cmp::Reverse;
@@ -48,7 +48,8 @@ impl Encoder {
             Scheme::Chars { normalizer: Some(spec), .. } => Some(spec.compile()?),
             _ => None,
         };
-        let pretok = PreTokenizer::new(word_pretokenizer(&model.pretokenizer, normalizer.as_ref()))?;
+        let (words, normalizer) = normalize::words(&model.pretokenizer, normalizer);
+        let pretok = PreTokenizer::new(words)?;
         let all_specials = SpecialSplitter::new(&model.special_tokens)?;
         let first_merge = (model.special_tokens.len() + model.base_len()) as u32;
         let mut ranks = map_with_capacity(model.merges.len());

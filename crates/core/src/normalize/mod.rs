@@ -10,7 +10,7 @@
 //! consuming that byte).
 //!
 //! SentencePiece's whitespace handling around it maps onto bpeforge's
-//! pre-tokenizers (see `word_pretokenizer` and docs/SEMANTICS.md): with
+//! pre-tokenizers (see `words` and docs/SEMANTICS.md): with
 //! `add_dummy_prefix` + `remove_extra_whitespaces` SentencePiece's words are
 //! the normalized text's runs between U+0020 characters, each with a `▁`
 //! before it; that is the `whitespace` pre-tokenizer cutting at U+0020 only
@@ -60,6 +60,7 @@ impl NormalizerSpec {
         }
         Ok(Normalizer {
             charsmap: Charsmap::parse(&self.charsmap_bytes()?)?,
+            trims_end: false,
         })
     }
 }
@@ -68,6 +69,8 @@ impl NormalizerSpec {
 #[derive(Debug, Clone)]
 pub struct Normalizer {
     charsmap: Charsmap,
+    /// Drop the normalized text's trailing U+0020 and `▁` (see `words`).
+    trims_end: bool,
 }
 
 impl Normalizer {
@@ -93,6 +96,9 @@ impl Normalizer {
                 }
             }
         }
+        if self.trims_end {
+            out.truncate(out.trim_end_matches([' ', SPACE_SYMBOL]).len());
+        }
         out
     }
 }
@@ -110,20 +116,25 @@ fn first_char(bytes: &[u8]) -> Option<char> {
     std::str::from_utf8(bytes.get(..n)?).ok()?.chars().next()
 }
 
-/// The pre-tokenizer that cuts a normalized text into words: the model's
-/// own, except that `whitespace` cuts at U+0020 only, as SentencePiece does
-/// after normalizing (its `remove_extra_whitespaces` collapses runs of
-/// U+0020 and trims them; every other character is part of a word).
-pub fn word_pretokenizer(
-    spec: &PreTokenizerSpec,
-    normalizer: Option<&Normalizer>,
-) -> PreTokenizerSpec {
+/// SentencePiece's mark for a space (U+2581).
+const SPACE_SYMBOL: char = '\u{2581}';
+
+/// How a model with a normalizer cuts a text into words: its pre-tokenizer
+/// and normalizer as they apply to one text. The model's own, except that
+/// with `whitespace` (SentencePiece's `add_dummy_prefix` +
+/// `remove_extra_whitespaces`) words are cut at U+0020 only, as
+/// SentencePiece does after normalizing (it collapses runs of U+0020 and
+/// trims them; every other character is part of a word), and the
+/// normalized text loses its trailing U+0020 and `▁`: SentencePiece writes a
+/// space as `▁` before trimming the end, so it trims a `▁` of the text too
+/// (`x ▁` encodes as `x`, `▁` alone as nothing).
+pub fn words(spec: &PreTokenizerSpec, normalizer: Option<Normalizer>) -> (PreTokenizerSpec, Option<Normalizer>) {
     match (spec, normalizer) {
-        (PreTokenizerSpec::Whitespace, Some(_)) => PreTokenizerSpec::Regex {
-            pattern: "[^ ]+".to_string(),
-            isolated: false,
-        },
-        _ => spec.clone(),
+        (PreTokenizerSpec::Whitespace, Some(n)) => {
+            let spec = PreTokenizerSpec::Regex { pattern: "[^ ]+".to_string(), isolated: false };
+            (spec, Some(Normalizer { trims_end: true, ..n }))
+        }
+        (_, normalizer) => (spec.clone(), normalizer),
     }
 }
 
@@ -151,6 +162,20 @@ mod tests {
             assert_eq!(n.normalize(text.as_bytes()), want, "{text:?}");
         }
         assert_eq!(n.normalize(b"a\xFFb\xE2\x82"), "a\u{FFFD}b\u{FFFD}\u{FFFD}");
+    }
+
+    #[test]
+    fn whitespace_words_trim_trailing_spaces_and_space_marks_as_sentencepiece() {
+        let (spec, n) = words(&PreTokenizerSpec::Whitespace, Some(nmt_nfkc()));
+        assert!(matches!(spec, PreTokenizerSpec::Regex { .. }));
+        let n = n.unwrap();
+        assert_eq!(n.normalize("x \u{2581} \u{2581}".as_bytes()), "x");
+        assert_eq!(n.normalize("\u{2581}".as_bytes()), "");
+        // (nmt_nfkc's table itself maps `▁` to a space.)
+        assert_eq!(n.normalize("\u{2581}a\u{2581}b".as_bytes()), " a b");
+        // Spaces kept (any other pre-tokenizer): nothing is trimmed.
+        let (_, kept) = words(&PreTokenizerSpec::None, Some(nmt_nfkc()));
+        assert_eq!(kept.unwrap().normalize("x \u{2581}".as_bytes()), "x  ");
     }
 
     #[test]

@@ -65,7 +65,8 @@ pub(crate) fn count_words_mode<'c>(
         Scheme::Chars { normalizer: Some(spec), .. } => Some(spec.compile()?),
         _ => None,
     };
-    let pre = PreTokenizer::new(crate::normalize::word_pretokenizer(&config.pretokenizer, normalizer.as_ref()))?;
+    let (words, normalizer) = crate::normalize::words(&config.pretokenizer, normalizer);
+    let pre = PreTokenizer::new(words)?;
     let specials = SpecialSplitter::new(&config.all_special_tokens())?;
     let stage2 = match &config.superbpe {
         Some(_) => Some(PreTokenizer::new(PreTokenizerSpec::Superword)?),
