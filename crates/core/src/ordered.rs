@@ -158,13 +158,21 @@ fn drive<I: Send, R: Send, S: Send, H: Host<I, R>>(
 ) -> Result<()> {
     let (mut prepared, mut delivered, mut exhausted) = (0usize, 0usize, false);
     loop {
-        let ready = shared.lock().done.remove(&delivered);
+        // A block for every helper comes first: a helper finding the queue
+        // empty waits, and delivering a run of finished blocks takes longer
+        // than encoding one.
+        let can_prepare = !exhausted && prepared - delivered < AHEAD_PER_THREAD * threads;
+        let ready = {
+            let mut st = shared.lock();
+            let helpers_short = st.queue.len() < threads - 1;
+            if can_prepare && helpers_short { None } else { st.done.remove(&delivered) }
+        };
         if let Some((input, result)) = ready {
             host.deliver(input, result?)?;
             delivered += 1;
             continue;
         }
-        if !exhausted && prepared - delivered < AHEAD_PER_THREAD * threads {
+        if can_prepare {
             match host.prepare()? {
                 Some(input) => {
                     shared.lock().queue.push_back((prepared, input));
