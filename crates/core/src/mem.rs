@@ -1,5 +1,6 @@
 //! Big arrays that are read at random (the word-count table, the merge
-//! arena): allocated with a request for transparent huge pages.
+//! arena, the encoder's tables and piece caches): allocated with a request
+//! for transparent huge pages.
 //!
 //! With 4 KiB pages a 100 MB table spans 25,000 pages, far more than the
 //! TLB holds, so nearly every random probe also walks the page table (and
