@@ -146,7 +146,8 @@ fn help<I: Send, R: Send, S>(shared: &Shared<I, R>, mut state: S, work: &(dyn Fn
     }
 }
 
-/// The calling thread's loop: deliver the next block if it is done, else
+/// The calling thread's loop: queue a block for each helper short of one
+/// (if few are in flight), else deliver the next block if it is done, else
 /// prepare one more if few are in flight, else work on a queued block, else
 /// wait (outside the host's lock) for the next block to be done.
 fn drive<I: Send, R: Send, S: Send, H: Host<I, R>>(
