@@ -168,12 +168,22 @@ impl<'a> Text<'a> {
                     return i;
                 }
                 i += 1;
-            } else {
+                continue;
+            }
+            // Character by character while the text is not ASCII: a word
+            // of another script is tried eight bytes at a time only where
+            // an ASCII byte comes back.
+            loop {
                 let (cp, n) = decode(s, i);
                 if self.classes.of(cp) & mask == 0 {
                     return i;
                 }
                 i += n;
+                match s.get(i) {
+                    Some(&b) if b >= 0x80 => {}
+                    Some(_) => break,
+                    None => return i,
+                }
             }
         }
     }
