@@ -85,6 +85,32 @@ def test_special_token_cases(tok: bpeforge.Tokenizer) -> None:
     assert ids[0] == s and eot not in ids
 
 
+def test_encode_without_options_is_the_default_policy(tok: bpeforge.Tokenizer) -> None:
+    """``encode(text)`` runs natively (no Python frame); every other call goes
+    through the facade's option handling. Both must be the same policy."""
+    class Text(str):
+        pass
+
+    eot = tok.token_to_id("<|eot|>")
+    explicit = {"allowed_special": set(), "disallowed_special": "all", "dropout": 0.0, "seed": None}
+    for text in CORPUS[:7] + ["", "<|eot", "x <s", " \n\t "]:
+        expected = tok.encode(text, **explicit)
+        assert tok.encode(text) == expected
+        assert tok.encode(text=text) == expected
+        assert tok.encode(Text(text)) == expected  # a str subclass takes the facade's path
+    # The default refuses special-token text on both paths, naming the token.
+    for call in (lambda: tok.encode("a <|eot|>"), lambda: tok.encode("a <|eot|>", **explicit)):
+        with pytest.raises(SpecialTokenError, match="eot"):
+            call()
+    assert tok.encode("<|eot|>", allowed_special="all") == [eot]
+    with pytest.raises(TypeError, match="must be str"):
+        tok.encode(b"bytes")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"Tokenizer\.encode\(\) got an unexpected keyword argument 'allowed'"):
+        tok.encode("a", allowed="all")  # type: ignore[call-arg]
+    with pytest.raises(UnicodeEncodeError):
+        tok.encode("lone \ud800 surrogate")
+
+
 def test_dropout_properties(tok: bpeforge.Tokenizer) -> None:
     text = "the quick brown fox jumps over the lazy dog " * 3
     if tok.pretokenizer == "whitespace":

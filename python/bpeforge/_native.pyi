@@ -1,15 +1,17 @@
 """Type stubs for the compiled core (bpeforge._native). Use the typed facade
 in `bpeforge` instead; this module's surface may change between versions."""
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from os import PathLike
-from typing import Any, Callable, Union, final
+from typing import Any, Callable, Literal, Union, final
+
+from typing_extensions import disjoint_base
 
 # A format name (text on fd 2), a (format, stream) pair (text through
 # stream.write) or a callable taking one event dict (see bpeforge._progress).
 _NativeProgress = Union[str, tuple[str, Any], Callable[[dict[str, Any]], object]]
 
-__all__ = ["train_files", "train_iterator", "train_arrow", "encode_arrow", "count_arrow_shard", "encode_arrow_file", "count_files", "train_counts", "check_train_options", "language_table", "count_shard", "CountSum", "train_count_sum", "pretokenize", "_pretokenize_reference", "_pretokenize_count", "default_threads", "default_memory_budget", "merge_splits", "unreachable_merges", "train_option_names", "script_of", "NativeTokenizer", "__version__"]
+__all__ = ["train_files", "train_iterator", "train_arrow", "encode_arrow", "count_arrow_shard", "encode_arrow_file", "count_files", "train_counts", "check_train_options", "language_table", "count_shard", "CountSum", "train_count_sum", "pretokenize", "_pretokenize_reference", "_pretokenize_count", "default_threads", "default_memory_budget", "merge_splits", "unreachable_merges", "train_option_names", "script_of", "NativeTokenizer", "TokenizerBase", "__version__"]
 __version__: str
 
 def train_files(paths: list[str], args: dict[str, Any], progress: _NativeProgress) -> NativeTokenizer: ...
@@ -61,6 +63,21 @@ def merge_splits(tokens: list[bytes], ranks: list[int]) -> list[int | None]: ...
 def unreachable_merges(base: int, merges: list[tuple[int, int]]) -> int: ...
 def train_option_names() -> list[str]: ...
 def script_of(text: str) -> list[str]: ...
+
+@disjoint_base
+class TokenizerBase:
+    """The native base of ``bpeforge.Tokenizer``: ``encode(text)`` without options."""
+    def __new__(cls, native: NativeTokenizer, *_args: Any, **_kwargs: Any) -> TokenizerBase: ...
+    def _set_default_rules(self, allowed: list[int] | None = None, disallowed: list[int] | None = None) -> None: ...
+    def encode(
+        self,
+        text: str,
+        *,
+        allowed_special: Literal["all"] | Collection[str] = (),
+        disallowed_special: Literal["all"] | Collection[str] = "all",
+        dropout: float = 0.0,
+        seed: int | None = None,
+    ) -> list[int]: ...
 
 @final
 class NativeTokenizer:

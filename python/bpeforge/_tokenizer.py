@@ -30,9 +30,11 @@ from .options import Regex, TrainOptions, _text_field, check_pretokenizer, optio
 
 _BYTE_TOKEN = re.compile(r"<0x[0-9A-F]{2}>")
 
-# ``encode``'s defaults as named objects: a call that passes none of them is
-# recognised by identity (``is``), the cheapest test Python has; any other
-# value, even an equal one, takes the general path (same result).
+# ``encode``'s defaults as named objects. A call that passes no option at
+# all never reaches Python (``_native.TokenizerBase.encode``); one that
+# passes these exact objects is recognised by identity (``is``), the
+# cheapest test Python has; any other value, even an equal one, takes the
+# general path (same result).
 _NO_SPECIALS: tuple = ()
 _ALL_SPECIALS = "all"
 _NO_DROPOUT = 0.0
@@ -273,7 +275,7 @@ def pretokenize(text: str, preset: str | Regex = "gpt2") -> list[str]:
     return _native.pretokenize(text, check_pretokenizer(preset))
 
 
-class Tokenizer:
+class Tokenizer(_native.TokenizerBase):
     """A trained BPE vocabulary: encode, decode, inspect and save.
 
     Ids: special tokens first, then the base symbols (the 256 bytes in byte
@@ -281,8 +283,7 @@ class Tokenizer:
     learned. A Tokenizer is immutable and safe to share between threads.
     """
 
-    __slots__ = ("_native", "_merges", "_specials", "_textual", "_lengths", "_texts", "_default_rules",
-                 "_encode_default")
+    __slots__ = ("_native", "_merges", "_specials", "_textual", "_lengths", "_texts", "_default_rules")
 
     def __init__(self, native: _native.NativeTokenizer) -> None:
         self._native = native
@@ -297,13 +298,10 @@ class Tokenizer:
         # The engine's special-token rules for the default policy, made once:
         # building them on every call was a good part of a short line's cost.
         self._default_rules = self._rules((), "all") if self._specials else (None, None)
-        # The native call of the default policy, bound once: calling it with
-        # one argument halved the facade's own cost per call (a fifth of a
-        # microsecond, 3% of encoding a short line), which unpacking the
-        # rules into every call had doubled.
-        allowed, disallowed = self._default_rules
-        self._encode_default = (native.encode if not self._specials
-                                else functools.partial(native.encode, allowed=allowed, disallowed=disallowed))
+        # ``encode(text)`` with no options runs natively on these rules
+        # (``TokenizerBase.encode``); every other call comes to
+        # ``_encode_options``.
+        self._set_default_rules(*self._default_rules)
 
     # ---- properties -------------------------------------------------------
     @property
@@ -415,7 +413,10 @@ class Tokenizer:
             disallowed = set(disallowed_special)
         return sorted(names[t] for t in allowed), sorted(names[t] for t in disallowed if t in names)
 
-    def encode(
+    # ``encode`` itself is ``_native.TokenizerBase.encode`` (its docstring
+    # is there): a call with no options is answered without a Python frame.
+
+    def _encode_options(
         self,
         text: str,
         *,
@@ -423,33 +424,16 @@ class Tokenizer:
         disallowed_special: SpecialSet = _ALL_SPECIALS,
         dropout: float = _NO_DROPOUT,
         seed: int | None = None,
+        **unknown: object,
     ) -> list[int]:
-        """Encode ``text`` to ids.
-
-        Special tokens follow tiktoken's safe default: special-token text in
-        ``text`` raises :class:`bpeforge.SpecialTokenError` unless it is in
-        ``allowed_special`` (then it becomes its id) or left out of
-        ``disallowed_special`` (then it is encoded as ordinary text).
-
-        ``dropout=p`` applies BPE-dropout (Provilkov et al., 2020): at each
-        merge step every applicable merge is skipped with probability ``p``.
-        The same ``seed`` gives the same result; ``p=0`` is plain encoding and
-        ``p=1`` leaves the base symbols.
-
-        Example:
-            >>> tok = train_from_iterator(["ab ab ab"], vocab_size=258, special_tokens=["<s>"], progress=False)
-            >>> tok.encode("<s>ab", allowed_special={"<s>"})[0]
-            0
-        """
-        # The default call, tested first and inline: on a short line the
-        # Python-side checks cost as much as the pre-tokenizer (#14).
-        if (allowed_special is _NO_SPECIALS and disallowed_special is _ALL_SPECIALS
-                and dropout is _NO_DROPOUT and seed is None and type(text) is str):
-            return self._encode_default(text)
+        """``encode`` with options, or with a ``text`` that is not exactly a
+        ``str`` (a subclass is encoded; anything else is refused)."""
+        if unknown:
+            raise TypeError(f"Tokenizer.encode() got an unexpected keyword argument {next(iter(unknown))!r}")
         if not isinstance(text, str):
             raise TypeError(f"text must be str, got {type(text).__name__}")
         if _is_default_call(allowed_special, disallowed_special, dropout, seed):
-            return self._encode_default(text)
+            return self._native.encode(text, *self._default_rules)
         p, s = _dropout_args(dropout, seed)
         if not self._specials:
             return self._native.encode(text, None, None, p, s)

@@ -26,6 +26,7 @@ mod ints;
 mod lists;
 mod progress;
 mod shards;
+mod tokenizer_base;
 use progress::PyObserver;
 
 /// mimalloc for the engine's small blocks, the system allocator for its
@@ -417,23 +418,11 @@ impl NativeTokenizer {
         seed: u64,
     ) -> PyResult<Bound<'py, PyList>> {
         let rule = specials_rule(&self.enc, allowed, disallowed)?;
-        let bytes = text.as_bytes();
         if let Some(p) = check_dropout(dropout)? {
-            let ids = py.detach(|| self.enc.encode_dropout(bytes, &rule, p, seed)).map_err(to_pyerr)?;
+            let ids = py.detach(|| self.enc.encode_dropout(text.as_bytes(), &rule, p, seed)).map_err(to_pyerr)?;
             return self.ints.lock(self.enc.vocab_size()).list(py, &ids);
         }
-        // The cache is made (seeded: see `Encoder::new_cache`) at the first
-        // call, so a tokenizer that never encodes holds none.
-        let run = || match self.cache.try_lock() {
-            Ok(mut c) => {
-                let cache = c.get_or_insert_with(|| self.enc.new_cache());
-                self.enc.encode_str(text, &rule, Some(cache))
-            }
-            Err(_) => self.enc.encode_str(text, &rule, None),
-        };
-        let result = if bytes.len() > DETACH_BYTES { py.detach(run) } else { run() };
-        let ids = result.map_err(to_pyerr)?;
-        self.ints.lock(self.enc.vocab_size()).list(py, &ids)
+        self.encode_exact(py, text, &rule)
     }
 
     #[pyo3(signature = (texts, threads=None, allowed=None, disallowed=None, dropout=None, seed=0, progress=None))]
@@ -597,6 +586,22 @@ impl NativeTokenizer {
     fn from_encoder(enc: Encoder) -> Self {
         NativeTokenizer { enc: Arc::new(enc), cache: Mutex::new(None), ints: ints::IdInts::default() }
     }
+
+    /// `encode` without dropout: through the piece cache, as a list of ids.
+    fn encode_exact<'py>(&self, py: Python<'py>, text: &str, rule: &Specials) -> PyResult<Bound<'py, PyList>> {
+        // The cache is made (seeded: see `Encoder::new_cache`) at the first
+        // call, so a tokenizer that never encodes holds none.
+        let run = || match self.cache.try_lock() {
+            Ok(mut c) => {
+                let cache = c.get_or_insert_with(|| self.enc.new_cache());
+                self.enc.encode_str(text, rule, Some(cache))
+            }
+            Err(_) => self.enc.encode_str(text, rule, None),
+        };
+        let result = if text.len() > DETACH_BYTES { py.detach(run) } else { run() };
+        let ids = result.map_err(to_pyerr)?;
+        self.ints.lock(self.enc.vocab_size()).list(py, &ids)
+    }
 }
 
 /// The pre-tokenizer named `preset` (a preset or a custom regex), compiled
@@ -673,6 +678,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(shards::count_shard, m)?)?;
     m.add_function(wrap_pyfunction!(shards::train_count_sum, m)?)?;
     m.add_class::<shards::CountSum>()?;
+    m.add_class::<tokenizer_base::TokenizerBase>()?;
     m.add_function(wrap_pyfunction!(pretokenize, m)?)?;
     m.add_function(wrap_pyfunction!(_pretokenize_reference, m)?)?;
     m.add_function(wrap_pyfunction!(_pretokenize_count, m)?)?;
