@@ -9,7 +9,6 @@ mechanisms it calls live elsewhere (options, _offsets, _display, _io, interop).
 
 from __future__ import annotations
 
-import functools
 import gc
 import json
 import os
@@ -30,11 +29,10 @@ from .options import Regex, TrainOptions, _text_field, check_pretokenizer, optio
 
 _BYTE_TOKEN = re.compile(r"<0x[0-9A-F]{2}>")
 
-# ``encode``'s defaults as named objects. A call that passes no option at
-# all never reaches Python (``_native.TokenizerBase.encode``); one that
-# passes these exact objects is recognised by identity (``is``), the
-# cheapest test Python has; any other value, even an equal one, takes the
-# general path (same result).
+# ``encode``'s defaults, shown in its signature. A call that passes no
+# option never reaches Python (``_native.TokenizerBase.encode``); one that
+# passes options equal to these (``_is_default_call``) is encoded on the
+# same default rules.
 _NO_SPECIALS: tuple = ()
 _ALL_SPECIALS = "all"
 _NO_DROPOUT = 0.0
