@@ -15,8 +15,8 @@
 //!
 //! A long-lived cache (`Encoder::new_cache`: the one a Python tokenizer
 //! keeps for `encode`) instead starts holding the pieces that are one token
-//! (`seeded`), in twice as many slots as there are such tokens (at most the
-//! full size): a piece met for the first time is then mostly found in one
+//! (`seeded`), in twice as many slots as there are such tokens (at most its
+//! full size, `LONG_LIVED_MAX_SLOTS`, twice a batch thread's): a piece met for the first time is then mostly found in one
 //! read of a slot, where the whole-piece table takes three (slot, offsets,
 //! token bytes) and a store. Rust, 50,000 held-apart lines one call each,
 //! fresh caches alternating (medians of 16): 2-5% less time on o200k_base,
@@ -31,12 +31,22 @@ use std::sync::Mutex;
 /// Most ids a cached piece may have.
 const IDS_MAX: usize = 9;
 const FIRST_SLOTS: usize = 1 << 10;
-/// 131072 slots of 64 bytes: at most 8 MiB per thread, reached only after
-/// as many stores. Held-apart multilingual lines bring ~200k new pieces per
-/// 50k lines; against 16384 slots, 131072 gave +15% per call on o200k_base
-/// (+3% cl100k_base), 524288 nothing more. The look-ups are prefetched
-/// (`encode_plain`), so a table beyond the caches costs little.
-const MAX_SLOTS: usize = 1 << 17;
+/// 131072 slots of 64 bytes: at most 8 MiB for each thread of a batch,
+/// reached only after as many stores. Held-apart multilingual lines bring
+/// ~200k new pieces per 50k lines; against 16384 slots, 131072 gave +15%
+/// per call on o200k_base (+3% cl100k_base), 524288 nothing more (before
+/// caches were seeded). The look-ups are prefetched (`encode_plain`), so a
+/// table beyond the caches costs little.
+pub(super) const MAX_SLOTS: usize = 1 << 17;
+/// The one cache a tokenizer keeps for `encode` (`Encoder::new_cache`) may
+/// grow to 16 MiB: seeded with o200k_base's ~190k one-token pieces, 131072
+/// slots lost two in five of them to collisions and were full before any
+/// text. Per call over 50,000 held-apart lines (fresh tokenizers, the two
+/// builds alternating in one process, medians of 12 and 16 runs): o200k_base
+/// 3.7% and 4.6% less time, cl100k_base 3.8% and 1.7%. Batch threads keep
+/// `MAX_SLOTS`: copying a 16 MiB seed into each took more (o200k_base at 2
+/// threads, 0.142 s against 0.132 s) than the larger table saved.
+pub(super) const LONG_LIVED_MAX_SLOTS: usize = 1 << 18;
 
 #[derive(Clone, Copy)]
 #[repr(C, align(64))]
@@ -52,25 +62,40 @@ struct Slot {
 const EMPTY: Slot = Slot { key: [0; KEY_MAX / 8], key_len: 0, n_ids: 0, ids: [0; IDS_MAX] };
 
 /// A per-thread cache of piece -> ids (see the module notes).
-#[derive(Default, Clone)]
+#[derive(Clone)]
 pub struct Cache {
     /// On huge pages from 2 MiB up (see `tables`).
     slots: HugeTable<Slot>,
     /// Stores since the table last grew.
     stores: usize,
+    /// The most slots the table grows to (a power of two).
+    max_slots: usize,
+}
+
+impl Default for Cache {
+    fn default() -> Self {
+        Cache::new()
+    }
 }
 
 impl Cache {
+    /// An empty cache that grows to `MAX_SLOTS`.
     pub fn new() -> Self {
-        Cache { slots: HugeTable::default(), stores: 0 }
+        Cache::with_max_slots(MAX_SLOTS)
+    }
+
+    /// An empty cache that grows to `max_slots` (a power of two).
+    pub(super) fn with_max_slots(max_slots: usize) -> Self {
+        debug_assert!(max_slots.is_power_of_two() && max_slots >= FIRST_SLOTS);
+        Cache { slots: HugeTable::default(), stores: 0, max_slots }
     }
 
     /// A cache holding each of `pieces` as its one id (where two share a
     /// slot, the later one is kept), in twice as many slots (a power of two,
-    /// at most the full size); it grows as a new one does from there.
-    pub(super) fn seeded<'a>(pieces: impl ExactSizeIterator<Item = (&'a [u8], u32)>) -> Self {
-        let slots = (2 * pieces.len()).next_power_of_two().clamp(FIRST_SLOTS, MAX_SLOTS);
-        let mut cache = Cache { slots: HugeTable::filled(slots, EMPTY), stores: 0 };
+    /// at most `max_slots`); it grows as a new one does from there.
+    pub(super) fn seeded<'a>(pieces: impl ExactSizeIterator<Item = (&'a [u8], u32)>, max_slots: usize) -> Self {
+        let slots = (2 * pieces.len()).next_power_of_two().clamp(FIRST_SLOTS, max_slots);
+        let mut cache = Cache { slots: HugeTable::filled(slots, EMPTY), ..Cache::with_max_slots(max_slots) };
         for (bytes, id) in pieces {
             cache.put(&PieceKey::new(bytes), &[id]);
         }
@@ -129,7 +154,7 @@ impl Cache {
         if ids.len() > IDS_MAX || key.len == 0 || !key.fits() {
             return;
         }
-        if self.stores >= self.slots.len() && self.slots.len() < MAX_SLOTS {
+        if self.stores >= self.slots.len() && self.slots.len() < self.max_slots {
             self.grow();
         }
         self.stores += 1;
@@ -251,6 +276,28 @@ mod tests {
                 .collect();
             assert!(slots.len() > 200, "len {len}: {} slots", slots.len());
         }
+    }
+
+    #[test]
+    fn each_cache_grows_to_its_own_limit() {
+        let fill = |cache: &mut Cache| {
+            for n in 0..(3 * LONG_LIVED_MAX_SLOTS as u32) {
+                cache.put(&k(format!("p{n}").as_bytes()), &[n]);
+            }
+        };
+        let (mut batch, mut long_lived) = (Cache::new(), Cache::with_max_slots(LONG_LIVED_MAX_SLOTS));
+        fill(&mut batch);
+        fill(&mut long_lived);
+        assert_eq!(batch.slots.len(), MAX_SLOTS);
+        assert_eq!(long_lived.slots.len(), LONG_LIVED_MAX_SLOTS);
+        // A seed larger than the limit is cut to it, and what it keeps is right.
+        let pieces: Vec<(Vec<u8>, u32)> = (0..MAX_SLOTS as u32).map(|n| (format!("s{n}").into_bytes(), n)).collect();
+        let seeded = |max| Cache::seeded(pieces.iter().map(|(b, id)| (b.as_slice(), *id)), max);
+        let (small, large) = (seeded(MAX_SLOTS), seeded(LONG_LIVED_MAX_SLOTS));
+        assert_eq!((small.slots.len(), large.slots.len()), (MAX_SLOTS, LONG_LIVED_MAX_SLOTS));
+        let kept = |cache: &Cache| pieces.iter().filter(|(b, id)| cache.get(&k(b)) == Some(&[*id][..])).count();
+        assert!(kept(&large) > kept(&small), "{} {}", kept(&large), kept(&small));
+        assert!(pieces.iter().all(|(b, id)| [None, Some(&[*id][..])].contains(&large.get(&k(b)))));
     }
 
     #[test]

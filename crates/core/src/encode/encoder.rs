@@ -5,6 +5,7 @@ use super::index::TokenIndex;
 use super::key::PieceKey;
 use super::tables::{PairRanks, PieceIds};
 use super::{Arena, Cache, Encoder, Merging, Prepared, SentencePieceRules, Specials, NO_RANK, SHORT};
+use super::cache::{LONG_LIVED_MAX_SLOTS, MAX_SLOTS};
 use crate::util::{map_with_capacity, new_map, pack};
 use crate::error::{Error, Result};
 use crate::model::{Model, Scheme, SPACE_MARKER};
@@ -143,24 +144,31 @@ impl Encoder {
         Ok(enc)
     }
 
-    /// A piece cache for many calls of encoding with this encoder: where
-    /// pieces are looked up whole (`plain_bytes`), seeded with the pieces of
-    /// two bytes or more that are one token (one byte never reaches the
-    /// cache), lowest ids kept where two share a slot (see `cache`).
+    /// The piece cache a tokenizer keeps for its many calls of encoding
+    /// (up to `LONG_LIVED_MAX_SLOTS`; see `seeded_cache`).
     pub fn new_cache(&self) -> Cache {
+        self.seeded_cache(LONG_LIVED_MAX_SLOTS)
+    }
+
+    /// A piece cache of at most `max_slots`: where pieces are looked up
+    /// whole (`plain_bytes`), seeded with the pieces of two bytes or more
+    /// that are one token (one byte never reaches the cache), lowest ids
+    /// kept where two share a slot (see `cache`).
+    fn seeded_cache(&self, max_slots: usize) -> Cache {
         if !self.plain_bytes() {
-            return Cache::new();
+            return Cache::with_max_slots(max_slots);
         }
         let pieces: Vec<(&[u8], u32)> =
             self.whole_ids().iter().rev().map(|&id| (self.raw.get(id as usize), id)).filter(|(bytes, _)| bytes.len() > 1).collect();
-        Cache::seeded(pieces.into_iter())
+        Cache::seeded(pieces.into_iter(), max_slots)
     }
 
-    /// A copy of the seeded cache `new_cache` makes, which is made at the
-    /// first call and kept: copying it takes a fraction of the time seeding
-    /// takes, so each thread of a batch can start from one.
+    /// A copy of a seeded cache of a batch thread's size (`MAX_SLOTS`),
+    /// which is made at the first call and kept: copying it takes a
+    /// fraction of the time seeding takes, so each thread of a batch can
+    /// start from one.
     pub(super) fn seeded_copy(&self) -> Cache {
-        self.cache_seed.get_or_init(|| self.new_cache()).clone()
+        self.cache_seed.get_or_init(|| self.seeded_cache(MAX_SLOTS)).clone()
     }
 
     /// Whether a piece's symbols are exactly its bytes (a bytes-scheme model
