@@ -16,7 +16,7 @@
 //! A long-lived cache (`Encoder::new_cache`: the one a Python tokenizer
 //! keeps for `encode`) instead starts holding the pieces that are one token
 //! (`seeded`), in twice as many slots as there are such tokens (at most its
-//! full size, `LONG_LIVED_MAX_SLOTS`, twice a batch thread's): a piece met for the first time is then mostly found in one
+//! full size, `long_lived_max_slots`): a piece met for the first time is then mostly found in one
 //! read of a slot, where the whole-piece table takes three (slot, offsets,
 //! token bytes) and a store. Rust, 50,000 held-apart lines one call each,
 //! fresh caches alternating (medians of 16): 2-5% less time on o200k_base,
@@ -38,15 +38,26 @@ const FIRST_SLOTS: usize = 1 << 10;
 /// caches were seeded). The look-ups are prefetched (`encode_plain`), so a
 /// table beyond the caches costs little.
 pub(super) const MAX_SLOTS: usize = 1 << 17;
-/// The one cache a tokenizer keeps for `encode` (`Encoder::new_cache`) may
-/// grow to 16 MiB: seeded with o200k_base's ~190k one-token pieces, 131072
-/// slots lost two in five of them to collisions and were full before any
-/// text. Per call over 50,000 held-apart lines (fresh tokenizers, the two
-/// builds alternating in one process, medians of 12 and 16 runs): o200k_base
-/// 3.7% and 4.6% less time, cl100k_base 3.8% and 1.7%. Batch threads keep
-/// `MAX_SLOTS`: copying a 16 MiB seed into each took more (o200k_base at 2
-/// threads, 0.142 s against 0.132 s) than the larger table saved.
+/// The one cache a tokenizer keeps for `encode` (`Encoder::new_cache`)
+/// holds its seed in twice as many slots up to 16 MiB (see
+/// `long_lived_max_slots`): seeded with o200k_base's ~190k one-token pieces,
+/// 131072 slots lost two in five of them to collisions and were full before
+/// any text. Per call over 50,000 held-apart lines (fresh tokenizers, the
+/// two builds alternating in one process, medians of 12-16 runs): o200k_base
+/// 3.7-5.4% less time, cl100k_base 1.7-4.4%. Batch threads keep `MAX_SLOTS`:
+/// copying a 16 MiB seed into each took more (o200k_base at 2 threads,
+/// 0.142 s against 0.132 s) than the larger table saved.
 pub(super) const LONG_LIVED_MAX_SLOTS: usize = 1 << 18;
+
+/// The most slots of a tokenizer's own cache seeded with `seeds` pieces:
+/// twice the seed (a power of two), at least a batch thread's `MAX_SLOTS`,
+/// at most `LONG_LIVED_MAX_SLOTS`. A small vocabulary's cache grows no
+/// larger than before: letting the trained 32k vocabulary's grow to 16 MiB
+/// changed nothing measurable (its first 50,000 lines in fresh processes,
+/// 6 each: 0.255 against 0.252 s) for 8 MiB more memory.
+pub(super) fn long_lived_max_slots(seeds: usize) -> usize {
+    (2 * seeds).next_power_of_two().clamp(MAX_SLOTS, LONG_LIVED_MAX_SLOTS)
+}
 
 #[derive(Clone, Copy)]
 #[repr(C, align(64))]
@@ -94,6 +105,9 @@ impl Cache {
     /// slot, the later one is kept), in twice as many slots (a power of two,
     /// at most `max_slots`); it grows as a new one does from there.
     pub(super) fn seeded<'a>(pieces: impl ExactSizeIterator<Item = (&'a [u8], u32)>, max_slots: usize) -> Self {
+        if pieces.len() == 0 {
+            return Cache::with_max_slots(max_slots);
+        }
         let slots = (2 * pieces.len()).next_power_of_two().clamp(FIRST_SLOTS, max_slots);
         let mut cache = Cache { slots: HugeTable::filled(slots, EMPTY), ..Cache::with_max_slots(max_slots) };
         for (bytes, id) in pieces {
@@ -298,6 +312,11 @@ mod tests {
         let kept = |cache: &Cache| pieces.iter().filter(|(b, id)| cache.get(&k(b)) == Some(&[*id][..])).count();
         assert!(kept(&large) > kept(&small), "{} {}", kept(&large), kept(&small));
         assert!(pieces.iter().all(|(b, id)| [None, Some(&[*id][..])].contains(&large.get(&k(b)))));
+        // A tokenizer's own cache: larger only where its seed needs it.
+        assert_eq!(long_lived_max_slots(0), MAX_SLOTS);
+        assert_eq!(long_lived_max_slots(30_000), MAX_SLOTS);
+        assert_eq!(long_lived_max_slots(100_000), LONG_LIVED_MAX_SLOTS);
+        assert_eq!(long_lived_max_slots(200_000), LONG_LIVED_MAX_SLOTS);
     }
 
     #[test]

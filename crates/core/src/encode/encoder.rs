@@ -5,7 +5,7 @@ use super::index::TokenIndex;
 use super::key::PieceKey;
 use super::tables::{PairRanks, PieceIds};
 use super::{Arena, Cache, Encoder, Merging, Prepared, SentencePieceRules, Specials, NO_RANK, SHORT};
-use super::cache::{LONG_LIVED_MAX_SLOTS, MAX_SLOTS};
+use super::cache::{long_lived_max_slots, MAX_SLOTS};
 use crate::util::{map_with_capacity, new_map, pack};
 use crate::error::{Error, Result};
 use crate::model::{Model, Scheme, SPACE_MARKER};
@@ -144,22 +144,11 @@ impl Encoder {
         Ok(enc)
     }
 
-    /// The piece cache a tokenizer keeps for its many calls of encoding
-    /// (up to `LONG_LIVED_MAX_SLOTS`; see `seeded_cache`).
+    /// The piece cache a tokenizer keeps for its many calls of encoding,
+    /// seeded (`seed_pieces`) in up to `long_lived_max_slots` slots.
     pub fn new_cache(&self) -> Cache {
-        self.seeded_cache(LONG_LIVED_MAX_SLOTS)
-    }
-
-    /// A piece cache of at most `max_slots`: where pieces are looked up
-    /// whole (`plain_bytes`), seeded with the pieces of two bytes or more
-    /// that are one token (one byte never reaches the cache), lowest ids
-    /// kept where two share a slot (see `cache`).
-    fn seeded_cache(&self, max_slots: usize) -> Cache {
-        if !self.plain_bytes() {
-            return Cache::with_max_slots(max_slots);
-        }
-        let pieces: Vec<(&[u8], u32)> =
-            self.whole_ids().iter().rev().map(|&id| (self.raw.get(id as usize), id)).filter(|(bytes, _)| bytes.len() > 1).collect();
+        let pieces = self.seed_pieces();
+        let max_slots = long_lived_max_slots(pieces.len());
         Cache::seeded(pieces.into_iter(), max_slots)
     }
 
@@ -168,7 +157,18 @@ impl Encoder {
     /// fraction of the time seeding takes, so each thread of a batch can
     /// start from one.
     pub(super) fn seeded_copy(&self) -> Cache {
-        self.cache_seed.get_or_init(|| self.seeded_cache(MAX_SLOTS)).clone()
+        self.cache_seed.get_or_init(|| Cache::seeded(self.seed_pieces().into_iter(), MAX_SLOTS)).clone()
+    }
+
+    /// What a cache starts with: where pieces are looked up whole
+    /// (`plain_bytes`), the pieces of two bytes or more that are one token
+    /// (one byte never reaches the cache), highest ids first, so that the
+    /// lowest are kept where two share a slot (see `cache`); else none.
+    fn seed_pieces(&self) -> Vec<(&[u8], u32)> {
+        if !self.plain_bytes() {
+            return Vec::new();
+        }
+        self.whole_ids().iter().rev().map(|&id| (self.raw.get(id as usize), id)).filter(|(bytes, _)| bytes.len() > 1).collect()
     }
 
     /// Whether a piece's symbols are exactly its bytes (a bytes-scheme model
