@@ -15,10 +15,10 @@
 //!
 //! A long-lived cache (`Encoder::new_cache`: the one a Python tokenizer
 //! keeps for `encode`) instead starts holding the pieces that are one token
-//! (`seeded`), in twice as many slots as there are such tokens (at most its
-//! full size, `long_lived_max_slots`): a piece met for the first time is then mostly found in one
-//! read of a slot, where the whole-piece table takes three (slot, offsets,
-//! token bytes) and a store. Rust, 50,000 held-apart lines one call each,
+//! (`seeded_long_lived`), in twice as many slots as there are such tokens
+//! (at most its full size, `long_lived_max_slots`): a piece met for the
+//! first time is then mostly found in one read of a slot, where the
+//! whole-piece table takes three (slot, offsets, token bytes) and a store. Rust, 50,000 held-apart lines one call each,
 //! fresh caches alternating (medians of 16): 2-5% less time on o200k_base,
 //! 6% on cl100k_base, 3% on a trained 32k vocabulary. Seeding o200k_base's
 //! takes 15-25 ms, so a batch's threads start from copies of one seed that
@@ -37,7 +37,7 @@ const FIRST_SLOTS: usize = 1 << 10;
 /// per call on o200k_base (+3% cl100k_base), 524288 nothing more (before
 /// caches were seeded). The look-ups are prefetched (`encode_plain`), so a
 /// table beyond the caches costs little.
-pub(super) const MAX_SLOTS: usize = 1 << 17;
+const MAX_SLOTS: usize = 1 << 17;
 /// The one cache a tokenizer keeps for `encode` (`Encoder::new_cache`)
 /// holds its seed in twice as many slots up to 16 MiB (see
 /// `long_lived_max_slots`): seeded with o200k_base's ~190k one-token pieces,
@@ -47,7 +47,7 @@ pub(super) const MAX_SLOTS: usize = 1 << 17;
 /// 3.7-5.4% less time, cl100k_base 1.7-4.4%. Batch threads keep `MAX_SLOTS`:
 /// copying a 16 MiB seed into each took more (o200k_base at 2 threads,
 /// 0.142 s against 0.132 s) than the larger table saved.
-pub(super) const LONG_LIVED_MAX_SLOTS: usize = 1 << 18;
+const LONG_LIVED_MAX_SLOTS: usize = 1 << 18;
 
 /// The most slots of a tokenizer's own cache seeded with `seeds` pieces:
 /// twice the seed (a power of two), at least a batch thread's `MAX_SLOTS`,
@@ -55,7 +55,7 @@ pub(super) const LONG_LIVED_MAX_SLOTS: usize = 1 << 18;
 /// larger than before: letting the trained 32k vocabulary's grow to 16 MiB
 /// changed nothing measurable (its first 50,000 lines in fresh processes,
 /// 6 each: 0.255 against 0.252 s) for 8 MiB more memory.
-pub(super) fn long_lived_max_slots(seeds: usize) -> usize {
+fn long_lived_max_slots(seeds: usize) -> usize {
     (2 * seeds).next_power_of_two().clamp(MAX_SLOTS, LONG_LIVED_MAX_SLOTS)
 }
 
@@ -101,10 +101,23 @@ impl Cache {
         Cache { slots: HugeTable::default(), stores: 0, max_slots }
     }
 
+    /// The cache a tokenizer keeps for its calls of `encode`, seeded with
+    /// `pieces` (see `seeded`), up to `long_lived_max_slots`.
+    pub(super) fn seeded_long_lived<'a>(pieces: impl ExactSizeIterator<Item = (&'a [u8], u32)>) -> Self {
+        let max_slots = long_lived_max_slots(pieces.len());
+        Cache::seeded(pieces, max_slots)
+    }
+
+    /// A batch thread's cache seeded with `pieces` (see `seeded`), up to
+    /// `MAX_SLOTS`, as a new one grows.
+    pub(super) fn seeded_for_batch<'a>(pieces: impl ExactSizeIterator<Item = (&'a [u8], u32)>) -> Self {
+        Cache::seeded(pieces, MAX_SLOTS)
+    }
+
     /// A cache holding each of `pieces` as its one id (where two share a
     /// slot, the later one is kept), in twice as many slots (a power of two,
     /// at most `max_slots`); it grows as a new one does from there.
-    pub(super) fn seeded<'a>(pieces: impl ExactSizeIterator<Item = (&'a [u8], u32)>, max_slots: usize) -> Self {
+    fn seeded<'a>(pieces: impl ExactSizeIterator<Item = (&'a [u8], u32)>, max_slots: usize) -> Self {
         if pieces.len() == 0 {
             return Cache::with_max_slots(max_slots);
         }

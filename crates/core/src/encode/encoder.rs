@@ -5,7 +5,6 @@ use super::index::TokenIndex;
 use super::key::PieceKey;
 use super::tables::{PairRanks, PieceIds};
 use super::{Arena, Cache, Encoder, Merging, Prepared, SentencePieceRules, Specials, NO_RANK, SHORT};
-use super::cache::{long_lived_max_slots, MAX_SLOTS};
 use crate::util::{map_with_capacity, new_map, pack};
 use crate::error::{Error, Result};
 use crate::model::{Model, Scheme, SPACE_MARKER};
@@ -145,19 +144,16 @@ impl Encoder {
     }
 
     /// The piece cache a tokenizer keeps for its many calls of encoding,
-    /// seeded (`seed_pieces`) in up to `long_lived_max_slots` slots.
+    /// seeded with `seed_pieces`.
     pub fn new_cache(&self) -> Cache {
-        let pieces = self.seed_pieces();
-        let max_slots = long_lived_max_slots(pieces.len());
-        Cache::seeded(pieces.into_iter(), max_slots)
+        Cache::seeded_long_lived(self.seed_pieces().into_iter())
     }
 
-    /// A copy of a seeded cache of a batch thread's size (`MAX_SLOTS`),
-    /// which is made at the first call and kept: copying it takes a
-    /// fraction of the time seeding takes, so each thread of a batch can
-    /// start from one.
+    /// A copy of a seeded cache of a batch thread's size, which is made at
+    /// the first call and kept: copying it takes a fraction of the time
+    /// seeding takes, so each thread of a batch can start from one.
     pub(super) fn seeded_copy(&self) -> Cache {
-        self.cache_seed.get_or_init(|| Cache::seeded(self.seed_pieces().into_iter(), MAX_SLOTS)).clone()
+        self.cache_seed.get_or_init(|| Cache::seeded_for_batch(self.seed_pieces().into_iter())).clone()
     }
 
     /// What a cache starts with: where pieces are looked up whole
