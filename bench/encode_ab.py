@@ -19,7 +19,11 @@ classes are called directly, as the facade's default call does:
   ``--batch-size N``, one call per N lines (what a data loader does).
 
 With ``--fresh`` each run gets a newly loaded tokenizer (a cold piece cache
-and id table, as in ``bench/encode.py``'s one call per process).
+and id table, as in ``bench/encode.py``'s one call per process). With
+``--processes`` each run is a new Python process, as in ``bench/encode.py``:
+it loads one build and the model, warms up on the first line, times one
+call and exits, so the call also pays for the memory new to the process
+(its page faults), which in one long process is paid only once.
 
     python bench/encode_ab.py --corpus multi-200k.txt --model o200k.json \\
         --mode batch --threads 1,2 --runs 9 BUILD_A BUILD_B
@@ -34,7 +38,10 @@ import argparse
 import gc
 import importlib.machinery
 import importlib.util
+import json
 import statistics
+import subprocess
+import sys
 import time
 from pathlib import Path
 from types import ModuleType
@@ -81,6 +88,35 @@ def timed(tok, mode: str, lines: list[str], text: str, threads: int, batch_size:
     return w, c
 
 
+def warm_up(tok, mode: str, lines: list[str], threads: int) -> None:
+    """What ``bench/encode.py`` runs before its timed call: the first line."""
+    if mode == "batch":
+        tok.encode_batch(lines[:1], threads)
+    else:
+        tok.encode(lines[0], None, None, None, 0)
+
+
+def child_main(args: argparse.Namespace) -> None:
+    """One run in this (new) process; prints its wall and CPU seconds."""
+    native = load_native(args.builds[0], 0)
+    lines = read_lines(args.corpus, args.lines)
+    tok = native.NativeTokenizer.load(str(args.model))
+    warm_up(tok, args.mode, lines, args.child_threads)
+    gc.collect()
+    wall, cpu = timed(tok, args.mode, lines, "\n".join(lines), args.child_threads, args.batch_size or len(lines))
+    print(json.dumps([wall, cpu]))
+
+
+def run_in_process(args: argparse.Namespace, build: Path, threads: int) -> tuple[float, float]:
+    """One run of `build` at `threads` in a new process (see `child_main`)."""
+    argv = [sys.executable, __file__, str(build), "--corpus", str(args.corpus), "--model", str(args.model),
+            "--mode", args.mode, "--lines", str(args.lines), "--batch-size", str(args.batch_size),
+            "--child-threads", str(threads)]
+    out = subprocess.run(argv, check=True, capture_output=True, text=True).stdout
+    wall, cpu = json.loads(out.strip().splitlines()[-1])
+    return wall, cpu
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("builds", nargs="+", type=Path)
@@ -92,7 +128,13 @@ def main() -> None:
     p.add_argument("--lines", type=int, default=50_000)
     p.add_argument("--runs", type=int, default=9)
     p.add_argument("--fresh", action="store_true", help="a new tokenizer for every run")
+    p.add_argument("--processes", action="store_true", help="a new process for every run")
+    p.add_argument("--child-threads", type=int, help=argparse.SUPPRESS)
     args = p.parse_args()
+    if args.child_threads is not None:
+        return child_main(args)
+    if args.processes:
+        return compare_processes(args)
 
     natives = [load_native(b, k) for k, b in enumerate(args.builds)]
     lines = read_lines(args.corpus, args.lines)
@@ -111,6 +153,23 @@ def main() -> None:
             result = timed(toks[k], args.mode, lines, text, t, batch_size)
             if run:
                 times[(k, t)].append(result)
+    report(args, lines, times)
+
+
+def compare_processes(args: argparse.Namespace) -> None:
+    """As `main`, each run in a new process, the builds taking turns."""
+    lines = read_lines(args.corpus, args.lines)
+    threads = [int(t) for t in args.threads.split(",")] if args.mode == "batch" else [1]
+    jobs = [(k, t) for k in range(len(args.builds)) for t in threads]
+    times: dict[tuple[int, int], list[tuple[float, float]]] = {job: [] for job in jobs}
+    for run in range(args.runs):
+        for k, t in jobs if run % 2 else jobs[::-1]:
+            times[(k, t)].append(run_in_process(args, args.builds[k], t))
+    report(args, lines, times)
+
+
+def report(args: argparse.Namespace, lines: list[str], times: dict) -> None:
+    """Each build's and thread count's medians."""
     mb = sum(len(line.encode()) for line in lines) / 1e6
     calls = f", {args.batch_size} lines per call" if args.mode == "batch" and args.batch_size else ""
     print(f"{args.mode}, {len(lines)} lines ({mb:.1f} MB){calls}, {args.runs} runs each")
