@@ -63,7 +63,7 @@ struct Batch<'a, 'py, S> {
     raised: Option<PyErr>,
 }
 
-impl<'a, 'py, S: Sink<'py>> Host<Block<&'a str>, BlockIds> for Batch<'a, 'py, S> {
+impl<'a, 'py, S: Sink<'py>> Host<Block<&'a str>, &BlockIds> for Batch<'a, 'py, S> {
     fn prepare(&mut self) -> Result<Option<Block<&'a str>>> {
         let texts = self.texts;
         let mut raised = None;
@@ -79,8 +79,8 @@ impl<'a, 'py, S: Sink<'py>> Host<Block<&'a str>, BlockIds> for Batch<'a, 'py, S>
         block
     }
 
-    fn deliver(&mut self, block: Block<&'a str>, ids: BlockIds) -> Result<()> {
-        if let Err(e) = self.sink.take(self.py, &ids) {
+    fn deliver(&mut self, block: Block<&'a str>, ids: &BlockIds) -> Result<()> {
+        if let Err(e) = self.sink.take(self.py, ids) {
             self.raised.get_or_insert(e);
             return Err(Error::input("Python raised an exception"));
         }
