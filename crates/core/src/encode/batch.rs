@@ -109,10 +109,18 @@ impl Spares {
         block
     }
 
+    /// Keeps `block`'s buffers for a later block, unless a long text made
+    /// them larger than blocks need (that memory goes back at once).
     fn give(&self, block: BlockIds) {
-        self.0.lock().unwrap_or_else(|e| e.into_inner()).push(block);
+        if block.ids.capacity() <= SPARE_IDS_MAX && block.ends.capacity() <= BLOCK_TEXTS {
+            self.0.lock().unwrap_or_else(|e| e.into_inner()).push(block);
+        }
     }
 }
+
+/// The most ids a kept buffer has room for: a block of about `BLOCK_BYTES`
+/// gives at most one id per byte, in a buffer that may have doubled past it.
+const SPARE_IDS_MAX: usize = 2 * BLOCK_BYTES;
 
 /// The host `encode_blocks` hands to `run_ordered`: `host`'s, giving each
 /// block's buffers to `spares` once `host` has taken the ids.
@@ -249,6 +257,11 @@ mod tests {
         assert!(again.ids.is_empty() && again.ends.is_empty() && again.ids.capacity() >= 1000);
         // None left to give: a new one.
         assert_ne!(spares.take(10, 1).ids.as_ptr(), ids);
+        // A buffer a long text made larger than a block needs is not kept.
+        let mut long = spares.take(SPARE_IDS_MAX + 1, 1);
+        long.ids.resize(SPARE_IDS_MAX + 1, 7);
+        spares.give(long);
+        assert!(spares.0.lock().unwrap().is_empty());
     }
 
     #[test]
