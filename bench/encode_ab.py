@@ -117,6 +117,12 @@ def run_in_process(args: argparse.Namespace, build: Path, threads: int) -> tuple
     return wall, cpu
 
 
+def ab_jobs(args: argparse.Namespace) -> list[tuple[int, int]]:
+    """Every (build number, thread count) to time."""
+    threads = [int(t) for t in args.threads.split(",")] if args.mode == "batch" else [1]
+    return [(k, t) for k in range(len(args.builds)) for t in threads]
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("builds", nargs="+", type=Path)
@@ -140,8 +146,7 @@ def main() -> None:
     lines = read_lines(args.corpus, args.lines)
     batch_size = args.batch_size or len(lines)
     text = "\n".join(lines)
-    threads = [int(t) for t in args.threads.split(",")] if args.mode == "batch" else [1]
-    jobs = [(k, t) for k in range(len(natives)) for t in threads]
+    jobs = ab_jobs(args)
     toks = {k: n.NativeTokenizer.load(str(args.model)) for k, n in enumerate(natives)}
     times: dict[tuple[int, int], list[tuple[float, float]]] = {job: [] for job in jobs}
     for run in range(args.runs + 1):  # run 0 warms up and is not counted
@@ -159,8 +164,7 @@ def main() -> None:
 def compare_processes(args: argparse.Namespace) -> None:
     """As `main`, each run in a new process, the builds taking turns."""
     lines = read_lines(args.corpus, args.lines)
-    threads = [int(t) for t in args.threads.split(",")] if args.mode == "batch" else [1]
-    jobs = [(k, t) for k in range(len(args.builds)) for t in threads]
+    jobs = ab_jobs(args)
     times: dict[tuple[int, int], list[tuple[float, float]]] = {job: [] for job in jobs}
     for run in range(args.runs):
         for k, t in jobs if run % 2 else jobs[::-1]:

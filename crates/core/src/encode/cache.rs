@@ -31,8 +31,9 @@ use std::sync::Mutex;
 /// Most ids a cached piece may have.
 const IDS_MAX: usize = 9;
 const FIRST_SLOTS: usize = 1 << 10;
-/// 131072 slots of 64 bytes: at most 8 MiB for each thread of a batch,
-/// reached only after as many stores. Held-apart multilingual lines bring
+/// 131072 slots of 64 bytes: at most 8 MiB for each thread of a batch (all
+/// of it from the start when seeded, else reached only after as many
+/// stores). Held-apart multilingual lines bring
 /// ~200k new pieces per 50k lines; against 16384 slots, 131072 gave +15%
 /// per call on o200k_base (+3% cl100k_base), 524288 nothing more (before
 /// caches were seeded). The look-ups are prefetched (`encode_plain`), so a
@@ -56,7 +57,12 @@ const LONG_LIVED_MAX_SLOTS: usize = 1 << 18;
 /// changed nothing measurable (its first 50,000 lines in fresh processes,
 /// 6 each: 0.255 against 0.252 s) for 8 MiB more memory.
 fn long_lived_max_slots(seeds: usize) -> usize {
-    (2 * seeds).next_power_of_two().clamp(MAX_SLOTS, LONG_LIVED_MAX_SLOTS)
+    twice(seeds).clamp(MAX_SLOTS, LONG_LIVED_MAX_SLOTS)
+}
+
+/// Slots for a seed of `seeds` pieces: twice as many, a power of two.
+fn twice(seeds: usize) -> usize {
+    (2 * seeds).next_power_of_two()
 }
 
 #[derive(Clone, Copy)]
@@ -105,7 +111,7 @@ impl Cache {
     /// `pieces` (see `seeded`), up to `long_lived_max_slots`.
     pub(super) fn seeded_long_lived<'a>(pieces: impl ExactSizeIterator<Item = (&'a [u8], u32)>) -> Self {
         let max_slots = long_lived_max_slots(pieces.len());
-        let slots = (2 * pieces.len()).next_power_of_two().clamp(FIRST_SLOTS, max_slots);
+        let slots = twice(pieces.len()).clamp(FIRST_SLOTS, max_slots);
         Cache::seeded(pieces, slots, max_slots)
     }
 
