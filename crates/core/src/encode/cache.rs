@@ -117,6 +117,8 @@ impl Cache {
 
     /// A batch thread's cache seeded with `pieces` (see `seeded`), in all
     /// of its `MAX_SLOTS` from the start, so it never grows during a batch.
+    /// With no pieces (a model whose pieces are not looked up whole: see
+    /// `Encoder::seed_pieces`) it starts empty and grows as a new one does.
     /// A 32k vocabulary's seed in 65536 slots grew within the first batch's
     /// first 15,000 lines: 8 MiB more memory new to the process, filled and
     /// rehashed on each thread while it encoded. On this project's VM,
