@@ -15,8 +15,8 @@
 //!
 //! A long-lived cache (`Encoder::new_cache`: the one a Python tokenizer
 //! keeps for `encode`) instead starts holding the pieces that are one token
-//! (`seeded_long_lived`), in twice as many slots as there are such tokens
-//! (at most its full size, `long_lived_max_slots`): a piece met for the
+//! (`seeded_long_lived`), in eight times as many slots as there are such
+//! tokens (at most its full size, `long_lived_max_slots`): a piece met for the
 //! first time is then mostly found in one read of a slot, where the
 //! whole-piece table takes three (slot, offsets, token bytes) and a store. Rust, 50,000 held-apart lines one call each,
 //! fresh caches alternating (medians of 16): 2-5% less time on o200k_base,
@@ -59,6 +59,19 @@ const LONG_LIVED_MAX_SLOTS: usize = 1 << 18;
 fn long_lived_max_slots(seeds: usize) -> usize {
     twice(seeds).clamp(MAX_SLOTS, LONG_LIVED_MAX_SLOTS)
 }
+
+/// A tokenizer's own cache starts with this many slots per seed (up to its
+/// full size). Starting at twice the seed, as the limit is set, a trained
+/// 32k vocabulary's cache (65536 slots for its ~31k one-token pieces) grew
+/// to its full 131072 during the first 50,000 lines of per-call encoding:
+/// 8 MiB new to the process, filled and rehashed in the middle of the
+/// calls: on this project's VM, whose host takes freed memory back (each
+/// new page is slow to fault in), perf put that fill at 5.7-7.7% of a pass
+/// (0.34 s) in some runs. Starting at the full size, the pass took 0.272
+/// and 0.258 s against 0.274 and 0.264 s (`bench/encode_ab.py --mode line
+/// --processes`, medians of 14 and 20 runs), for 4 MiB more memory from the
+/// first call. Small vocabularies keep a small cache that grows by use.
+const SEED_SPREAD: usize = 8;
 
 /// Slots for a seed of `seeds` pieces: twice as many, a power of two.
 fn twice(seeds: usize) -> usize {
@@ -109,9 +122,12 @@ impl Cache {
 
     /// The cache a tokenizer keeps for its calls of `encode`, seeded with
     /// `pieces` (see `seeded`), up to `long_lived_max_slots`.
+    /// It starts with `SEED_SPREAD` times as many slots as seeds (at most
+    /// its full size), so that a vocabulary of 16k tokens or more never
+    /// grows it while encoding: see `SEED_SPREAD`.
     pub(super) fn seeded_long_lived<'a>(pieces: impl ExactSizeIterator<Item = (&'a [u8], u32)>) -> Self {
         let max_slots = long_lived_max_slots(pieces.len());
-        let slots = twice(pieces.len()).clamp(FIRST_SLOTS, max_slots);
+        let slots = (SEED_SPREAD * pieces.len()).next_power_of_two().clamp(FIRST_SLOTS, max_slots);
         Cache::seeded(pieces, slots, max_slots)
     }
 
@@ -339,10 +355,13 @@ mod tests {
         assert!(kept(&large) > kept(&small), "{} {}", kept(&large), kept(&small));
         assert!(pieces.iter().all(|(b, id)| [None, Some(&[*id][..])].contains(&large.get(&k(b)))));
         // A small seed: a batch thread's cache has all its slots from the
-        // start (it never grows during a batch), a tokenizer's own twice the seed.
+        // start (it never grows during a batch), a tokenizer's own eight
+        // times the seed; a seed of a 32k vocabulary's size fills its whole.
         let few = || pieces[..1000].iter().map(|(b, id)| (b.as_slice(), *id));
         let (batch, own) = (Cache::seeded_for_batch(few()), Cache::seeded_long_lived(few()));
-        assert_eq!((batch.slots.len(), own.slots.len()), (MAX_SLOTS, 2048));
+        assert_eq!((batch.slots.len(), own.slots.len()), (MAX_SLOTS, 8192));
+        let trained = Cache::seeded_long_lived(pieces[..31_000].iter().map(|(b, id)| (b.as_slice(), *id)));
+        assert_eq!((trained.slots.len(), trained.max_slots), (MAX_SLOTS, MAX_SLOTS));
         // A tokenizer's own cache: larger only where its seed needs it.
         assert_eq!(long_lived_max_slots(0), MAX_SLOTS);
         assert_eq!(long_lived_max_slots(30_000), MAX_SLOTS);
