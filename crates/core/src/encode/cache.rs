@@ -66,8 +66,8 @@ fn long_lived_max_slots(seeds: usize) -> usize {
 /// to its full 131072 during the first 50,000 lines of per-call encoding:
 /// 8 MiB new to the process, filled and rehashed in the middle of the
 /// calls: on this project's VM, whose host takes freed memory back (each
-/// new page is slow to fault in), perf put that fill at 5.7-7.7% of a pass
-/// (0.34 s) in some runs. Starting at the full size, the pass took 0.272
+/// new page is slow to fault in), perf put that fill at 5.7-7.8% of three
+/// passes in five (0.34 s each), and 0.2-0.9% of four with this start. Starting at the full size, the pass took 0.272
 /// and 0.258 s against 0.274 and 0.264 s (`bench/encode_ab.py --mode line
 /// --processes`, medians of 14 and 20 runs), for 4 MiB more memory from the
 /// first call. Small vocabularies keep a small cache that grows by use.
