@@ -65,12 +65,13 @@ fn long_lived_max_slots(seeds: usize) -> usize {
 /// 32k vocabulary's cache (65536 slots for its ~31k one-token pieces) grew
 /// to its full 131072 during the first 50,000 lines of per-call encoding:
 /// 8 MiB new to the process, filled and rehashed in the middle of the
-/// calls: on this project's VM, whose host takes freed memory back (each
+/// calls. On this project's VM, whose host takes freed memory back (each
 /// new page is slow to fault in), perf put that fill at 5.7-7.8% of three
-/// passes in five (0.34 s each), and 0.2-0.9% of four with this start. Starting at the full size, the pass took 0.272
-/// and 0.258 s against 0.274 and 0.264 s (`bench/encode_ab.py --mode line
-/// --processes`, medians of 14 and 20 runs), for 4 MiB more memory from the
-/// first call. Small vocabularies keep a small cache that grows by use.
+/// passes in five (0.34 s each); with this start, the faults took 0.2-0.9%
+/// of four. In new processes (`bench/encode_ab.py --mode line --processes`,
+/// medians of 14 and 20 runs) the pass took 0.272 and 0.258 s against
+/// 0.274 and 0.264 s, for 4 MiB more memory from the first call. Small
+/// vocabularies keep a small cache that grows by use.
 const SEED_SPREAD: usize = 8;
 
 /// Slots for a seed of `seeds` pieces: twice as many, a power of two.
@@ -123,8 +124,8 @@ impl Cache {
     /// The cache a tokenizer keeps for its calls of `encode`, seeded with
     /// `pieces` (see `seeded`), up to `long_lived_max_slots`.
     /// It starts with `SEED_SPREAD` times as many slots as seeds (at most
-    /// its full size), so that a vocabulary of 16k tokens or more never
-    /// grows it while encoding: see `SEED_SPREAD`.
+    /// its full size), so that from about 16k one-token pieces up it never
+    /// grows while encoding.
     pub(super) fn seeded_long_lived<'a>(pieces: impl ExactSizeIterator<Item = (&'a [u8], u32)>) -> Self {
         let max_slots = long_lived_max_slots(pieces.len());
         let slots = (SEED_SPREAD * pieces.len()).next_power_of_two().clamp(FIRST_SLOTS, max_slots);
