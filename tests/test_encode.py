@@ -160,6 +160,74 @@ def test_batch_in_many_blocks(tok: bpeforge.Tokenizer) -> None:
             tok.encode_batch(texts[:9000] + [b"x"], threads=threads)
 
 
+def test_batch_takes_any_iterable_of_str(tok: bpeforge.Tokenizer) -> None:
+    """A list or tuple is read in place, each item taken when its block is
+    prepared; any other iterable (a generator, a subclass of list, a dict's
+    keys) is collected first. The ids, and the error naming a text that is
+    not a str, are the same for all of them, at any thread count."""
+    import gc
+
+    texts = [f"{t} {k}" for k, t in enumerate(CORPUS * 60)]  # many blocks
+    single = [tok.encode(t) for t in texts]
+
+    class Texts(list):
+        pass
+
+    for threads in (1, 2, 3):
+        for given in (texts, tuple(texts), iter(texts), (t for t in texts), Texts(texts), dict.fromkeys(texts)):
+            assert tok.encode_batch(given, threads=threads) == single
+        # Made with empty slots and untracked until full: tracked when returned.
+        assert gc.is_tracked(tok.encode_batch(texts, threads=threads))
+        for given in (tuple(texts), (t for t in texts)):
+            ids, offsets = tok.encode_batch(given, threads=threads, as_numpy=True)
+            assert [ids[a:b].tolist() for a, b in zip(offsets[:-1], offsets[1:])] == single
+        for given in ([], (), iter([])):
+            assert tok.encode_batch(given, threads=threads) == []
+        with pytest.raises(TypeError, match="item 9000 is int"):
+            tok.encode_batch(tuple(texts[:9000]) + (7,), threads=threads)
+
+
+def test_batch_of_a_list_changed_during_the_call(tok: bpeforge.Tokenizer) -> None:
+    """Another thread may change the list while the GIL is released (here
+    the progress callback does, between blocks). A change of size is an
+    error, never texts skipped or encoded twice; an item replaced during the
+    call is encoded as it was or as it became, and a text already taken
+    stays alive while its block is encoded (only the list held it)."""
+    # ~3 MB: the first event comes after 1 MiB, with later blocks still to take.
+    base = [f"{t} {k}" for k, t in enumerate(CORPUS * 480)]
+    for threads in (1, 2):
+        for change in (list.pop, lambda texts: texts.append("one more"), lambda texts: texts.insert(0, "one more")):
+            texts = list(base)
+            with pytest.raises(RuntimeError, match=f"the list changed size during the call \\(from {len(base)} to"):
+                tok.encode_batch(texts, threads=threads, progress=_first_event_only(lambda: change(texts)))
+
+        # Strings made here, so that the list holds the only reference.
+        texts = ["".join(reversed(t)) + "!" for t in base]
+        as_they_were = [tok.encode(t) for t in texts]
+        replaced = [t.upper() for t in base]
+        as_they_became = [tok.encode(t) for t in replaced]
+
+        def replace_all() -> None:
+            texts[:] = replaced
+
+        got = tok.encode_batch(texts, threads=threads, progress=_first_event_only(replace_all))
+        assert len(got) == len(base)
+        assert all(ids in (was, became) for ids, was, became in zip(got, as_they_were, as_they_became))
+        assert got[0] == as_they_were[0] and got[-1] == as_they_became[-1]
+
+
+def _first_event_only(action):
+    """A progress callback that calls ``action`` at its first event."""
+    done = []
+
+    def callback(event: dict) -> None:
+        if not done:
+            done.append(event)
+            action()
+
+    return callback
+
+
 def test_batch_leaves_the_collector_as_it_was(tok: bpeforge.Tokenizer) -> None:
     """encode_batch pauses the collector and moves the new lists to the
     oldest generation (gc.freeze + gc.unfreeze) instead of leaving them to

@@ -149,7 +149,7 @@ unsafe fn incref(obj: *mut ffi::PyObject) {
 ///
 /// # Safety
 /// The GIL is held; the caller fills every slot before Python sees the list.
-unsafe fn new_list(py: Python<'_>, len: usize) -> PyResult<Bound<'_, PyList>> {
+pub(crate) unsafe fn new_list(py: Python<'_>, len: usize) -> PyResult<Bound<'_, PyList>> {
     let list = ffi::PyList_New(len as ffi::Py_ssize_t);
     if list.is_null() {
         return Err(PyErr::fetch(py));
@@ -162,7 +162,7 @@ unsafe fn new_list(py: Python<'_>, len: usize) -> PyResult<Bound<'_, PyList>> {
 /// once against a real list. Writing there instead of calling
 /// `PyList_SetItem` saves a call and its checks per id; the stable ABI
 /// leaves the layout out, hence the check (and the call where it fails).
-fn item_array(py: Python<'_>, list: &Bound<'_, PyList>) -> Option<*mut *mut ffi::PyObject> {
+pub(crate) fn item_array(py: Python<'_>, list: &Bound<'_, PyList>) -> Option<*mut *mut ffi::PyObject> {
     static OFFSET: OnceLock<Option<usize>> = OnceLock::new();
     let offset = (*OFFSET.get_or_init(|| items_offset(py)))?;
     // SAFETY: the offset was checked to hold a list's item pointer.

@@ -26,8 +26,10 @@ mod ints;
 mod lists;
 mod progress;
 mod shards;
+mod texts;
 mod tokenizer_base;
 use progress::PyObserver;
+use texts::Texts;
 
 /// mimalloc for the engine's small blocks, the system allocator for its
 /// large tables (see `bpeforge_core::alloc`). Only Rust's own allocations
@@ -288,23 +290,6 @@ fn check_dropout(dropout: Option<f64>) -> PyResult<Option<f64>> {
     }
 }
 
-fn collect_strs<'py>(texts: &Bound<'py, PyAny>) -> PyResult<Vec<Bound<'py, PyString>>> {
-    let mut out = Vec::new();
-    for (i, item) in texts.try_iter()?.enumerate() {
-        let item = item?;
-        match item.cast_into::<PyString>() {
-            Ok(s) => out.push(s),
-            Err(e) => {
-                return Err(PyTypeError::new_err(format!(
-                    "texts: item {i} is {}, not str",
-                    e.into_inner().get_type().name().map(|n| n.to_string()).unwrap_or_default()
-                )))
-            }
-        }
-    }
-    Ok(out)
-}
-
 /// Texts above this size are encoded with the GIL released.
 const DETACH_BYTES: usize = 8192;
 
@@ -439,13 +424,12 @@ impl NativeTokenizer {
         progress: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyList>> {
         let rule = specials_rule(&self.enc, allowed, disallowed)?;
-        let owned = collect_strs(texts)?;
+        let texts = Texts::new(texts)?;
         let threads = check_threads(threads)?;
         let dropout = check_dropout(dropout)?.map(|p| (p, seed));
         let mut observer = progress.map(PyObserver::new).transpose()?;
-        let sink = lists::Lists::new(&self.enc, &self.ints, owned.len());
-        let done = lists::encode_texts(py, &self.enc, &owned, sink, &rule, threads, dropout, observer.as_mut())?;
-        PyList::new(py, done.lists)
+        let sink = lists::Lists::new(py, &self.enc, &self.ints, texts.len())?;
+        lists::encode_texts(py, &self.enc, &texts, sink, &rule, threads, dropout, observer.as_mut())?.into_list()
     }
 
     /// Streams text files into ids; returns (lines, tokens, bytes, seconds, id_bytes).
@@ -493,11 +477,11 @@ impl NativeTokenizer {
         progress: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)> {
         let rule = specials_rule(&self.enc, allowed, disallowed)?;
-        let owned = collect_strs(texts)?;
+        let texts = Texts::new(texts)?;
         let threads = check_threads(threads)?;
         let mut observer = progress.map(PyObserver::new).transpose()?;
-        let sink = FlatIds::with_texts(owned.len());
-        let FlatIds { ids, offsets } = lists::encode_texts(py, &self.enc, &owned, sink, &rule, threads, None, observer.as_mut())?;
+        let sink = FlatIds::with_texts(texts.len());
+        let FlatIds { ids, offsets } = lists::encode_texts(py, &self.enc, &texts, sink, &rule, threads, None, observer.as_mut())?;
         let id_bytes: Vec<u8> = ids.iter().flat_map(|x| x.to_le_bytes()).collect();
         let off_bytes: Vec<u8> = offsets.iter().flat_map(|x| x.to_le_bytes()).collect();
         Ok((PyBytes::new(py, &id_bytes), PyBytes::new(py, &off_bytes)))

@@ -8,29 +8,59 @@
 //! (`bpeforge_core::ordered`), so it overlaps the other threads' encoding,
 //! and it encodes blocks itself when it has nothing else to do.
 
-use crate::ints::IdInts;
+use crate::ints::{item_array, new_list, IdInts};
 use crate::progress::{BatchPacer, PyObserver};
+use crate::texts::Texts;
 use bpeforge_core::encode::{Block, BlockIds, Encoder, FlatIds, Specials};
 use bpeforge_core::error::{Error, Result};
 use bpeforge_core::ordered::Host;
+use pyo3::exceptions::PyRuntimeError;
+use pyo3::ffi;
 use pyo3::prelude::*;
-use pyo3::types::PyString;
+use pyo3::types::{PyList, PyString};
+use std::collections::VecDeque;
 
 /// Where a batch's ids go, block by block (with the GIL held).
 pub(crate) trait Sink<'py> {
     fn take(&mut self, py: Python<'py>, ids: &BlockIds) -> PyResult<()>;
 }
 
-/// A list of ids per text, the ints shared through `IdInts`.
+/// The list of a list of ids per text, the ints shared through `IdInts`:
+/// made with every slot empty and filled in place as blocks are delivered
+/// (not gathered in a vector and copied into a list at the end). Until it is
+/// full the collector does not track it, so no Python code (a progress
+/// callback, a collection's callback) can reach its empty slots.
 pub(crate) struct Lists<'a, 'py> {
     ints: &'a IdInts,
     vocab_size: usize,
-    pub(crate) lists: Vec<Bound<'py, PyAny>>,
+    list: Bound<'py, PyList>,
+    items: Option<*mut *mut ffi::PyObject>,
+    len: usize,
+    filled: usize,
 }
 
-impl<'a> Lists<'a, '_> {
-    pub(crate) fn new(enc: &Encoder, ints: &'a IdInts, texts: usize) -> Self {
-        Lists { ints, vocab_size: enc.vocab_size(), lists: Vec::with_capacity(texts) }
+impl<'a, 'py> Lists<'a, 'py> {
+    pub(crate) fn new(py: Python<'py>, enc: &Encoder, ints: &'a IdInts, texts: usize) -> PyResult<Self> {
+        // SAFETY: the GIL is held; the list is untracked until every slot is
+        // set (`into_list`), and dropped unseen if that never happens (a
+        // list's deallocation skips empty slots).
+        let list = unsafe {
+            let list = new_list(py, texts)?;
+            ffi::PyObject_GC_UnTrack(list.as_ptr().cast());
+            list
+        };
+        let items = item_array(py, &list);
+        Ok(Lists { ints, vocab_size: enc.vocab_size(), list, items, len: texts, filled: 0 })
+    }
+
+    /// The full list, tracked by the collector again.
+    pub(crate) fn into_list(self) -> PyResult<Bound<'py, PyList>> {
+        if self.filled != self.len {
+            return Err(PyRuntimeError::new_err(format!("encode_batch: {} of {} results made", self.filled, self.len)));
+        }
+        // SAFETY: every slot is set; the list was untracked in `new`.
+        unsafe { ffi::PyObject_GC_Track(self.list.as_ptr().cast()) };
+        Ok(self.list)
     }
 }
 
@@ -38,7 +68,19 @@ impl<'py> Sink<'py> for Lists<'_, 'py> {
     fn take(&mut self, py: Python<'py>, ids: &BlockIds) -> PyResult<()> {
         let mut table = self.ints.lock(self.vocab_size);
         for one in ids.texts() {
-            self.lists.push(table.list(py, one)?.into_any());
+            if self.filled == self.len {
+                return Err(PyRuntimeError::new_err("encode_batch: more results than texts"));
+            }
+            let item = table.list(py, one)?.into_ptr();
+            // SAFETY: slot `filled` is in range and still empty; the list
+            // takes the reference `into_ptr` gave up.
+            unsafe {
+                match self.items {
+                    Some(items) => *items.add(self.filled) = item,
+                    None => _ = ffi::PyList_SetItem(self.list.as_ptr(), self.filled as ffi::Py_ssize_t, item),
+                }
+            }
+            self.filled += 1;
         }
         Ok(())
     }
@@ -55,8 +97,13 @@ impl Sink<'_> for FlatIds {
 /// The calling thread's side: borrows texts block by block, takes the ids.
 struct Batch<'a, 'py, S> {
     py: Python<'py>,
-    texts: &'a [Bound<'py, PyString>],
+    texts: &'a Texts<'py>,
     next: usize,
+    /// The texts of the blocks prepared and not yet delivered, oldest
+    /// first: the references that keep alive the UTF-8 those blocks borrow
+    /// (another Python thread may drop a list's item while the GIL is
+    /// released).
+    held: VecDeque<Bound<'py, PyString>>,
     sink: S,
     pacer: Option<(BatchPacer, &'a mut PyObserver)>,
     /// What Python raised (a text that is not UTF-8, no memory for a list).
@@ -65,13 +112,25 @@ struct Batch<'a, 'py, S> {
 
 impl<'a, 'py, S: Sink<'py>> Host<Block<&'a str>, &BlockIds> for Batch<'a, 'py, S> {
     fn prepare(&mut self) -> Result<Option<Block<&'a str>>> {
-        let texts = self.texts;
+        let (texts, held) = (self.texts, &mut self.held);
         let mut raised = None;
         let block = Block::cut(texts.len(), &mut self.next, |i| {
-            texts[i].to_str().map_err(|e| {
-                raised = Some(e);
-                Error::input("Python raised an exception")
-            })
+            let utf8 = texts.get(i).and_then(|text| {
+                let utf8: *const str = text.to_str()?;
+                held.push_back(text);
+                Ok(utf8)
+            });
+            match utf8 {
+                // SAFETY: a `str`'s UTF-8 lives as long as the object, which
+                // `held` keeps until the block is delivered or the batch
+                // ends, after `encode_blocks` has joined every thread that
+                // read it.
+                Ok(utf8) => Ok(unsafe { &*utf8 }),
+                Err(e) => {
+                    raised = Some(e);
+                    Err(Error::input("Python raised an exception"))
+                }
+            }
         });
         if let Some(e) = raised {
             self.raised.get_or_insert(e);
@@ -87,6 +146,7 @@ impl<'a, 'py, S: Sink<'py>> Host<Block<&'a str>, &BlockIds> for Batch<'a, 'py, S
         if let Some((pacer, observer)) = &mut self.pacer {
             pacer.advance(block.bytes() as u64, ids.ids.len() as u64, observer)?;
         }
+        self.held.drain(..block.texts.len());
         Ok(())
     }
 
@@ -101,7 +161,7 @@ impl<'a, 'py, S: Sink<'py>> Host<Block<&'a str>, &BlockIds> for Batch<'a, 'py, S
 pub(crate) fn encode_texts<'a, 'py, S: Sink<'py>>(
     py: Python<'py>,
     enc: &Encoder,
-    texts: &'a [Bound<'py, PyString>],
+    texts: &'a Texts<'py>,
     sink: S,
     rule: &Specials,
     threads: usize,
@@ -112,14 +172,14 @@ pub(crate) fn encode_texts<'a, 'py, S: Sink<'py>>(
         // The total is reported from the start: every text's UTF-8 first.
         Some(observer) => {
             let mut total = 0u64;
-            for t in texts {
-                total += t.to_str()?.len() as u64;
+            for i in 0..texts.len() {
+                total += texts.get(i)?.to_str()?.len() as u64;
             }
             Some((BatchPacer::new(total), observer))
         }
         None => None,
     };
-    let mut host = Batch { py, texts, next: 0, sink, pacer, raised: None };
+    let mut host = Batch { py, texts, next: 0, held: VecDeque::new(), sink, pacer, raised: None };
     let result = enc.encode_blocks(&mut host, rule, threads, dropout);
     // What Python raised (here or in a progress callback) wins over the
     // engine's error, which only stopped the run.
@@ -128,6 +188,8 @@ pub(crate) fn encode_texts<'a, 'py, S: Sink<'py>>(
         return Err(err);
     }
     result.map_err(crate::to_pyerr)?;
+    // A list that grew has texts no block held.
+    texts.check_len()?;
     if let Some((pacer, observer)) = host.pacer.take() {
         pacer.finish(texts.len() as u64, observer);
         if let Some(err) = observer.take_failure() {
