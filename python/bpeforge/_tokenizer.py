@@ -587,6 +587,9 @@ class Tokenizer(_native.TokenizerBase):
         With ``dropout``, text ``i`` uses seed ``seed + i`` (thread-independent).
         ``progress`` as in :func:`train` (off by default): the texts' bytes
         encoded, reported after each slice of about 1% of the batch.
+        A list or tuple is read as it is encoded (other iterables are
+        collected first): a list whose size another thread changes during
+        the call raises ``RuntimeError``.
         """
         if threads is not None and (not isinstance(threads, int) or threads < 1):
             raise ParameterError(f"threads must be a positive integer or None, got {threads!r}")
