@@ -22,12 +22,13 @@
 //! fresh caches alternating (medians of 16): 2-5% less time on o200k_base,
 //! 6% on cl100k_base, 3% on a trained 32k vocabulary. Seeding o200k_base's
 //! takes 15-25 ms, so a batch's threads start from copies of one seed that
-//! the encoder keeps (see `batch`).
+//! the pool of batch caches keeps (see `CachePool`).
 
 use super::key::{PieceKey, KEY_MAX};
 use crate::mem::HugeTable;
 use crate::util::prefetch;
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 /// Most ids a cached piece may have.
 const IDS_MAX: usize = 9;
 const FIRST_SLOTS: usize = 1 << 10;
@@ -229,16 +230,49 @@ impl Cache {
 /// encodes its corpus one batch after another (a few thousand lines each)
 /// no longer starts every batch with empty caches. At most one idle cache
 /// per core is kept (each at most 8 MiB).
+///
+/// A new cache is a copy of a seeded one the pool makes at the first and
+/// keeps: copying o200k_base's takes 1-5 ms, seeding it 15-25 ms. But the
+/// last cache the pool will keep (the one that makes a cache per core) is
+/// that seed itself, not a copy of it: on a 2-core VM, a 2-thread batch
+/// run after a 1-thread one (the bench's warm-up) had its helper thread
+/// copy the seed into 8 MiB new to the process, which took 2-24 ms there
+/// (the host backing the new pages), against 1.1-1.3 ms with a cache at
+/// hand; and a process holds one cache fewer. A cache wanted after that
+/// (more threads than cores) is a copy of a seed made again.
 #[derive(Default)]
 pub(crate) struct CachePool {
     idle: Mutex<Vec<Cache>>,
+    /// What new caches are copied from, until it is given away.
+    seed: Mutex<Option<Arc<Cache>>>,
+    /// New caches made so far.
+    made: AtomicUsize,
 }
 
 impl CachePool {
-    /// An idle cache, or `new()`; given back when the `Pooled` is dropped.
-    pub(crate) fn take(&self, new: impl FnOnce() -> Cache) -> Pooled<'_> {
-        let cache = self.lock().and_then(|mut idle| idle.pop()).unwrap_or_else(new);
+    /// An idle cache, or a new one (see `CachePool`) from `seeded`, which
+    /// makes a seeded cache; given back when the `Pooled` is dropped.
+    pub(crate) fn take(&self, seeded: impl FnOnce() -> Cache) -> Pooled<'_> {
+        let cache = self.lock().and_then(|mut idle| idle.pop()).unwrap_or_else(|| self.new_cache(seeded));
         Pooled { pool: self, cache: Some(cache) }
+    }
+
+    fn new_cache(&self, seeded: impl FnOnce() -> Cache) -> Cache {
+        let give_away = self.made.fetch_add(1, Ordering::Relaxed) + 1 == crate::util::default_threads();
+        // The lock is never held while a cache is seeded or copied.
+        let kept = {
+            let mut seed = self.seed.lock().unwrap_or_else(|e| e.into_inner());
+            if give_away { seed.take() } else { seed.clone() }
+        };
+        let seed = kept.unwrap_or_else(|| {
+            let seed = Arc::new(seeded());
+            if !give_away {
+                self.seed.lock().unwrap_or_else(|e| e.into_inner()).get_or_insert_with(|| Arc::clone(&seed));
+            }
+            seed
+        });
+        // The seed itself if no other thread is copying it or keeps it.
+        Arc::try_unwrap(seed).unwrap_or_else(|shared| (*shared).clone())
     }
 
     /// The idle caches, unless another thread holds them: the lock is only
@@ -368,6 +402,37 @@ mod tests {
         assert_eq!(long_lived_max_slots(30_000), MAX_SLOTS);
         assert_eq!(long_lived_max_slots(100_000), LONG_LIVED_MAX_SLOTS);
         assert_eq!(long_lived_max_slots(200_000), LONG_LIVED_MAX_SLOTS);
+    }
+
+    /// The pool seeds once; its last keepable cache (one per core) is the
+    /// seed itself, the others copies; a cache wanted beyond those is a
+    /// copy of a seed made again. Every one holds the seed's pieces.
+    #[test]
+    fn a_pool_copies_its_seed_and_gives_it_away_last() {
+        let pool = CachePool::default();
+        let seedings = std::cell::Cell::new(0);
+        let seeded = || {
+            seedings.set(seedings.get() + 1);
+            Cache::seeded_for_batch([(&b"seed"[..], 7u32), (b"ed", 9)].into_iter())
+        };
+        let holds_seed = |cache: &Cache| cache.get(&k(b"seed")) == Some(&[7u32][..]) && cache.get(&k(b"ed")) == Some(&[9u32][..]);
+        let cores = crate::util::default_threads();
+        // Held at once, so none comes back from the idle list.
+        let mut held: Vec<_> = (0..cores).map(|_| pool.take(seeded)).collect();
+        assert_eq!(seedings.get(), 1);
+        assert!(held.iter().all(|c| holds_seed(c)));
+        assert!(pool.seed.lock().unwrap().is_none(), "the last cache is the seed itself");
+        held.push(pool.take(seeded));
+        held.push(pool.take(seeded));
+        assert_eq!(seedings.get(), 2);
+        assert!(held.iter().all(|c| holds_seed(c)));
+        assert!(pool.seed.lock().unwrap().is_some());
+        // The batch ends: one idle cache per core is kept, and taken again.
+        drop(held);
+        assert_eq!(pool.lock().unwrap().len(), cores);
+        let again: Vec<_> = (0..cores).map(|_| pool.take(seeded)).collect();
+        assert_eq!(seedings.get(), 2);
+        assert!(again.iter().all(|c| holds_seed(c)));
     }
 
     #[test]

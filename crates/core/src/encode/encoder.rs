@@ -127,7 +127,6 @@ impl Encoder {
             sp,
             normalizer,
             batch_caches: Default::default(),
-            cache_seed: Default::default(),
         };
         if matches!(enc.model.scheme, Scheme::Bytes) {
             enc.byte_pair_ranks = (0..1u32 << 16)
@@ -149,11 +148,10 @@ impl Encoder {
         Cache::seeded_long_lived(self.seed_pieces().into_iter())
     }
 
-    /// A copy of a seeded cache of a batch thread's size, which is made at
-    /// the first call and kept: copying it takes a fraction of the time
-    /// seeding takes, so each thread of a batch can start from one.
-    pub(super) fn seeded_copy(&self) -> Cache {
-        self.cache_seed.get_or_init(|| Cache::seeded_for_batch(self.seed_pieces().into_iter())).clone()
+    /// A seeded cache of a batch thread's size (`CachePool` copies it for
+    /// a batch's threads).
+    pub(super) fn seeded_for_batch(&self) -> Cache {
+        Cache::seeded_for_batch(self.seed_pieces().into_iter())
     }
 
     /// What a cache starts with: where pieces are looked up whole

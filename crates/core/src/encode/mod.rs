@@ -104,10 +104,9 @@ pub struct Encoder {
     /// Chars scheme: SentencePiece's normalizer, applied to each text
     /// segment before pre-tokenizing (none: the identity).
     normalizer: Option<crate::normalize::Normalizer>,
-    /// The piece caches of batches, kept from one batch to the next.
+    /// The piece caches of batches, kept from one batch to the next, and
+    /// the seed new ones start from.
     batch_caches: cache::CachePool,
-    /// The seed batch threads' new caches are copied from (`Encoder::seeded_copy`).
-    cache_seed: std::sync::OnceLock<Cache>,
 }
 
 /// Chars scheme: what SentencePiece-style models do beyond plain BPE.
