@@ -112,6 +112,12 @@ struct Batch<'a, 'py, S> {
 
 impl<'a, 'py, S: Sink<'py>> Host<Block<&'a str>, &BlockIds> for Batch<'a, 'py, S> {
     fn prepare(&mut self) -> Result<Option<Block<&'a str>>> {
+        // Once a block: no Python code runs while a block is cut, so the
+        // list cannot change during it.
+        if let Err(e) = self.texts.check_len() {
+            self.raised.get_or_insert(e);
+            return Err(Error::input("Python raised an exception"));
+        }
         let (texts, held) = (self.texts, &mut self.held);
         let mut raised = None;
         let block = Block::cut(texts.len(), &mut self.next, |i| {

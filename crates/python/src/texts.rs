@@ -47,13 +47,11 @@ impl<'py> Texts<'py> {
         }
     }
 
-    /// Text `i` (below `len()`), with a reference of its own.
+    /// Text `i` (below `len()`), with a reference of its own. Callers
+    /// check a list's length (`check_len`) before a run of calls.
     pub(crate) fn get(&self, i: usize) -> PyResult<Bound<'py, PyString>> {
         let item = match self {
-            Texts::List(list, _) => {
-                self.check_len()?;
-                list.get_item(i)?
-            }
+            Texts::List(list, _) => list.get_item(i)?,
             Texts::Tuple(tuple) => tuple.get_item(i)?,
             Texts::Collected(texts) => return Ok(texts[i].clone()),
         };
