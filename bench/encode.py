@@ -77,7 +77,8 @@ batch at 1 thread; 0 lines with different ids in the check. A target
 whose rows have no figure says "not measured" and why: the comparison with
 the fastest peer needs both peers, unless one is skipped by design
 (bpe-openai loads only its built-in vocabularies), so a peer that is not
-installed or failed is named there rather than left out of the maximum.
+installed, failed or was not asked for (``--tools``) is named there rather
+than left out of the maximum.
 
 Models for ``--vocab trained`` (setup, not timed, in one subprocess)
 --------------------------------------------------------------------
