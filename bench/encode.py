@@ -801,7 +801,12 @@ class Row:
     threads: int
     tool: str
     runs: list = dataclasses.field(default_factory=list)
-    note: str = ""  # why the row has no (more) numbers
+    note: str = ""  # why the row has no (more) numbers, in words
+    status: str = ""  # what stopped it ("missing", "error", "skipped", ...); "" while it runs
+
+    def stop(self, status: str, why: str) -> None:
+        """No more runs of this row: ``status`` says what stopped it."""
+        self.status, self.note = status, f"{status}: {why}"
 
     @property
     def ok_runs(self) -> list:
@@ -874,7 +879,7 @@ def run_job(row: Row, repeat: int, models: Path, args, tmp: Path) -> dict:
     run.update(repeat=repeat, loadavg_1min_before=load_before)
     row.runs.append(run)
     if run["status"] != "ok":
-        row.note = f"{run['status']}: {run.get('error', '')}"
+        row.stop(run["status"], run.get("error", ""))
     return run
 
 
@@ -895,7 +900,7 @@ def run_all(rows: list[Row], models: Path, args, tmp: Path) -> None:
     for repeat in range(1, args.repeats + 1):
         for row in rows:
             done += 1
-            if row.note:
+            if row.status:
                 continue
             _log_run(row, run_job(row, repeat, models, args, tmp), done, total)
 
@@ -906,13 +911,13 @@ def mark_unbuilt(rows: list[Row], setup: dict) -> None:
     for row in rows:
         step = steps.get(MODEL_STEP[row.tool])
         if setup.get("status") != "ok":
-            row.note = f"setup failed: {setup.get('error', '')}"
+            row.stop("setup failed", setup.get("error", ""))
         elif step is None:
-            row.note = "skipped: no model of this vocabulary (or bpeforge failed)"
+            row.stop("skipped", "no model of this vocabulary (or bpeforge failed)")
         elif step["status"] == "skipped":
-            row.note = f"skipped: {step.get('error', '')}"
+            row.stop("skipped", step.get("error", ""))
         elif step["status"] != "ok":
-            row.note = f"model build failed: {step.get('error', '')}"
+            row.stop("model build failed", step.get("error", ""))
 
 
 # ==========================================================================
@@ -928,7 +933,7 @@ def summarize(row: Row) -> dict:
     """Median figures of a row's successful runs."""
     ok = row.ok_runs
     out: dict = {"mode": row.mode, "threads": row.threads, "tool": row.tool,
-                 "note": row.note, "repeats_ok": len(ok)}
+                 "note": row.note, "status": row.status or "ok", "repeats_ok": len(ok)}
     if not ok:
         return out
     out["mb_s"] = H.median([r["bytes"] / r["wall_s"] / 1e6 for r in ok])
@@ -1006,7 +1011,7 @@ def _unmeasured_peers(summaries: list[dict], setup: dict) -> list[str]:
         if row is None:
             lacking.append(f"{tool} not run")
         elif "mb_s" not in row:
-            lacking.append(f"{tool} {row['note'].split(':')[0] or 'failed'}")
+            lacking.append(f"{tool} {row.get('status') or 'failed'}")
     return lacking
 
 
