@@ -2,4 +2,5 @@
 
 from .cli import main
 
-raise SystemExit(main())
+if __name__ == "__main__":  # importing this module (e.g. to document it) runs nothing
+    raise SystemExit(main())

@@ -70,6 +70,8 @@ class ProgressEvent:
 
     @classmethod
     def from_native(cls, d: dict[str, Any]) -> ProgressEvent:
+        """The event for one update dict of the engine: its main keys become
+        the attributes, the rest ``info``."""
         main = {k: d.pop(k) for k in ("phase", "done", "total", "unit", "elapsed", "rate", "eta", "finished")}
         return cls(**main, info=d)
 
@@ -153,6 +155,7 @@ class TqdmProgress:
             self.close()
 
     def close(self) -> None:
+        """Close the bar of the current phase (the next event opens a new one)."""
         if self._bar is not None:
             self._bar.close()
             self._bar = None

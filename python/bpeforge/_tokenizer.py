@@ -126,7 +126,7 @@ def train(
         The trained :class:`Tokenizer`. Its ``metadata`` records the inputs,
         settings, corpus sizes and the seconds spent counting and merging.
 
-    Example:
+    Examples:
         >>> import bpeforge
         >>> tok = bpeforge.train(bpeforge.sample_corpus(), vocab_size=300, progress=False)
         >>> tok.decode(tok.encode("hello world"))
@@ -210,7 +210,7 @@ def train_from_iterator(
     memory. Same keywords and result as :func:`train`; a file and an iterable
     of its lines give the same model.
 
-    Example:
+    Examples:
         >>> tok = train_from_iterator(["low lower lowest"] * 10, vocab_size=260, progress=False)
         >>> tok.vocab_size
         260
@@ -266,7 +266,7 @@ def pretokenize(text: str, preset: str | Regex = "gpt2") -> list[str]:
     """The pieces a pre-tokenizer cuts ``text`` into (no special-token handling):
     ``preset`` is a preset name or a :class:`bpeforge.Regex`, as in :func:`train`.
 
-    Example:
+    Examples:
         >>> pretokenize("Hello   world!")
         ['Hello', '  ', ' world', '!']
     """
@@ -456,7 +456,7 @@ class Tokenizer(_native.TokenizerBase):
         ``tokenizers`` gives for this model's ``to_huggingface`` export.
         Special tokens as in :meth:`encode`.
 
-        Example:
+        Examples:
             >>> tok = train_from_iterator(["ab ab ab"], vocab_size=258, progress=False)
             >>> tok.encode_with_offsets("ab ab")[1]
             [(0, 2), (2, 5)]
@@ -804,14 +804,14 @@ def _gc_paused() -> Iterator[None]:
 
     Each list is a container the collector tracks, so building one per text
     sets off a collection every 700 lists, and each walks all the young lists
-    and their ids: 15% of ``encode_batch`` on 100k lines at 1 thread (#14),
+    and their ids: 15% of ``encode_batch`` on 100k lines at 1 thread,
     all of it serial, under the GIL. Lists of ints make no cycles; reference
     counting frees everything as before. The previous state is restored.
 
     Afterwards the young generation holds all the new lists, and the next
     allocation would set off a collection that walks every one of them and
     their ids: 10-15% of a 50k-line batch at 1 thread, and serial after the
-    threads' work (#14). ``gc.freeze()`` then ``gc.unfreeze()`` instead moves
+    threads' work. ``gc.freeze()`` then ``gc.unfreeze()`` instead moves
     every tracked object into the oldest generation (documented; two list
     splices, no walk), as if they had survived the young collections: they
     are examined at the next full collection. Skipped when the program has

@@ -484,7 +484,7 @@ def train(
             ``checkpoint_path`` and ``progress_csv`` are written by the
             driver; ``langs`` files are read by the workers.
 
-    Example:
+    Examples:
         >>> import bpeforge, bpeforge.distributed
         >>> tok = bpeforge.distributed.train([bpeforge.sample_corpus()], vocab_size=500,
         ...                                  shard_bytes=100_000, progress=False)  # doctest: +SKIP
