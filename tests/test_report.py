@@ -21,6 +21,7 @@ pytest.importorskip("matplotlib", reason="the report draws with matplotlib (pip 
 from bpeforge import report as rp  # noqa: E402
 from bpeforge.errors import OutputError, ParameterError  # noqa: E402
 
+from browser import browse, console_errors, find_chromium  # noqa: E402
 from conftest import CORPORA_DIR, SMALL_CORPUS  # noqa: E402
 
 CORPUS = CORPORA_DIR / "multi-200k.txt.xz"
@@ -456,23 +457,12 @@ window.addEventListener('load', function () {
 </script>"""
 
 
-def _chromium() -> str | None:
-    for name in ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable"):
-        path = shutil.which(name)
-        if path:
-            return path
-    return None
+_chromium = find_chromium
+_console_errors = console_errors
 
 
 def _browse(browser: str, page: Path, profile: Path, *extra: str) -> subprocess.CompletedProcess[str]:
-    cmd = [browser, "--headless", "--disable-gpu", "--no-sandbox", "--no-first-run", "--disable-extensions",
-           f"--user-data-dir={profile}", "--enable-logging=stderr", "--v=0", "--virtual-time-budget=5000",
-           *extra, page.as_uri()]
-    return subprocess.run(cmd, capture_output=True, text=True, errors="replace", timeout=180)
-
-
-def _console_errors(stderr: str) -> list[str]:
-    return [line for line in stderr.splitlines() if ":CONSOLE" in line or "Uncaught" in line]
+    return browse(browser, page.as_uri(), profile, *extra)
 
 
 def _probe(browser: str, html_path: Path, tmp_path: Path) -> tuple[dict[str, str], list[str]]:
