@@ -21,7 +21,7 @@ bytes per token; the *premium* of a language is English bytes/token divided by
 that language's bytes/token (1.0 = as cheap as English, 2.0 = twice the tokens
 per byte). Reported per tool: the mean premium of the worst decile of
 languages, the maximum premium (and which language), and English bytes/token
-relative to unbalanced bpeforge. Targets (issue 8): worst-decile mean <= 1.25,
+relative to unbalanced bpeforge. Targets: worst-decile mean <= 1.25,
 max <= 1.5, English bytes/token at most 3% below unbalanced.
 
 Reproduce:

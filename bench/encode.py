@@ -69,7 +69,7 @@ Vocabularies (``--vocab``)
   ``to_huggingface`` export; bpe-openai uses its own copy of the file.
   SentencePiece has no such model and is left out.
 
-After the table, the targets of issue #14 for bpeforge's encoding are printed
+After the table, the encoding targets for bpeforge are printed
 with pass/miss: per call >= 2x tiktoken and >= 1.2x the fastest of
 bpe-openai and fastokens, >= 8x HF tokenizers; one long text >= 2x tiktoken;
 batch at 1 thread >= 2.5x tiktoken per call; batch at 2 threads >= 1.85x
@@ -113,7 +113,7 @@ Reproduce
     python bench/encode.py --corpus /work/shared/corpora/multi-200k.txt.xz \\
         --repeats 3 --threads 1,2 --markdown --json bench-encode-200k.json
 
-    # issue #14's encoding table in one run: the trained 32k and the two real
+    # the whole encoding table in one run: the trained 32k and the two real
     # vocabularies, each with its own tables, then one summary over all three
     # (per-call MB/s and x tiktoken of every tool; every target, pass/miss)
     pip install bpe-openai fastokens
@@ -1016,7 +1016,7 @@ def _unmeasured_peers(summaries: list[dict], setup: dict) -> list[str]:
 
 
 def _target_rows(summaries: list[dict], setup: dict) -> list[list[str]]:
-    """Issue #14's encoding targets: measured ratio, required ratio, pass/miss
+    """The encoding targets: measured ratio, required ratio, pass/miss
     (or "not measured", with why where a peer is lacking)."""
     mb = {(s["mode"], s["threads"], s["tool"]): s.get("mb_s") for s in summaries}
 
@@ -1053,7 +1053,7 @@ def _target_rows(summaries: list[dict], setup: dict) -> list[list[str]]:
 
 
 def build_targets(summaries: list[dict], setup: dict, markdown: bool) -> str:
-    """The targets table (bpeforge's encoding, issue #14)."""
+    """The targets table (bpeforge's encoding)."""
     return H.format_table(["target (bpeforge)", "measured", "required", "result"],
                           _target_rows(summaries, setup), markdown=markdown,
                           right=[False, True, True, False])
@@ -1257,7 +1257,7 @@ def _vocab_json_path(path: Path, vocab: str, n_vocabs: int) -> Path:
 
 
 def build_summary(results: dict[str, tuple[dict, list[dict]]], markdown: bool) -> str:
-    """Issue #14's table over all vocabularies: per-call MB/s of every tool
+    """The table over all vocabularies: per-call MB/s of every tool
     with its ratio to tiktoken, then every target with pass/miss."""
     vocabs = list(results)
     tools = list(dict.fromkeys(s["tool"] for _, sums in results.values() for s in sums
@@ -1295,7 +1295,7 @@ def main(argv: list[str] | None = None) -> int:
     machine, versions = H.machine_info(), _versions(args.tools)
     results = {vocab: run_vocab(vocab, args, machine, versions) for vocab in args.vocab}
     if len(results) > 1:
-        print("\n=== issue #14: all vocabularies ===\n")
+        print("\n=== all vocabularies ===\n")
         print(build_summary(results, args.markdown))
     elapsed = time.perf_counter() - started
     load = ", ".join(f"{x:.2f}" for x in os.getloadavg())

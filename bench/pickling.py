@@ -18,7 +18,7 @@ The vocabularies are the real ``o200k_base`` and ``cl100k_base`` rank files
 * HF tokenizers: ``tokenizers.Tokenizer.from_str`` of bpeforge's
   ``tokenizer.json`` export (the same ids).
 
-Issue #17's target: a 200k vocabulary round-trips in well under 100 ms.
+The target: a 200k vocabulary round-trips in well under 100 ms.
 
 Usage::
 

@@ -31,7 +31,7 @@ Rows, all from this one run:
   memory) rather than let the OOM killer pick a process; such a row says
   "stopped at the cap".
 
-Then the growth checks of issue #13: time and peak memory per word type
+Then the growth checks: time and peak memory per word type
 from the smallest to the largest ``sK`` (flat within 15%), and counting
 throughput per thread from ``m1`` to the largest corpus (falls no more than
 20%). Last, the rate at which a new process faults in fresh memory (see
@@ -65,7 +65,7 @@ from _harness import format_table, fresh_memory_rate, machine_info, median, pack
 HERE = Path(__file__).resolve().parent
 SHARED = HERE.parents[1] / "shared"
 
-#: Issue #13's growth limits.
+#: The growth limits.
 MAX_PER_TYPE_GROWTH = 0.15
 MAX_COUNT_RATE_FALL = 0.20
 
@@ -213,7 +213,7 @@ def table(rows: list[dict[str, Any]]) -> str:
 
 
 def growth(rows: list[dict[str, Any]]) -> list[str]:
-    """Issue #13's flat-growth checks over the exact bpeforge rows."""
+    """The flat-growth checks over the exact bpeforge rows."""
     exact = [r for r in rows if r["who"] == "bpeforge" and "failed" not in r["run"]]
     scaled = [r for r in exact if r["corpus"].startswith("s")]
     lines = []

@@ -71,7 +71,7 @@ Reproduce
     python bench/train.py --corpus /work/shared/corpora/multi-200k.txt.xz \\
         --repeats 3 --threads 1,2 --markdown --json bench-train-200k.json
 
-    # issue #14's training targets (printed with pass/miss after the table):
+    # the training targets (printed with pass/miss after the table):
     # YouTokenToMe at 2 threads and SentencePiece at 1 thread, each >= 4x
     # bpeforge's training time at the same thread count, on multi-1m
     python bench/train.py --corpus /work/shared/corpora/multi-1m.txt.xz \\
@@ -513,7 +513,7 @@ def build_table(summaries: list[dict], versions: dict, markdown: bool) -> str:
     return H.format_table(headers, rows, markdown=markdown, right=right)
 
 
-#: Issue #14's training targets: (peer, threads, required peer time / bpeforge time).
+#: The training targets: (peer, threads, required peer time / bpeforge time).
 TRAIN_TARGETS = (("yttm", 2, 4.0), ("sentencepiece", 1, 4.0))
 
 

@@ -1,4 +1,4 @@
-"""The encoding bench's target table (issue #14) never passes a comparison
+"""The encoding bench's target table never passes a comparison
 it could not make: a per-call peer that is missing or failed is named, and
 only a peer skipped by design is left out of "the fastest of" them."""
 

@@ -1,5 +1,5 @@
-"""Byte fallback, fused unknowns and SentencePiece-exact Llama-style models
-(issue 15): trained here, imported from a SentencePiece ``.model`` or its
+"""Byte fallback, fused unknowns and SentencePiece-exact Llama-style models:
+trained here, imported from a SentencePiece ``.model`` or its
 Hugging Face twin, extended, and re-exported, ids equal to ``sentencepiece``,
 ``tokenizers`` and ``transformers`` line for line.
 

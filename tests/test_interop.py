@@ -1,5 +1,5 @@
 """Interoperability with Hugging Face tokenizers/transformers, tiktoken and
-SentencePiece (issue 4), checked with the real libraries on real text.
+SentencePiece, checked with the real libraries on real text.
 
 Every check encodes corpus lines with bpeforge and with the other library and
 requires identical ids line by line: an export that loads but encodes

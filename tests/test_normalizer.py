@@ -1,4 +1,4 @@
-"""SentencePiece's normalizers (issue 15): ``nmt_nfkc`` (its default), ``nfkc``
+"""SentencePiece's normalizers: ``nmt_nfkc`` (its default), ``nfkc``
 and any precompiled charsmap, imported from a ``.model`` or a
 ``tokenizer.json`` (``Precompiled``), trained with (``normalizer="nmt_nfkc"``),
 extended and re-exported, ids equal to ``sentencepiece`` line for line.

@@ -1,4 +1,4 @@
-"""Progress where people look (#18 item 6, #13 item 4): through a redirected
+"""Progress where people look: through a redirected
 ``sys.stderr`` (notebooks, capsys), to a callback, as a tqdm bar, for training,
 ``encode_batch`` and ``encode_file``; per-file counting and the merge phase's
 setup steps; exceptions raised by a callback end the call."""

@@ -1,5 +1,5 @@
 """bpeforge's import of the real production vocabularies gives tiktoken's ids
-on every line (issue 14), for the three byte-level presets.
+on every line, for the three byte-level presets.
 
 The ``o200k_base`` and ``cl100k_base`` rank files ship in the ``bpe-openai``
 wheel (``bpe_openai/data/*.tiktoken.gz``; nothing else here can download

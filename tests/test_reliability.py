@@ -7,7 +7,7 @@ with an address-space limit (RLIMIT_AS) and a timeout, so a bug shows up as a
 failed (or xfailed) test instead of a dead test run. Tests marked
 ``xfail(strict=True)`` reproduce bugs reported to the engine's owners: they
 start passing (and then fail as XPASS, to be unmarked) once the bug is fixed.
-See the README section "Reliability: what was tried" for the measured
+See docs/reliability.md ("What is tried") for the measured
 numbers and ``fuzz/`` for the fuzz targets.
 """
 

@@ -5,7 +5,7 @@
 //! Why: the merge loop makes and frees millions of small word lists, and
 //! counting boxes its long keys. With glibc's malloc, `malloc`, `realloc`
 //! and `free` were about 8% of an s10 training run; with this allocator the
-//! merge phase took ~13% less (README, "Changes measured earlier on 2026-11-27 (session 10)"). But
+//! merge phase took ~13% less (measured 2026-11-27; docs/design-notes.md). But
 //! mimalloc keeps freed memory mapped for a while and in its own segments,
 //! which raised s10's peak by up to 0.3 GB when the big tables (the count
 //! table as it grows, the pair index's parts) went through it too. glibc

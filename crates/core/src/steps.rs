@@ -1,6 +1,6 @@
 //! Live progress of the merge phase's setup steps (the word table, the pair
-//! index), which take a large share of a big run (#13: 4 s and 13 s of 75 s
-//! on s10) and used to be silent.
+//! index), which take a large share of a big run (4 s and 13 s of 75 s
+//! on s10, 50M lines) and used to be silent.
 //!
 //! Those steps run deep inside the building code, partly on worker threads,
 //! where the observer (a `&mut` owned by the calling thread) is out of

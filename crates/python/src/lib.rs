@@ -590,7 +590,7 @@ impl NativeTokenizer {
 
 /// The pre-tokenizer named `preset` (a preset or a custom regex), compiled
 /// once per process: building one per call made `pretokenize` run at
-/// 0.14 MB/s (#14). `reference` picks the regex path for the presets.
+/// 0.14 MB/s. `reference` picks the regex path for the presets.
 fn cached_pretokenizer(preset: &str, reference: bool) -> PyResult<Arc<PreTokenizer>> {
     type Compiled = std::collections::HashMap<(String, bool), Arc<PreTokenizer>>;
     static CACHE: std::sync::OnceLock<Mutex<Compiled>> = std::sync::OnceLock::new();

@@ -4,7 +4,7 @@
 //! Encoding runs without the GIL, but the texts' UTF-8 and the result's
 //! lists and ints can only be had with it, on one thread. Done before and
 //! after all the encoding, that serial work held two threads to 1.4x one
-//! thread's speed (#14); here the calling thread does it block by block
+//! thread's speed; here the calling thread does it block by block
 //! (`bpeforge_core::ordered`), so it overlaps the other threads' encoding,
 //! and it encodes blocks itself when it has nothing else to do.
 
