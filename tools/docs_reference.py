@@ -78,7 +78,7 @@ def cli_markdown() -> str:
     """Every ``bpeforge`` subcommand: its usage line and a table of its arguments."""
     from bpeforge.cli import build_parser
 
-    os.environ["COLUMNS"] = "100"  # argparse wraps usage lines to the terminal; the page must not depend on it
+    os.environ["COLUMNS"] = "80"  # argparse wraps usage lines to the terminal; the page must not depend on it
     parser = build_parser()
     sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
     helps = {a.dest: a.help or "" for a in sub._choices_actions}
@@ -124,6 +124,22 @@ def train_options_markdown() -> str:
 
 
 GENERATORS = {"cli": cli_markdown, "train-options": train_options_markdown}
+
+
+try:  # the API reference's docstrings (mkdocstrings loads this class as a griffe extension)
+    import griffe
+except ImportError:  # only the generators above are used
+    griffe = None
+
+if griffe is not None:
+
+    class ReSTRoles(griffe.Extension):
+        """Docstrings use reST roles (``:func:`train```) that Markdown would
+        print as they are; the API reference shows them as code."""
+
+        def on_instance(self, *, obj: Any, **_: Any) -> None:
+            if obj.docstring is not None:
+                obj.docstring.value = _plain(obj.docstring.value)
 
 
 def on_page_markdown(markdown: str, **_: Any) -> str:
