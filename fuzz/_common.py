@@ -31,7 +31,7 @@ from typing import Callable
 
 STRICT = os.environ.get("FUZZ_STRICT") == "1"
 
-# Known, still open bugs (ids as in README "Reliability: what was tried").
+# Known, still open bugs (ids as in tests/test_reliability.py).
 # The guards below skip inputs that would only re-find them. BUG-1..8 of the
 # engine are fixed, so their inputs are fuzzed like any other.
 KNOWN: dict[str, str] = {}

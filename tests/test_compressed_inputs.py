@@ -1,5 +1,5 @@
 """Every CLI command reads its text inputs plain or compressed, the same way:
-.gz, .xz, .bz2 and .zst (the README promises them everywhere)."""
+.gz, .xz, .bz2 and .zst (the documentation promises them everywhere)."""
 
 from __future__ import annotations
 

@@ -298,7 +298,7 @@ def test_random_bytes_never_crash_the_loader(blob) -> None:
         bpeforge.Tokenizer.from_json(blob)
 
 
-# ---- bugs: hostile models that are not refused (reported; see README) ----
+# ---- bugs: hostile models that are not refused (reported; see docs/reliability.md) ----
 
 
 def test_doubling_merges_are_refused(tmp_path) -> None:

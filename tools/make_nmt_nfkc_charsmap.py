@@ -5,7 +5,7 @@ time.
 
 Where the bytes come from: the table is compiled into the ``sentencepiece``
 library (google/sentencepiece, src/normalization_rule.h, Apache License 2.0;
-see the NOTICE line in README.md). This script trains a tiny BPE model with
+see NOTICE). This script trains a tiny BPE model with
 ``normalization_rule_name="nmt_nfkc"`` using the real ``sentencepiece`` and
 copies ``normalizer_spec.precompiled_charsmap`` out of it, checking that it is
 the same blob as the library's stand-alone normalizer gives. Run it once

@@ -25,10 +25,10 @@ use crate::util::{new_map, Map};
 pub const DEFAULT_SHARE: f64 = 0.7;
 
 /// Merge phase cost per word type with at least two symbols, in bytes
-/// (word record, pair-index word lists, heap): measured, see `README`.
+/// (word record, pair-index word lists, heap): measured, see docs/guide/whole-corpus.md.
 pub const MERGE_BYTES_PER_TYPE: f64 = 40.0;
 /// Merge phase cost per symbol of those types (the symbols themselves and
-/// their share of the pair index), in bytes: measured, see `README`.
+/// their share of the pair index), in bytes: measured, see docs/guide/whole-corpus.md.
 pub const MERGE_BYTES_PER_SYMBOL: f64 = 5.5;
 /// What the merge phase needs whatever the table (tokens, maps, heap of a
 /// small corpus), in bytes.
