@@ -126,6 +126,14 @@ def test_search_finds_max_memory(chromium: str, server: str, tmp_path: Path) -> 
     assert not links and "no matching" in meta.lower(), (meta, links)
 
 
+def test_generated_pages_were_generated() -> None:
+    """The build ran the generator hook: no marker is left, the sections are there."""
+    for page in SITE.rglob("*.html"):
+        assert "<!-- generated:" not in page.read_text(encoding="utf-8"), page
+    cli = (SITE / "reference" / "cli" / "index.html").read_text(encoding="utf-8")
+    assert 'id="bpeforge-train"' in cli and "--max-memory" in cli
+
+
 def test_every_public_name_is_in_the_built_api_reference() -> None:
     page = (SITE / "reference" / "api" / "index.html").read_text(encoding="utf-8")
     ids = set(re.findall(r'id="(bpeforge\.[\w.]+)"', page))

@@ -21,14 +21,14 @@ from typing import Any
 MARKERS = {"cli": "<!-- generated: cli -->", "train-options": "<!-- generated: train-options -->"}
 
 
-def _plain(text: str) -> str:
+def markdown_from_docstring(text: str) -> str:
     """Docstring markup (reST roles, double backquotes) as Markdown."""
     text = re.sub(r":(?:func|class|meth|mod|attr|data|exc):`~?([^`]+)`", r"`\1`", text)
     return text.replace("``", "`")
 
 
 def _cell(text: str) -> str:
-    return _plain(" ".join(text.split())).replace("|", "\\|")
+    return markdown_from_docstring(" ".join(text.split())).replace("|", "\\|")
 
 
 def _help(action: argparse.Action, prog: str) -> str:
@@ -119,27 +119,11 @@ def train_options_markdown() -> str:
         facts = [f"type `{_type_name(f)}`", f"default `{f.default!r}`", f"command line {_flags(f.name, rec.cli)}"]
         if rec.files_only:
             facts.append("file input only (not `train_from_iterator`)")
-        out += ["*" + "; ".join(facts) + "*", "", _plain(" ".join(rec.doc.split())), ""]
+        out += ["*" + "; ".join(facts) + "*", "", markdown_from_docstring(" ".join(rec.doc.split())), ""]
     return "\n".join(out)
 
 
 GENERATORS = {"cli": cli_markdown, "train-options": train_options_markdown}
-
-
-try:  # the API reference's docstrings (mkdocstrings loads this class as a griffe extension)
-    import griffe
-except ImportError:  # only the generators above are used
-    griffe = None
-
-if griffe is not None:
-
-    class ReSTRoles(griffe.Extension):
-        """Docstrings use reST roles (``:func:`train```) that Markdown would
-        print as they are; the API reference shows them as code."""
-
-        def on_instance(self, *, obj: Any, **_: Any) -> None:
-            if obj.docstring is not None:
-                obj.docstring.value = _plain(obj.docstring.value)
 
 
 def on_page_markdown(markdown: str, **_: Any) -> str:
