@@ -46,3 +46,9 @@ def test_markers_are_replaced_by_the_hook() -> None:
     page = "# Options\n\n" + docs_reference.MARKERS["train-options"] + "\n"
     out = docs_reference.on_page_markdown(page)
     assert docs_reference.MARKERS["train-options"] not in out and "### vocab_size" in out
+
+
+def test_skip_markers_become_visible_notes() -> None:
+    page = "Text.\n\n<!-- skip: needs a Ray cluster -->\n```bash\nray start\n```\n"
+    out = docs_reference.on_page_markdown(page)
+    assert "*Not run by the documentation tests: needs a Ray cluster.*" in out and "<!--" not in out

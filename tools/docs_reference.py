@@ -126,12 +126,19 @@ def train_options_markdown() -> str:
 GENERATORS = {"cli": cli_markdown, "train-options": train_options_markdown}
 
 
+#: ``<!-- skip: REASON -->`` before an example that the tests do not run
+#: (tests/doc_examples.py); the site shows the reason.
+SKIP_MARKER = re.compile(r"^(?P<indent>[ \t]*)<!--\s*skip:\s*(?P<reason>\S.*?)\s*-->[ \t]*$", re.M)
+
+
 def on_page_markdown(markdown: str, **_: Any) -> str:
-    """MkDocs hook: replace each generation marker with its generated Markdown."""
+    """MkDocs hook: replace each generation marker with its generated
+    Markdown, and make each example's skip marker a visible note."""
     for key, marker in MARKERS.items():
         if marker in markdown:
             markdown = markdown.replace(marker, GENERATORS[key]())
-    return markdown
+    return SKIP_MARKER.sub(lambda m: f"{m['indent']}*Not run by the documentation tests: {m['reason']}.*\n",
+                           markdown)
 
 
 if __name__ == "__main__":
