@@ -80,6 +80,12 @@ def test_extractor_reads_markers_and_indented_fences(tmp_path: Path) -> None:
                                                         ("python", "x = 1\n", None)]
 
 
+def test_readme_is_a_front_page() -> None:
+    """The README is also the package's PyPI page: short; the rest is in docs/."""
+    lines = (ROOT / "README.md").read_text(encoding="utf-8").splitlines()
+    assert len(lines) <= 250, len(lines)
+
+
 def test_ci_runs_the_readme_test_command() -> None:
     """.ci/run runs what the README tells a contributor to run."""
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
