@@ -16,6 +16,7 @@ import bpeforge
 from bpeforge import cli
 
 ray = pytest.importorskip("ray", reason="Ray is not installed: pip install 'bpeforge[ray]' to test bpeforge.distributed")
+from conftest import SLICE_FILE, SLICE_LANGS_FILE, shared_corpus  # noqa: E402
 from bpeforge import distributed  # noqa: E402  (after the skip: needs nothing from Ray to import, but is only tested with it)
 
 SPECIAL = "<|endoftext|>"
@@ -195,26 +196,31 @@ def test_bad_settings_fail_before_any_task(corpus):
 
 
 # ---- every option on the real corpus: balancing and SuperBPE ---------------------
-# multi-200k, decompressed so that it is cut into byte ranges (several per
-# worker), with its language file read compressed by the workers.
+# Real multilingual text, decompressed so that it is cut into byte ranges
+# (several per worker), with its language file read compressed by the
+# workers: the shipped 25k-line sample in the normal suite, all of multi-200k
+# with ``pytest -m slow``.
+
+#: corpus -> (text, language file, shard bytes giving about 7 byte ranges)
+REAL_CORPORA = {
+    "sample": lambda: (SLICE_FILE, SLICE_LANGS_FILE, 512 << 10),  # 3.6 MB
+    "multi-200k": lambda: (shared_corpus("multi-200k.txt.xz"), shared_corpus("multi-200k.langs.txt.xz"),
+                           4 << 20),  # 28 MB
+}
+_plain_copies: dict[str, Path] = {}
 
 
-@pytest.fixture(scope="module")
-def multi200k(tmp_path_factory) -> tuple[Path, Path]:
+def _real_corpus(name: str, tmp_path_factory) -> tuple[Path, Path, int]:
     import lzma
 
-    from conftest import CORPORA_DIR
+    text, langs, shard_bytes = REAL_CORPORA[name]()
+    if name not in _plain_copies:
+        plain = tmp_path_factory.mktemp("real") / f"{name}.txt"
+        with lzma.open(text) as f, open(plain, "wb") as out:
+            shutil.copyfileobj(f, out, 1 << 20)
+        _plain_copies[name] = plain
+    return _plain_copies[name], langs, shard_bytes
 
-    text, langs = CORPORA_DIR / "multi-200k.txt.xz", CORPORA_DIR / "multi-200k.langs.txt.xz"
-    if not (text.exists() and langs.exists()):
-        pytest.skip(f"the shared corpus is not at {CORPORA_DIR}")
-    plain = tmp_path_factory.mktemp("multi200k") / "multi-200k.txt"
-    with lzma.open(text) as f, open(plain, "wb") as out:
-        shutil.copyfileobj(f, out, 1 << 20)
-    return plain, langs
-
-
-MULTI_SHARD_BYTES = 4 << 20  # 7 byte ranges of multi-200k (28 MB)
 
 MULTI_RUNS = {
     "plain": dict(vocab_size=3000),
@@ -224,14 +230,15 @@ MULTI_RUNS = {
 }
 
 
+@pytest.mark.parametrize("corpus_name", ["sample", pytest.param("multi-200k", marks=pytest.mark.slow)])
 @pytest.mark.parametrize("run", sorted(MULTI_RUNS))
-def test_multi200k_on_ray_equals_local(multi200k, run):
-    text, langs = multi200k
+def test_real_corpus_on_ray_equals_local(tmp_path_factory, corpus_name, run):
+    text, langs, shard_bytes = _real_corpus(corpus_name, tmp_path_factory)
     kw = dict(MULTI_RUNS[run], progress=False)
     if run in ("temperature", "parity"):
         kw["langs"] = [langs]
     local = bpeforge.train([text], **kw)
-    dist = distributed.train([text], shard_bytes=MULTI_SHARD_BYTES, **kw)
+    dist = distributed.train([text], shard_bytes=shard_bytes, **kw)
     assert dist.metadata["timings"]["count_shards"] >= 6
     assert comparable(dist) == comparable(local)
     if run == "superbpe":

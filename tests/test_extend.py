@@ -11,12 +11,12 @@ import lzma
 import pytest
 
 import bpeforge
-from conftest import CORPORA_DIR, SLICE_FILE
+from conftest import SLICE_FILE, SLICE_LANGS_FILE
 from reference import reference_encode, reference_model_from_merges
 
 tokenizers = pytest.importorskip("tokenizers")
 
-LANGS_FILE = CORPORA_DIR / "multi-200k.langs.txt.xz"
+LANGS_FILE = SLICE_LANGS_FILE
 SPECIALS = ["<|endoftext|>", "<pad>"]
 
 
@@ -25,8 +25,6 @@ def texts() -> dict[str, list[str]]:
     """English lines to train the source tokenizer, Greek lines (a script
     the source has almost never seen) to extend it; each split into train
     and held-apart halves."""
-    if not SLICE_FILE.exists() or not LANGS_FILE.exists():
-        pytest.skip("shared corpora not available")
     want = {"en": 3000, "el": 1600}
     got: dict[str, list[str]] = {k: [] for k in want}
     with lzma.open(SLICE_FILE, "rt", encoding="utf-8") as f, lzma.open(LANGS_FILE, "rt", encoding="utf-8") as g:

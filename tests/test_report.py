@@ -21,10 +21,10 @@ pytest.importorskip("matplotlib", reason="the report draws with matplotlib (pip 
 from bpeforge import report as rp  # noqa: E402
 from bpeforge.errors import OutputError, ParameterError  # noqa: E402
 
-from conftest import CORPORA_DIR, SMALL_CORPUS  # noqa: E402
+from conftest import SLICE_FILE, SLICE_LANGS_FILE, SMALL_CORPUS  # noqa: E402
 
-CORPUS = CORPORA_DIR / "multi-200k.txt.xz"
-LANGS = CORPORA_DIR / "multi-200k.langs.txt.xz"
+CORPUS = SLICE_FILE  # the shipped real multilingual sample (tests/data/corpus)
+LANGS = SLICE_LANGS_FILE
 N_LINES = 3000
 FAST = dict(sample=1500, curve_lines=400, curve_points=6, top_langs=12)
 
@@ -43,8 +43,6 @@ def _head(path: Path, n: int) -> list[str]:
 def data(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """A real multilingual slice with its language tags, two models trained on it
     (bytes/gpt2 with a progress CSV, chars/whitespace), all as files."""
-    if not (CORPUS.exists() and LANGS.exists()):
-        pytest.skip(f"shared corpus not found at {CORPUS} (expected /work/shared/corpora next to the repo)")
     d = tmp_path_factory.mktemp("report_data")
     lines, tags = _head(CORPUS, N_LINES), _head(LANGS, N_LINES)
     (d / "corpus.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
