@@ -517,3 +517,21 @@ def test_page_in_headless_chromium(rep: rp.Report, written: tuple[Path, dict[str
     keep = os.environ.get("BPEFORGE_REPORT_SCREENSHOT")
     if keep:
         shutil.copyfile(shot, keep)
+
+
+def test_language_pngs_read_without_the_page(rep: rp.Report) -> None:
+    """The † marks and the sign of lang_change are explained inside the PNGs
+    (a caption drawn under the panels), not only in the HTML."""
+    from matplotlib.text import Text
+
+    def drawn(fig_id: str) -> str:
+        return " ".join(t.get_text() for t in rep.figures[fig_id].render(dpi=40).findobj(Text))
+
+    marked = [f for f in ("lang_bytes_per_token", "lang_fertility", "lang_vocab_share")
+              if any("†" in c for p in rep.figures[f].panels for c in (p.categories or []))]
+    assert marked, "the sample has languages written without spaces (zh, ja): some category carries †"
+    for fig_id in marked:
+        assert "† written without spaces" in drawn(fig_id), fig_id
+    change = " ".join(drawn("lang_change").split())
+    assert "fewer (below 0) tokens" in change and "premium" in change
+    assert rep.figures["lang_change"].to_dict()["caption"]

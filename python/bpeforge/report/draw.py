@@ -47,6 +47,10 @@ def render(fig_data: Figure, dpi: int) -> Any:
         _draw_panel(ax, panel)
     if len(panels) > 1:
         fig.suptitle(fig_data.title, fontsize=12, fontweight="bold")
+    if fig_data.caption:
+        import textwrap
+
+        fig.supxlabel(textwrap.fill(fig_data.caption, width=int(width * 14)), fontsize=8.5, color="#333333")
     return fig
 
 
