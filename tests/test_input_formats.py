@@ -201,3 +201,33 @@ def test_help_names_every_input_format() -> None:
         text = " ".join(r.stdout.split())
         for word in ("JSON lines", "Parquet", "Arrow", ".zst", "--text-field"):
             assert word in text, (command, word)
+
+
+def test_parquet_progress_names_the_file_and_has_a_total_and_eta(tmp_path) -> None:
+    """The live counting line of a Parquet run, as for text files: the file
+    being read, its share of the total, and an ETA."""
+    pa = pytest.importorskip("pyarrow")
+    import pyarrow.parquet as pq
+
+    from conftest import _read_slice
+
+    texts = _read_slice(25_000)
+    paths = [tmp_path / "a.parquet", tmp_path / "b.parquet"]
+    for p in paths:
+        pq.write_table(pa.table({"text": texts}), p, row_group_size=1000)
+    events: list = []
+    bpeforge.train(paths, text_field="text", vocab_size=300, progress=events.append)
+    live = [e for e in events if e.phase == "counting" and not e.finished]
+    assert live, "counting 7 MB of Parquet gave no live event"
+    for e in live:
+        assert e.total is not None and e.eta is not None and e.total >= e.done
+        assert e.info["file"] in map(str, paths) and e.info["files"] == 2
+    expected = 2 * sum(len(t.encode("utf-8")) for t in texts)
+    assert abs(live[-1].total - expected) / expected < 0.1  # the metadata's estimate of the text bytes
+    r = subprocess.run([sys.executable, "-m", "bpeforge", "train", *map(str, paths), "--text-field", "text",
+                        "--vocab-size", "300", "--progress", "human", "-o", str(tmp_path / "m.json")],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    lines = [x for x in r.stderr.replace("\r", "\n").splitlines() if x.startswith("counting ")]
+    assert any("a.parquet (1/2)" in x or "b.parquet (2/2)" in x for x in lines), r.stderr
+    assert all("ETA" in x and " / " in x for x in lines)

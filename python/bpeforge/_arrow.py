@@ -222,7 +222,34 @@ def engine_settings(options: Any) -> tuple[dict[str, Any], str, str | None, str]
     return engine, text, lang, on_bad_record
 
 
-def _train(make_source: Any, inputs: list[str], text: str, lang: str | None, options: Any, progress: str) -> Any:
+def text_bytes(paths: list[str], column: str) -> list[tuple[str, int]]:
+    """Each file's path and the text bytes expected in its ``column`` (for the
+    progress line's total and ETA): a Parquet file's uncompressed column
+    chunks less their 4-byte length prefixes, an Arrow file's size; 0 when
+    the metadata cannot be read (the reader then reports the problem)."""
+    pa = _pyarrow()
+    out = []
+    for path in paths:
+        size = 0
+        try:
+            if is_parquet(path):
+                meta = pa.parquet.ParquetFile(path).metadata
+                for g in range(meta.num_row_groups):
+                    group = meta.row_group(g)
+                    for c in range(group.num_columns):
+                        chunk = group.column(c)
+                        if chunk.path_in_schema == column:
+                            size += max(chunk.total_uncompressed_size - 4 * chunk.num_values, 0)
+            else:
+                size = os.path.getsize(path)
+        except (pa.ArrowException, OSError):
+            size = 0
+        out.append((path, size))
+    return out
+
+
+def _train(make_source: Any, inputs: list[str], text: str, lang: str | None, options: Any, progress: str,
+           files: list[tuple[str, int]] | None = None) -> Any:
     """Trains on Arrow batches (``make_source()`` gives a fresh iterable each
     pass) of the ``text`` column, balanced by the ``lang`` column if given."""
     engine, _, _, on_bad_record = engine_settings(options)
@@ -232,7 +259,7 @@ def _train(make_source: Any, inputs: list[str], text: str, lang: str | None, opt
     if lang is not None:
         languages = rows.count_languages(make_source())
         rows.languages = {name: i for i, name in enumerate(languages[0])}
-    return _native.train_arrow(rows.batches(make_source()), engine, progress, inputs, languages)
+    return _native.train_arrow(rows.batches(make_source()), engine, progress, inputs, languages, files)
 
 
 def check_files(files: list[str], options: Any) -> list[str]:
@@ -252,7 +279,8 @@ def check_files(files: list[str], options: Any) -> list[str]:
 def train_files(files: list[str], options: Any, progress: str) -> Any:
     """``bpeforge.train`` on Parquet/Arrow files."""
     columns = check_files(files, options)
-    return _train(lambda: _Source(files, columns), files, options.text_field, options.lang_field, options, progress)
+    return _train(lambda: _Source(files, columns), files, options.text_field, options.lang_field, options, progress,
+                  text_bytes(files, options.text_field))
 
 
 def encode_files(tok: Any, files: list[str], dst: str, format: str, threads: int | None, rules: tuple[Any, Any],
@@ -263,8 +291,9 @@ def encode_files(tok: Any, files: list[str], dst: str, format: str, threads: int
     if _input_formats.plan(files, text_field=text_field) != "columnar":
         raise ParameterError(f"{files[0]} is not a Parquet/Arrow file")
     rows = _Rows(text_field, None, "error", None)
+    total = sum(size for _, size in text_bytes(files, text_field)) or None
     return _native.encode_arrow_file(tok._native, rows.batches(_Source(files, [text_field])), dst, format, threads,
-                                     *rules, progress)
+                                     *rules, progress, total)
 
 
 # ---- shards of a distributed run (bpeforge.distributed; run on the workers) -----
