@@ -494,3 +494,23 @@ def test_each_counting_task_takes_its_share_of_the_memory_budget(corpus):
     kw = dict(vocab_size=700, progress=False, max_memory=rss + (512 << 20))
     assert comparable(distributed.train([corpus["big"]], shard_bytes=9_000, **kw)) == comparable(
         bpeforge.train([corpus["big"]], **kw))
+
+
+def test_structured_input_is_refused_on_ray_as_locally(tmp_path, capsys):
+    """JSON lines (by name or content) and Parquet go through the same check
+    as the local path: never counted or encoded as plain text."""
+    records = "".join(json.dumps({"text": f"line {i} of text", "id": i}) + "\n" for i in range(200))
+    named, sniffed = tmp_path / "x.jsonl", tmp_path / "records.txt"
+    named.write_text(records)
+    sniffed.write_text(records)
+    tok = bpeforge.train_from_iterator([f"line {i} of text" for i in range(200)], vocab_size=280, progress=False)
+    for path in (named, sniffed):
+        with pytest.raises(bpeforge.ParameterError, match="give text_field="):
+            distributed.train([path], vocab_size=280, progress=False)
+        with pytest.raises(bpeforge.ParameterError, match="give text_field="):
+            distributed.encode(tok, [path], tmp_path / "out", progress=False)
+    assert cli.main(["train", str(named), "--vocab-size", "280", "-o", str(tmp_path / "m.json"), "--ray"]) == 1
+    assert "--text-field" in capsys.readouterr().err
+    assert comparable(distributed.train([named], text_field="text", vocab_size=280, shard_bytes=2_000,
+                                        progress=False)) == comparable(bpeforge.train(named, text_field="text",
+                                                                                      vocab_size=280, progress=False))

@@ -288,7 +288,7 @@ def encode_files(tok: Any, files: list[str], dst: str, format: str, threads: int
     """``Tokenizer.encode_file`` on Parquet/Arrow files: the ``text_field``
     column, row ``i`` of the output for row ``i`` of the input (a null text
     is an error naming file, row group and row)."""
-    if _input_formats.plan(files, text_field=text_field) != "columnar":
+    if _input_formats.plan(files, text_field=text_field) != "columnar" or text_field is None:
         raise ParameterError(f"{files[0]} is not a Parquet/Arrow file")
     rows = _Rows(text_field, None, "error", None)
     total = sum(size for _, size in text_bytes(files, text_field)) or None

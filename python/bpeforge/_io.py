@@ -206,6 +206,8 @@ def read_texts(path: PathLike, text_field: str | None = None, *, errors: str = "
     if kind == "columnar":
         from ._arrow import column_texts
 
+        assert text_field is not None  # plan() refuses columns without it
+
         return column_texts(path, text_field), None
     handle = open_text(path, errors=errors)
     lines = (_strip_eol(x) for x in handle)
