@@ -211,4 +211,5 @@ def test_parity_progress_and_cli(two_languages, tmp_path, capfd) -> None:
     assert r.stdout.count("    round ") == len(rounds)
     r = subprocess.run([sys.executable, "-m", "bpeforge", "train", str(corpus), "--max-premium", "1.3",
                         "--vocab-size", "400", "--quiet"], capture_output=True, text=True, timeout=300)
-    assert r.returncode != 0 and "max_premium needs langs" in r.stderr and "Traceback" not in r.stderr
+    # The CLI names its flags.
+    assert r.returncode != 0 and "--max-premium needs --langs" in r.stderr and "Traceback" not in r.stderr

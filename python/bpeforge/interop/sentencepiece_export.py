@@ -37,10 +37,9 @@ def sentencepiece_model_proto(tok: Tokenizer, *, whitespace: str = "all", contro
 
 
 #: What a model needs to export to SentencePiece, said in full by every refusal.
-SP_REQUIREMENTS = ('SentencePiece export needs a model trained with scheme="chars" (--scheme chars), '
-                   'pretokenizer="whitespace" or "none" (--pretokenizer whitespace|none), the default ▁ word '
-                   "prefix (no end_of_word_suffix) and dense ids 0..n-1 (not an imported numbering with gaps), "
-                   'e.g. bpeforge.train(files, scheme="chars", pretokenizer="whitespace")')
+SP_REQUIREMENTS = ("SentencePiece export needs the chars scheme, the whitespace or none pre-tokenizer, the "
+                   "default ▁ word prefix (no end_of_word_suffix) and dense ids 0..n-1 (not an imported "
+                   'numbering with gaps): train with scheme="chars" and pretokenizer="whitespace" (or "none")')
 
 
 def _check_exportable(v: ModelView, whitespace: str) -> None:
