@@ -231,3 +231,11 @@ def test_parquet_progress_names_the_file_and_has_a_total_and_eta(tmp_path) -> No
     lines = [x for x in r.stderr.replace("\r", "\n").splitlines() if x.startswith("counting ")]
     assert any("a.parquet (1/2)" in x or "b.parquet (2/2)" in x for x in lines), r.stderr
     assert all("ETA" in x and " / " in x for x in lines)
+
+
+@pytest.mark.parametrize("key", ["parquet", "arrow", "jsonl_zst"])
+def test_the_refusal_lists_the_fields_to_choose_from(files, key) -> None:
+    with pytest.raises(ParameterError) as e:
+        bpeforge.train(files[key], vocab_size=VOCAB, progress=False)
+    msg = str(e.value)
+    assert ("string columns: text" in msg) if key != "jsonl_zst" else ("string fields: text, lang" in msg), msg

@@ -209,8 +209,10 @@ def plan(files: list[str], *, text_field: str | None, raw_text: bool = False,
     if text_field is None:
         for f in formats:
             if f.columnar:
+                columns = _string_columns(f)
+                hint = f"; its string columns: {', '.join(columns)}" if columns else ""
                 raise ParameterError(f"{f.path} is {f.name} ({f.reason}): give {names['text_field']} "
-                                     "(the name of the text column)")
+                                     f"(the name of the text column{hint})")
             if f.kind == JSON_LINES and not raw_text:
                 hint = f"; its records' string fields: {', '.join(f.fields)}" if f.fields else ""
                 raise ParameterError(
@@ -218,6 +220,27 @@ def plan(files: list[str], *, text_field: str | None, raw_text: bool = False,
                     f"record's text{hint}); to read the JSON itself as text, give {names['separator']} or "
                     f"{names['documents']}")
     return "columnar" if columnar else "text"
+
+
+def _string_columns(f: InputFormat) -> list[str]:
+    """The string columns of a Parquet/Arrow file's schema, for the message
+    that asks for one (empty when pyarrow or the schema cannot be read)."""
+    try:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        if f.kind == PARQUET:
+            schema = pq.read_schema(f.path)
+        else:
+            with pa.memory_map(f.path) as source:
+                try:
+                    schema = pa.ipc.open_file(source).schema
+                except pa.ArrowInvalid:
+                    source.seek(0)
+                    schema = pa.ipc.open_stream(source).schema
+        return [field.name for field in schema if pa.types.is_string(field.type) or pa.types.is_large_string(field.type)]
+    except Exception:  # noqa: BLE001 - a hint only: the reader reports what is wrong with the file
+        return []
 
 
 def plan_training(files: list[str], options: Any, names: dict[str, str] | None = None) -> str:
