@@ -239,3 +239,29 @@ def test_the_refusal_lists_the_fields_to_choose_from(files, key) -> None:
         bpeforge.train(files[key], vocab_size=VOCAB, progress=False)
     msg = str(e.value)
     assert ("string columns: text" in msg) if key != "jsonl_zst" else ("string fields: text, lang" in msg), msg
+
+
+@pytest.mark.parametrize("suffix", _input_formats.COMPRESSIONS)
+def test_every_listed_compression_is_read_by_the_engine_and_in_python(suffix, files, plain_model, tmp_path) -> None:
+    """The one list of compressions is the engine's too: a corpus compressed
+    each way trains the plain model, and Python reads it (report, sniffing)."""
+    import bz2
+    import gzip
+    import lzma
+
+    def compress(data: bytes) -> bytes:
+        if suffix in (".zst", ".zstd"):
+            return pytest.importorskip("zstandard").ZstdCompressor().compress(data)
+        return {".gz": gzip.compress, ".xz": lzma.compress, ".bz2": bz2.compress}[suffix](data)
+
+    path = tmp_path / f"corpus.txt{suffix}"
+    path.write_bytes(compress(files["plain"].read_bytes()))
+    assert bpeforge.train(path, vocab_size=VOCAB, progress=False) == plain_model
+    from bpeforge._io import read_texts
+
+    texts, handle = read_texts(path)
+    assert list(texts) == TEXTS
+    handle.close()
+    records = tmp_path / f"records{suffix}"  # JSON lines by content, through the decompressor
+    records.write_bytes(compress(files["jsonl"].read_bytes()))
+    assert _input_formats.detect(records).kind == "jsonl"
