@@ -12,8 +12,16 @@ from hypothesis import strategies as st
 
 from reference import reference_alphabet, reference_train
 
+#: The whole corpora, beside the repository: only tests marked ``slow`` read
+#: them (through :func:`shared_corpus`, which skips naming the missing file).
 CORPORA_DIR = Path(__file__).resolve().parents[2] / "shared" / "corpora"
-SLICE_FILE = CORPORA_DIR / "multi-200k.txt.xz"
+#: The real multilingual text every other test reads, shipped in the
+#: repository (tests/data/corpus/SOURCES.md): the first 25,000 lines of
+#: multi-200k and their language tags.
+SAMPLE_DIR = Path(__file__).resolve().parent / "data" / "corpus"
+SLICE_FILE = SAMPLE_DIR / "multi-25k.txt.xz"
+SLICE_LANGS_FILE = SAMPLE_DIR / "multi-25k.langs.txt.xz"
+SAMPLE_LINES = 25_000
 SLICE_LINES = 2000
 
 # Slice runs (SEMANTICS-sized examples on real text).
@@ -63,13 +71,25 @@ def version_stable(c: str) -> bool:
 stable_chars = st.characters(codec="utf-8").filter(version_stable)
 
 
-def _read_slice(n: int) -> list[str]:
-    """First n lines of the shared corpus, split at b"\\n" exactly as files are read (§1)."""
-    if not SLICE_FILE.exists():
-        pytest.skip(f"shared corpus not found at {SLICE_FILE} (expected /work/shared/corpora next to the repo)")
+def shared_corpus(name: str) -> Path:
+    """``../shared/corpora/NAME`` for a ``slow`` test; skips, naming the file,
+    when the whole corpora are not beside the repository."""
+    path = CORPORA_DIR / name
+    if not path.exists():
+        pytest.skip(f"the whole corpus {name} is not at {path} (only `pytest -m slow` needs ../shared/corpora)")
+    return path
+
+
+def _read_slice(n: int, path: Path | None = None) -> list[str]:
+    """First n lines of the shipped sample (or of ``path``, a whole corpus
+    for a slow test), split at b"\\n" exactly as files are read (§1)."""
+    if path is None:
+        if n > SAMPLE_LINES:
+            raise ValueError(f"the shipped sample has {SAMPLE_LINES} lines; a test asked for {n}")
+        path = SLICE_FILE
     lines: list[bytes] = []
     buf = b""
-    with lzma.open(SLICE_FILE, "rb") as f:
+    with lzma.open(path, "rb") as f:
         while len(lines) < n:
             chunk = f.read(1 << 16)
             if not chunk:
@@ -102,7 +122,7 @@ def held_out(lines) -> list[str]:
 
 @pytest.fixture(scope="session")
 def corpus_slice() -> list[str]:
-    """The first 2,000 lines of multi-200k.txt.xz (skips when the corpus is absent)."""
+    """The first 2,000 lines of the shipped sample (= of multi-200k.txt.xz)."""
     return _read_slice(SLICE_LINES)
 
 

@@ -128,7 +128,8 @@ def test_batch_matches_single_and_is_thread_independent(tok: bpeforge.Tokenizer)
     assert tok.encode_batch(texts, threads=2) == single
     np = pytest.importorskip("numpy")
     ids, offsets = tok.encode_batch(texts, threads=2, as_numpy=True)
-    assert ids.dtype == np.uint32 and offsets.dtype == np.int64
+    # The model's id type (uint16 up to 65,536 ids), as encode_file and the CLI write.
+    assert ids.dtype == np.uint16 == np.dtype(tok.id_dtype) and offsets.dtype == np.int64
     assert len(offsets) == len(texts) + 1
     for i in (0, 7, len(texts) - 1):
         assert ids[offsets[i] : offsets[i + 1]].tolist() == single[i]

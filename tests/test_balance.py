@@ -81,15 +81,13 @@ def test_progress_csv(two_languages, tmp_path) -> None:
 
 @pytest.fixture(scope="module")
 def multilingual(tmp_path_factory):
-    """20,000 real lines of multi-200k and their language tags (skips without the corpus)."""
+    """20,000 real lines of multi-200k and their language tags (the shipped sample)."""
     import lzma
 
-    from conftest import CORPORA_DIR, _read_slice
+    from conftest import SLICE_LANGS_FILE, _read_slice
 
     lines = _read_slice(20_000)
-    langs_path = CORPORA_DIR / "multi-200k.langs.txt.xz"
-    if not langs_path.exists():
-        pytest.skip(f"{langs_path} not found")
+    langs_path = SLICE_LANGS_FILE
     with lzma.open(langs_path, "rt", encoding="utf-8") as f:
         tags = [next(f).strip() for _ in range(len(lines))]
     d = tmp_path_factory.mktemp("parity")
@@ -213,4 +211,5 @@ def test_parity_progress_and_cli(two_languages, tmp_path, capfd) -> None:
     assert r.stdout.count("    round ") == len(rounds)
     r = subprocess.run([sys.executable, "-m", "bpeforge", "train", str(corpus), "--max-premium", "1.3",
                         "--vocab-size", "400", "--quiet"], capture_output=True, text=True, timeout=300)
-    assert r.returncode != 0 and "max_premium needs langs" in r.stderr and "Traceback" not in r.stderr
+    # The CLI names its flags.
+    assert r.returncode != 0 and "--max-premium needs --langs" in r.stderr and "Traceback" not in r.stderr

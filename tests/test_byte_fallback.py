@@ -19,7 +19,7 @@ import lzma
 import warnings
 
 import pytest
-from conftest import CORPORA_DIR, SPM_TRAIN_LINES as TRAIN_LINES, _read_slice, stable_chars
+from conftest import SPM_TRAIN_LINES as TRAIN_LINES, _read_slice, shared_corpus, stable_chars
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -237,16 +237,16 @@ def test_bad_byte_tokens_in_a_tokenizer_json(llama_model, how):
 
 
 def _rare_language_lines(n_languages: int = 50) -> list[str]:
-    langs = lzma.open(CORPORA_DIR / "multi-1m.langs.txt.xz", "rt", encoding="utf-8").read().split("\n")
+    langs = lzma.open(shared_corpus("multi-1m.langs.txt.xz"), "rt", encoding="utf-8").read().split("\n")
     counts = collections.Counter(l for l in langs if l)
     rare = {l for l, _ in sorted(counts.items(), key=lambda kv: (kv[1], kv[0]))[:n_languages]}
-    with lzma.open(CORPORA_DIR / "multi-1m.txt.xz", "rt", encoding="utf-8", newline="\n") as f:
+    with lzma.open(shared_corpus("multi-1m.txt.xz"), "rt", encoding="utf-8", newline="\n") as f:
         return [line.rstrip("\n") for line, lang in zip(f, langs) if lang in rare]
 
 
 @pytest.mark.slow
 def test_whole_corpus(llama_model, lines, tmp_path):
-    texts = _read_slice(10**6) + _rare_language_lines()
+    texts = _read_slice(10**6, shared_corpus("multi-200k.txt.xz")) + _rare_language_lines()
     old = imported(llama_model)
     ext = bpeforge.train_from_iterator(_rare_language_lines(), resume_from=old, vocab_size=old.vocab_size + 500,
                                        progress=False)

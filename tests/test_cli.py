@@ -88,7 +88,7 @@ def test_python_dash_m_and_console_script_agree() -> None:
     "args, needle",
     [
         (["train", "/definitely/missing.txt", "--vocab-size", "300"], "missing.txt"),
-        (["train", "--vocab-size", "10"], "vocab_size"),
+        (["train", "--vocab-size", "10"], "--vocab-size"),
         (["encode", "--model", "/definitely/missing.json"], "missing.json"),
         (["inspect", "/definitely/missing.json"], "missing.json"),
     ],

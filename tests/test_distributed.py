@@ -16,6 +16,7 @@ import bpeforge
 from bpeforge import cli
 
 ray = pytest.importorskip("ray", reason="Ray is not installed: pip install 'bpeforge[ray]' to test bpeforge.distributed")
+from conftest import SLICE_FILE, SLICE_LANGS_FILE, shared_corpus  # noqa: E402
 from bpeforge import distributed  # noqa: E402  (after the skip: needs nothing from Ray to import, but is only tested with it)
 
 SPECIAL = "<|endoftext|>"
@@ -195,26 +196,31 @@ def test_bad_settings_fail_before_any_task(corpus):
 
 
 # ---- every option on the real corpus: balancing and SuperBPE ---------------------
-# multi-200k, decompressed so that it is cut into byte ranges (several per
-# worker), with its language file read compressed by the workers.
+# Real multilingual text, decompressed so that it is cut into byte ranges
+# (several per worker), with its language file read compressed by the
+# workers: the shipped 25k-line sample in the normal suite, all of multi-200k
+# with ``pytest -m slow``.
+
+#: corpus -> (text, language file, shard bytes giving about 7 byte ranges)
+REAL_CORPORA = {
+    "sample": lambda: (SLICE_FILE, SLICE_LANGS_FILE, 512 << 10),  # 3.6 MB
+    "multi-200k": lambda: (shared_corpus("multi-200k.txt.xz"), shared_corpus("multi-200k.langs.txt.xz"),
+                           4 << 20),  # 28 MB
+}
+_plain_copies: dict[str, Path] = {}
 
 
-@pytest.fixture(scope="module")
-def multi200k(tmp_path_factory) -> tuple[Path, Path]:
+def _real_corpus(name: str, tmp_path_factory) -> tuple[Path, Path, int]:
     import lzma
 
-    from conftest import CORPORA_DIR
+    text, langs, shard_bytes = REAL_CORPORA[name]()
+    if name not in _plain_copies:
+        plain = tmp_path_factory.mktemp("real") / f"{name}.txt"
+        with lzma.open(text) as f, open(plain, "wb") as out:
+            shutil.copyfileobj(f, out, 1 << 20)
+        _plain_copies[name] = plain
+    return _plain_copies[name], langs, shard_bytes
 
-    text, langs = CORPORA_DIR / "multi-200k.txt.xz", CORPORA_DIR / "multi-200k.langs.txt.xz"
-    if not (text.exists() and langs.exists()):
-        pytest.skip(f"the shared corpus is not at {CORPORA_DIR}")
-    plain = tmp_path_factory.mktemp("multi200k") / "multi-200k.txt"
-    with lzma.open(text) as f, open(plain, "wb") as out:
-        shutil.copyfileobj(f, out, 1 << 20)
-    return plain, langs
-
-
-MULTI_SHARD_BYTES = 4 << 20  # 7 byte ranges of multi-200k (28 MB)
 
 MULTI_RUNS = {
     "plain": dict(vocab_size=3000),
@@ -224,14 +230,15 @@ MULTI_RUNS = {
 }
 
 
+@pytest.mark.parametrize("corpus_name", ["sample", pytest.param("multi-200k", marks=pytest.mark.slow)])
 @pytest.mark.parametrize("run", sorted(MULTI_RUNS))
-def test_multi200k_on_ray_equals_local(multi200k, run):
-    text, langs = multi200k
+def test_real_corpus_on_ray_equals_local(tmp_path_factory, corpus_name, run):
+    text, langs, shard_bytes = _real_corpus(corpus_name, tmp_path_factory)
     kw = dict(MULTI_RUNS[run], progress=False)
     if run in ("temperature", "parity"):
         kw["langs"] = [langs]
     local = bpeforge.train([text], **kw)
-    dist = distributed.train([text], shard_bytes=MULTI_SHARD_BYTES, **kw)
+    dist = distributed.train([text], shard_bytes=shard_bytes, **kw)
     assert dist.metadata["timings"]["count_shards"] >= 6
     assert comparable(dist) == comparable(local)
     if run == "superbpe":
@@ -487,3 +494,23 @@ def test_each_counting_task_takes_its_share_of_the_memory_budget(corpus):
     kw = dict(vocab_size=700, progress=False, max_memory=rss + (512 << 20))
     assert comparable(distributed.train([corpus["big"]], shard_bytes=9_000, **kw)) == comparable(
         bpeforge.train([corpus["big"]], **kw))
+
+
+def test_structured_input_is_refused_on_ray_as_locally(tmp_path, capsys):
+    """JSON lines (by name or content) and Parquet go through the same check
+    as the local path: never counted or encoded as plain text."""
+    records = "".join(json.dumps({"text": f"line {i} of text", "id": i}) + "\n" for i in range(200))
+    named, sniffed = tmp_path / "x.jsonl", tmp_path / "records.txt"
+    named.write_text(records)
+    sniffed.write_text(records)
+    tok = bpeforge.train_from_iterator([f"line {i} of text" for i in range(200)], vocab_size=280, progress=False)
+    for path in (named, sniffed):
+        with pytest.raises(bpeforge.ParameterError, match="give text_field="):
+            distributed.train([path], vocab_size=280, progress=False)
+        with pytest.raises(bpeforge.ParameterError, match="give text_field="):
+            distributed.encode(tok, [path], tmp_path / "out", progress=False)
+    assert cli.main(["train", str(named), "--vocab-size", "280", "-o", str(tmp_path / "m.json"), "--ray"]) == 1
+    assert "--text-field" in capsys.readouterr().err
+    assert comparable(distributed.train([named], text_field="text", vocab_size=280, shard_bytes=2_000,
+                                        progress=False)) == comparable(bpeforge.train(named, text_field="text",
+                                                                                      vocab_size=280, progress=False))

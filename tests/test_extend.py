@@ -11,12 +11,12 @@ import lzma
 import pytest
 
 import bpeforge
-from conftest import CORPORA_DIR, SLICE_FILE
+from conftest import SLICE_FILE, SLICE_LANGS_FILE
 from reference import reference_encode, reference_model_from_merges
 
 tokenizers = pytest.importorskip("tokenizers")
 
-LANGS_FILE = CORPORA_DIR / "multi-200k.langs.txt.xz"
+LANGS_FILE = SLICE_LANGS_FILE
 SPECIALS = ["<|endoftext|>", "<pad>"]
 
 
@@ -25,9 +25,7 @@ def texts() -> dict[str, list[str]]:
     """English lines to train the source tokenizer, Greek lines (a script
     the source has almost never seen) to extend it; each split into train
     and held-apart halves."""
-    if not SLICE_FILE.exists() or not LANGS_FILE.exists():
-        pytest.skip("shared corpora not available")
-    want = {"en": 3000, "el": 1600}
+    want = {"en": 2046, "el": 451}  # all of them in the shipped 25k-line sample
     got: dict[str, list[str]] = {k: [] for k in want}
     with lzma.open(SLICE_FILE, "rt", encoding="utf-8") as f, lzma.open(LANGS_FILE, "rt", encoding="utf-8") as g:
         for line, lang in zip(f, g):
@@ -36,7 +34,8 @@ def texts() -> dict[str, list[str]]:
                 got[lang].append(line.rstrip("\n"))
             if all(len(got[k]) >= want[k] for k in want):
                 break
-    return {"en": got["en"][:2500], "en_held": got["en"][2500:], "el": got["el"][:1200], "el_held": got["el"][1200:]}
+    assert all(len(got[k]) == want[k] for k in want)
+    return {"en": got["en"][:1700], "en_held": got["en"][1700:], "el": got["el"][:300], "el_held": got["el"][300:]}
 
 
 @pytest.fixture(scope="module")

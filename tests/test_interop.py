@@ -33,8 +33,8 @@ tiktoken = pytest.importorskip("tiktoken")
 spm = pytest.importorskip("sentencepiece")
 from tokenizers import Regex, decoders, models, normalizers, pre_tokenizers, trainers  # noqa: E402
 
-CORPORA_DIR = Path(__file__).resolve().parents[2] / "shared" / "corpora"
-CORPUS = CORPORA_DIR / "multi-200k.txt.xz"
+from conftest import SLICE_FILE, shared_corpus  # noqa: E402
+
 QUICK_LINES = 20_000
 TRAIN_LINES = 10_000
 SPECIALS = ["<|endoftext|>", "<|pad|>"]
@@ -43,10 +43,9 @@ CUSTOM = bpeforge.Regex(r"\p{L}+|\p{N}")
 
 @lru_cache(maxsize=2)
 def _read(n: int | None) -> tuple[str, ...]:
-    """The first n lines (all when None), split at b"\\n" exactly as files are read."""
-    if not CORPUS.exists():
-        pytest.skip(f"shared corpus not found at {CORPUS} (expected /work/shared/corpora next to the repo)")
-    with lzma.open(CORPUS, "rb") as f:
+    """The first n lines of the shipped sample (all of multi-200k when None:
+    the slow tests), split at b"\\n" exactly as files are read."""
+    with lzma.open(SLICE_FILE if n is not None else shared_corpus("multi-200k.txt.xz"), "rb") as f:
         data = f.read() if n is None else b""
         if n is not None:
             while data.count(b"\n") < n:

@@ -23,7 +23,7 @@ import time
 import warnings
 
 import pytest
-from conftest import SPM_TRAIN_LINES as TRAIN_LINES, _read_slice, stable_chars
+from conftest import SPM_TRAIN_LINES as TRAIN_LINES, _read_slice, shared_corpus, stable_chars
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -349,7 +349,7 @@ def test_whole_corpus_with_nmt_nfkc(sp_models, lines, tmp_path):
     from test_byte_fallback import _rare_language_lines
 
     rare = _rare_language_lines()
-    texts = _read_slice(10**6) + rare
+    texts = _read_slice(10**6, shared_corpus("multi-200k.txt.xz")) + rare
     old = imported(sp_models["nmt_nfkc"])
     sp = spm.SentencePieceProcessor(model_file=sp_models["nmt_nfkc"])
     start = time.time()

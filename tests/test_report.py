@@ -22,10 +22,10 @@ from bpeforge import report as rp  # noqa: E402
 from bpeforge.errors import OutputError, ParameterError  # noqa: E402
 
 from browser import browse, console_errors, find_chromium  # noqa: E402
-from conftest import CORPORA_DIR, SMALL_CORPUS  # noqa: E402
+from conftest import SLICE_FILE, SLICE_LANGS_FILE, SMALL_CORPUS  # noqa: E402
 
-CORPUS = CORPORA_DIR / "multi-200k.txt.xz"
-LANGS = CORPORA_DIR / "multi-200k.langs.txt.xz"
+CORPUS = SLICE_FILE  # the shipped real multilingual sample (tests/data/corpus)
+LANGS = SLICE_LANGS_FILE
 N_LINES = 3000
 FAST = dict(sample=1500, curve_lines=400, curve_points=6, top_langs=12)
 
@@ -44,8 +44,6 @@ def _head(path: Path, n: int) -> list[str]:
 def data(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """A real multilingual slice with its language tags, two models trained on it
     (bytes/gpt2 with a progress CSV, chars/whitespace), all as files."""
-    if not (CORPUS.exists() and LANGS.exists()):
-        pytest.skip(f"shared corpus not found at {CORPUS} (expected /work/shared/corpora next to the repo)")
     d = tmp_path_factory.mktemp("report_data")
     lines, tags = _head(CORPUS, N_LINES), _head(LANGS, N_LINES)
     (d / "corpus.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
@@ -509,3 +507,21 @@ def test_page_in_headless_chromium(rep: rp.Report, written: tuple[Path, dict[str
     keep = os.environ.get("BPEFORGE_REPORT_SCREENSHOT")
     if keep:
         shutil.copyfile(shot, keep)
+
+
+def test_language_pngs_read_without_the_page(rep: rp.Report) -> None:
+    """The † marks and the sign of lang_change are explained inside the PNGs
+    (a caption drawn under the panels), not only in the HTML."""
+    from matplotlib.text import Text
+
+    def drawn(fig_id: str) -> str:
+        return " ".join(t.get_text() for t in rep.figures[fig_id].render(dpi=40).findobj(Text))
+
+    marked = [f for f in ("lang_bytes_per_token", "lang_fertility", "lang_vocab_share")
+              if any("†" in c for p in rep.figures[f].panels for c in (p.categories or []))]
+    assert marked, "the sample has languages written without spaces (zh, ja): some category carries †"
+    for fig_id in marked:
+        assert "† written without spaces" in drawn(fig_id), fig_id
+    change = " ".join(drawn("lang_change").split())
+    assert "fewer (below 0) tokens" in change and "premium" in change
+    assert rep.figures["lang_change"].to_dict()["caption"]

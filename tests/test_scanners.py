@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import CORPORA_DIR, stable_chars  # see conftest: Unicode version
+from conftest import shared_corpus, stable_chars  # see conftest: Unicode version
 from reference import reference_pretokenize
 
 bpeforge = pytest.importorskip("bpeforge", reason="bpeforge is not built/installed (maturin develop)")
@@ -76,8 +76,6 @@ def test_custom_patterns_still_work() -> None:
 def _chunks(path, lines_per_chunk: int = 20000):
     """The corpus as texts of whole lines, each ending in its newline: the
     pieces then cross newlines as they do in a whole file."""
-    if not path.exists():
-        pytest.skip(f"shared corpus not found at {path}")
     with lzma.open(path, "rt", encoding="utf-8", newline="") as f:
         buf: list[str] = []
         for line in f:
@@ -93,7 +91,7 @@ def _chunks(path, lines_per_chunk: int = 20000):
 @pytest.mark.parametrize("corpus", ["multi-200k.txt.xz", "multi-1m.txt.xz"])
 def test_whole_corpus_equals_regex_module(corpus: str) -> None:
     total = 0
-    for chunk in _chunks(CORPORA_DIR / corpus):
+    for chunk in _chunks(shared_corpus(corpus)):
         for preset in SCANNED:
             pieces = bpeforge.pretokenize(chunk, preset)
             expected = reference_pretokenize(chunk, preset)

@@ -25,6 +25,7 @@ from ._tokenizer import Tokenizer, load, pretokenize, train, train_from_dataset,
 from .errors import (
     BpeforgeError,
     InputError,
+    MissingDependencyError,
     ModelFormatError,
     OutputError,
     ParameterError,
@@ -64,4 +65,5 @@ __all__ = [
     "SpecialTokenError",
     "TrainingError",
     "OutputError",
+    "MissingDependencyError",
 ]

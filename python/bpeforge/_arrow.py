@@ -18,29 +18,21 @@ import os
 from collections.abc import Iterator
 from typing import Any
 
-from . import _native
+from . import _input_formats, _native
+from ._extras import require
+from ._input_formats import is_parquet
 from .errors import InputError, ParameterError
 
-#: File name endings read as Parquet, and as Arrow IPC (file or stream).
-PARQUET = (".parquet", ".pq")
-ARROW_IPC = (".arrow", ".feather", ".ipc")
 #: Rows handed to the engine at a time (a few MiB of typical text).
 BATCH_ROWS = 16_384
 #: Options that choose how text files are cut: meaningless for columns.
 TEXT_FILE_ONLY = ("documents", "separator", "columns", "langs", "file_languages")
 
 
-def is_arrow_path(path: str) -> bool:
-    return path.lower().endswith(PARQUET + ARROW_IPC)
-
-
 def _pyarrow() -> Any:
-    try:
-        import pyarrow
-        import pyarrow.compute  # noqa: F401
-        import pyarrow.parquet  # noqa: F401
-    except ImportError:  # pragma: no cover - depends on the environment
-        raise ParameterError("Parquet/Arrow input needs pyarrow: pip install 'bpeforge[arrow]'") from None
+    pyarrow = require("pyarrow", "Parquet/Arrow input")
+    require("pyarrow.compute", "Parquet/Arrow input")
+    require("pyarrow.parquet", "Parquet/Arrow input")
     return pyarrow
 
 
@@ -58,7 +50,7 @@ class _Source:
 
     def __iter__(self) -> Iterator[tuple[str, int, Any]]:
         for path in self.paths:
-            if path.lower().endswith(PARQUET):
+            if is_parquet(path):
                 yield from self._parquet(path)
             else:
                 yield from self._ipc(path)
@@ -209,6 +201,17 @@ class _Rows:
         return list(counts), list(counts.values())
 
 
+def column_texts(path: str, text_field: str) -> Iterator[str]:
+    """The ``text_field`` column of one Parquet/Arrow file as Python strings
+    (for readers that need ``str``: the report); a null text is an error
+    naming file, row group and row."""
+    rows = _Rows(text_field, None, "error", None)
+    for where, first_row, table in _Source([path], [text_field]):
+        text, _ = rows.clean(where, first_row, table)
+        for chunk in _strings(text, text_field, where):
+            yield from chunk.to_pylist()
+
+
 def engine_settings(options: Any) -> tuple[dict[str, Any], str, str | None, str]:
     """An Arrow run's engine arguments, and the text column, language column
     and ``on_bad_record`` rule that Python applies to the batches (the
@@ -219,7 +222,34 @@ def engine_settings(options: Any) -> tuple[dict[str, Any], str, str | None, str]
     return engine, text, lang, on_bad_record
 
 
-def _train(make_source: Any, inputs: list[str], text: str, lang: str | None, options: Any, progress: str) -> Any:
+def text_bytes(paths: list[str], column: str) -> list[tuple[str, int]]:
+    """Each file's path and the text bytes expected in its ``column`` (for the
+    progress line's total and ETA): a Parquet file's uncompressed column
+    chunks less their 4-byte length prefixes, an Arrow file's size; 0 when
+    the metadata cannot be read (the reader then reports the problem)."""
+    pa = _pyarrow()
+    out = []
+    for path in paths:
+        size = 0
+        try:
+            if is_parquet(path):
+                meta = pa.parquet.ParquetFile(path).metadata
+                for g in range(meta.num_row_groups):
+                    group = meta.row_group(g)
+                    for c in range(group.num_columns):
+                        chunk = group.column(c)
+                        if chunk.path_in_schema == column:
+                            size += max(chunk.total_uncompressed_size - 4 * chunk.num_values, 0)
+            else:
+                size = os.path.getsize(path)
+        except (pa.ArrowException, OSError):
+            size = 0
+        out.append((path, size))
+    return out
+
+
+def _train(make_source: Any, inputs: list[str], text: str, lang: str | None, options: Any, progress: str,
+           files: list[tuple[str, int]] | None = None) -> Any:
     """Trains on Arrow batches (``make_source()`` gives a fresh iterable each
     pass) of the ``text`` column, balanced by the ``lang`` column if given."""
     engine, _, _, on_bad_record = engine_settings(options)
@@ -229,35 +259,28 @@ def _train(make_source: Any, inputs: list[str], text: str, lang: str | None, opt
     if lang is not None:
         languages = rows.count_languages(make_source())
         rows.languages = {name: i for i, name in enumerate(languages[0])}
-    return _native.train_arrow(rows.batches(make_source()), engine, progress, inputs, languages)
-
-
-def _only_arrow(files: list[str]) -> None:
-    not_arrow = [f for f in files if not is_arrow_path(f)]
-    if not_arrow:
-        raise ParameterError(f"give either Parquet/Arrow files or text files, not both ({not_arrow[0]} is not "
-                             f"{'/'.join(PARQUET + ARROW_IPC)})")
+    return _native.train_arrow(rows.batches(make_source()), engine, progress, inputs, languages, files)
 
 
 def check_files(files: list[str], options: Any) -> list[str]:
-    """Checks Parquet/Arrow inputs and their options; returns the columns to
-    read (the text column, then the language column if any)."""
-    _only_arrow(files)
+    """Checks Parquet/Arrow inputs (what they are: :func:`_input_formats.plan`)
+    and their options; returns the columns to read (the text column, then
+    the language column if any)."""
+    if _input_formats.plan(files, text_field=options.text_field) != "columnar":
+        raise ParameterError(f"{files[0]} is not a Parquet/Arrow file")
     options.refuse(TEXT_FILE_ONLY, "for Parquet/Arrow input", "texts are rows of a column")
     text, lang = options.text_field, options.lang_field
-    if text is None:
-        raise ParameterError("Parquet/Arrow input: give text_field= (the name of the text column)")
     for f in files:
         if not os.path.isfile(f):
-            raise InputError(f"cannot read {f}: " + ("it is a directory, not a file" if os.path.isdir(f)
-                                                      else "no such file"))
+            raise _input_formats.missing_file_error(f)
     return [text] + ([lang] if lang and lang != text else [])
 
 
 def train_files(files: list[str], options: Any, progress: str) -> Any:
     """``bpeforge.train`` on Parquet/Arrow files."""
     columns = check_files(files, options)
-    return _train(lambda: _Source(files, columns), files, options.text_field, options.lang_field, options, progress)
+    return _train(lambda: _Source(files, columns), files, options.text_field, options.lang_field, options, progress,
+                  text_bytes(files, options.text_field))
 
 
 def encode_files(tok: Any, files: list[str], dst: str, format: str, threads: int | None, rules: tuple[Any, Any],
@@ -265,12 +288,12 @@ def encode_files(tok: Any, files: list[str], dst: str, format: str, threads: int
     """``Tokenizer.encode_file`` on Parquet/Arrow files: the ``text_field``
     column, row ``i`` of the output for row ``i`` of the input (a null text
     is an error naming file, row group and row)."""
-    _only_arrow(files)
-    if text_field is None:
-        raise ParameterError("Parquet/Arrow input: give text_field= (the name of the text column)")
+    if _input_formats.plan(files, text_field=text_field) != "columnar" or text_field is None:
+        raise ParameterError(f"{files[0]} is not a Parquet/Arrow file")
     rows = _Rows(text_field, None, "error", None)
+    total = sum(size for _, size in text_bytes(files, text_field)) or None
     return _native.encode_arrow_file(tok._native, rows.batches(_Source(files, [text_field])), dst, format, threads,
-                                     *rules, progress)
+                                     *rules, progress, total)
 
 
 # ---- shards of a distributed run (bpeforge.distributed; run on the workers) -----
@@ -286,7 +309,7 @@ def plan_shards(paths: list[str], shard_bytes: int) -> list[dict[str, Any]]:
     shards: list[dict[str, Any]] = []
     for path in paths:
         groups = None
-        if path.lower().endswith(PARQUET):
+        if is_parquet(path):
             try:
                 meta = pa.parquet.ParquetFile(path).metadata
                 groups = [meta.row_group(i).total_byte_size for i in range(meta.num_row_groups)]
@@ -378,7 +401,7 @@ class _EncodeBatch:
 
     def __call__(self, batch: Any) -> Any:
         pa = _pyarrow()
-        import numpy as np
+        np = require("numpy", "encode_dataset")
 
         ids_parts, offset_parts, base = [], [np.zeros(1, np.int64)], 0
         for chunk in _strings(batch.column(self.text_column), self.text_column, "<dataset>"):

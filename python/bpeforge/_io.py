@@ -2,9 +2,13 @@
 Python package that does either.
 
 * :func:`open_text` opens a corpus or a line file, plain or compressed
-  (``.gz``, ``.xz``, ``.bz2``, ``.zst``), the extensions the engine's own reader
-  (crates/core/src/input.rs) understands, so a file the trainer accepts is a
-  file the CLI and the report accept.
+  (the suffixes of :data:`bpeforge._input_formats.COMPRESSIONS`, which the
+  engine's own reader, crates/core/src/input.rs, understands too), so a file
+  the trainer accepts is a file the CLI and the report accept.
+* :func:`check_output` refuses, before any work, an output that could not
+  be written or that is one of the inputs (by any path spelling or link);
+  :func:`check_side_file` refuses to replace a file beside an export that
+  bpeforge would not write as it is.
 * :func:`write_atomic` writes a file through a hidden temporary file in the
   same directory (``.bpeforge-*.tmp``, the engine's naming for its saves) and
   renames it over the target, so a failed or interrupted write leaves any
@@ -16,20 +20,23 @@ from __future__ import annotations
 import bz2
 import gzip
 import io
+import json
 import lzma
 import os
 import re
 import secrets
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from typing import IO, Any, Union
 
-from .errors import OutputError, ParameterError
+from ._extras import require
+from ._input_formats import compression
+from .errors import InputError, OutputError
 
 PathLike = Union[str, "os.PathLike[str]"]
 
-#: Compressed extensions and the standard-library opener for each (.zst needs
-#: the optional zstandard package: see _open_zstd).
-_OPENERS: dict[str, Callable[..., IO[str]]] = {".gz": gzip.open, ".xz": lzma.open, ".bz2": bz2.open}
+#: The standard-library opener of each compression (.zst/.zstd need the
+#: optional zstandard package: see _open_zstd).
+_OPENERS: dict[str, Callable[..., Any]] = {".gz": gzip.open, ".xz": lzma.open, ".bz2": bz2.open}
 
 
 def open_text(path: PathLike, *, errors: str = "strict") -> IO[str]:
@@ -39,36 +46,53 @@ def open_text(path: PathLike, *, errors: str = "strict") -> IO[str]:
     bytes are not translated, as in the engine. ``errors`` is the decoding
     policy (``"strict"`` raises UnicodeDecodeError, which callers turn into an
     error naming the line; ``"replace"`` for best-effort reading)."""
+    return io.TextIOWrapper(open_binary(path), encoding="utf-8", errors=errors, newline="\n")
+
+
+def open_binary(path: PathLike) -> IO[bytes]:
+    """``path`` opened for reading bytes, decompressed by its suffix."""
     path = os.fspath(path)
-    low = path.lower()
-    if low.endswith((".zst", ".zstd")):
-        return _open_zstd(path, errors)
-    for ext, opener in _OPENERS.items():
-        if low.endswith(ext):
-            return opener(path, "rt", encoding="utf-8", errors=errors, newline="\n")
-    return open(path, encoding="utf-8", errors=errors, newline="\n")
+    comp = compression(path)
+    if comp in (".zst", ".zstd"):
+        return _open_zstd(path)
+    if comp is not None:
+        return _OPENERS[comp](path, "rb")
+    return open(path, "rb")
 
 
-def _open_zstd(path: str, errors: str) -> IO[str]:
-    try:
-        import zstandard
-    except ImportError as e:
-        raise ParameterError(f"{path}: reading .zst files needs the zstandard package (pip install zstandard)") from e
+def _open_zstd(path: str) -> IO[bytes]:
+    zstandard = require("zstandard", f"reading {path} (.zst)")
     raw = open(path, "rb")
     try:
-        stream = zstandard.ZstdDecompressor().stream_reader(raw, closefd=True)
+        return zstandard.ZstdDecompressor().stream_reader(raw, closefd=True)
     except BaseException:
         raw.close()
         raise
-    return io.TextIOWrapper(stream, encoding="utf-8", errors=errors, newline="\n")
 
 
-def check_output(path: PathLike, what: str = "output") -> str:
+def same_file(a: PathLike, b: PathLike) -> bool:
+    """Whether ``a`` and ``b`` are one file, however spelled (relative,
+    ``..``, symlinks, hard links): ``os.path.samefile`` when both exist, else
+    their resolved paths."""
+    a, b = os.fspath(a), os.fspath(b)
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return os.path.realpath(a) == os.path.realpath(b)
+
+
+def check_output(path: PathLike, what: str = "output", *, inputs: Iterable[PathLike] = ()) -> str:
     """Fails now, with an OutputError naming ``path``, if a file could not be
-    written there later: its folder is missing or not writable, or ``path``
-    is a folder. Called before any work starts, so that hours of training
-    are never thrown away at the end. Returns the path as a string."""
+    written there later: its folder is missing or not writable, ``path``
+    is a folder, or it is one of ``inputs`` (the same file by any path
+    spelling or link: an output never replaces an input). Called before any
+    work starts, so that hours of training are never thrown away at the end.
+    Returns the path as a string."""
     path = os.fspath(path)
+    for source in inputs:
+        if same_file(path, source):
+            raise OutputError(f"cannot write {what} {path}: it is the input {os.fspath(source)}; "
+                              "an output never replaces an input, so give another output name")
     if os.path.isdir(path):
         raise OutputError(f"cannot write {what} {path}: it is a folder; give a file name")
     directory = os.path.dirname(os.path.abspath(path))
@@ -77,6 +101,25 @@ def check_output(path: PathLike, what: str = "output") -> str:
     if not os.access(directory, os.W_OK | os.X_OK):
         raise OutputError(f"cannot write {what} {path}: folder {directory} is not writable")
     return path
+
+
+def check_side_file(path: PathLike, content: bytes, overwrite: bool, *, flag: str = "overwrite=True") -> None:
+    """A file written beside an export (``tokenizer_config.json``...) may
+    replace an existing file only if that holds exactly ``content`` (what
+    bpeforge writes now) or the caller said ``overwrite``: anything else may
+    be the user's own file, and is refused with an OutputError naming it and
+    ``flag`` (the CLI's ``--force``)."""
+    path = os.fspath(path)
+    if overwrite or not os.path.lexists(path):
+        return
+    try:
+        with open(path, "rb") as f:
+            same = f.read(len(content) + 1) == content
+    except OSError:
+        same = False
+    if not same:
+        raise OutputError(f"{path} exists and is not what this export writes there (your own file?): "
+                          f"nothing was written; pass {flag} to replace it, or export elsewhere")
 
 
 def write_atomic(path: PathLike, data: bytes | str | Callable[[IO[Any]], None], *, text: bool = False) -> None:
@@ -146,3 +189,55 @@ def model_format(path: str) -> str | None:
     if text.startswith(b"{") and b'"bpeforge-model"' not in head and re.search(rb'"(added_tokens|pre_tokenizer|normalizer)"', head):
         return "huggingface"
     return None
+
+
+def read_texts(path: PathLike, text_field: str | None = None, *, errors: str = "strict") -> tuple[Iterator[str], Any]:
+    """The texts of one input file, in Python, read as the engine reads it
+    (what the file is: :func:`bpeforge._input_formats.plan`, which refuses a
+    structured file without ``text_field``): text lines (without their line
+    end), the ``text_field`` of each JSON line (a dotted path reaches nested
+    fields; a blank line is an empty text), or the ``text_field`` column of
+    a Parquet/Arrow file. Returns ``(texts, handle)``; close ``handle``
+    (None for columns) when done."""
+    from . import _input_formats
+
+    path = os.fspath(path)
+    kind = _input_formats.plan([path], text_field=text_field)
+    if kind == "columnar":
+        from ._arrow import column_texts
+
+        assert text_field is not None  # plan() refuses columns without it
+
+        return column_texts(path, text_field), None
+    handle = open_text(path, errors=errors)
+    lines = (_strip_eol(x) for x in handle)
+    if text_field is None:
+        return lines, handle
+    return _json_texts(lines, path, text_field), handle
+
+
+def _strip_eol(line: str) -> str:
+    if line.endswith("\n"):
+        line = line[:-1]
+        if line.endswith("\r"):
+            line = line[:-1]
+    return line
+
+
+def _json_texts(lines: Iterator[str], path: str, text_field: str) -> Iterator[str]:
+    keys = text_field.split(".")
+    for lineno, line in enumerate(lines, 1):
+        if not line.strip():
+            yield ""
+            continue
+        try:
+            value: Any = json.loads(line)
+        except ValueError as e:
+            raise InputError(f"{path}, line {lineno}: not a JSON record ({e})") from None
+        for key in keys:
+            if not isinstance(value, dict) or key not in value:
+                raise InputError(f"{path}, line {lineno}: no field {text_field!r}")
+            value = value[key]
+        if not isinstance(value, str):
+            raise InputError(f"{path}, line {lineno}: field {text_field!r} is not a string")
+        yield value

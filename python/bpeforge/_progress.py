@@ -132,11 +132,9 @@ class TqdmProgress:
     """
 
     def __init__(self, **tqdm_kwargs: Any) -> None:
-        try:
-            from tqdm.auto import tqdm
-        except ImportError:
-            raise ParameterError("progress='tqdm' needs tqdm: pip install tqdm") from None
-        self._tqdm = tqdm
+        from ._extras import require
+
+        self._tqdm = require("tqdm.auto", "progress='tqdm'").tqdm
         self._kwargs = tqdm_kwargs
         self._bar: Any = None
         self._phase: Optional[str] = None

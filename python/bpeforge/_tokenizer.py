@@ -18,7 +18,8 @@ from collections.abc import Collection, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Literal, Union, overload
 
-from . import _arrow, _native
+from . import _arrow, _input_formats, _native
+from ._extras import require
 from .errors import ModelFormatError, ParameterError
 from ._bytelevel import token_text
 from ._io import check_output, model_format
@@ -111,6 +112,14 @@ def train(
     the language column); their string buffers go to the engine without a
     Python object per row. Hugging Face datasets: :func:`train_from_dataset`.
 
+    Structured input is never trained on as plain text by accident: a file
+    whose name says JSON lines (``.jsonl``, ``.ndjson``, with any compression
+    suffix), Parquet or Arrow, or whose content does (Parquet's ``PAR1``
+    magic bytes; first lines that are all JSON objects), is refused without
+    ``text_field``, naming the file and its string fields. To train on a
+    JSON lines file's raw text on purpose, give ``separator="\\n"`` or
+    ``documents=True``. The rules: :mod:`bpeforge._input_formats`.
+
     Args:
         files: a path or a list of paths.
         progress: True (a live line on terminals and in notebooks, JSON
@@ -134,7 +143,7 @@ def train(
     """
     options = TrainOptions(**_keywords(locals(), "files", "progress"))
     files = paths(files)
-    if any(map(_arrow.is_arrow_path, files)):
+    if _input_formats.plan_training(files, options) == "columnar":
         return Tokenizer(_arrow.train_files(files, options, native_progress(progress)))
     return Tokenizer(_native.train_files(files, options.engine_args(), native_progress(progress)))
 
@@ -311,6 +320,15 @@ class Tokenizer(_native.TokenizerBase):
     def scheme(self) -> str:
         """``"bytes"`` or ``"chars"``."""
         return self._native.scheme
+
+    @property
+    def id_dtype(self) -> str:
+        """The integer type of this model's ids in arrays and files:
+        ``"uint16"`` when every id fits (up to 65,536 ids), else ``"uint32"``.
+        ``encode_batch(as_numpy=True)``, ``encode_file(format="npy"|"bin")``,
+        ``bpeforge encode --format npy|bin`` and ``bpeforge.distributed``
+        all use it, so one model's ids have one type everywhere."""
+        return id_dtype(self.vocab_size)
 
     @property
     def pretokenizer(self) -> str:
@@ -496,10 +514,15 @@ class Tokenizer(_native.TokenizerBase):
         and Arrow files (``.parquet``, ``.arrow``, ...; needs pyarrow) are
         read the same way: ``text_field`` names the text column, and row
         ``i`` of the output is row ``i`` of the input (a null text is an
-        error naming file, row group and row).
+        error naming file, row group and row). A JSON lines, Parquet or
+        Arrow file (by name or content, as for :func:`train`) without
+        ``text_field`` is refused: it is never encoded as plain text.
+        ``dst`` must not be one of the inputs (the same file by any path
+        spelling or link is refused).
 
         ``format="ids"``: one line of space-separated ids per input line.
-        ``"npy"``: a 1-D uint16 array (uint32 above 65,536 ids) of all ids;
+        ``"npy"``: a 1-D array of all ids in :attr:`id_dtype` (uint16 up to
+        65,536 ids, else uint32, as everywhere in bpeforge);
         ``"bin"``: the same as raw little-endian integers. Both come with
         ``<dst>.offsets.npy`` (int64, one offset per line + 1), so line ``i``
         is ``ids[offsets[i]:offsets[i + 1]]``. Outputs appear atomically.
@@ -513,12 +536,12 @@ class Tokenizer(_native.TokenizerBase):
         """
         if threads is not None and (not isinstance(threads, int) or threads < 1):
             raise ParameterError(f"threads must be a positive integer or None, got {threads!r}")
-        check_output(dst, "encoded output")
+        check_output(dst, "encoded output", inputs=paths(src))
         if format != "ids":
-            check_output(os.fspath(dst) + ".offsets.npy", "offsets")
+            check_output(os.fspath(dst) + ".offsets.npy", "offsets", inputs=paths(src))
         allowed, disallowed = self._rules(allowed_special, disallowed_special) if self._specials else (None, None)
         files = paths(src)
-        if any(map(_arrow.is_arrow_path, files)):
+        if _input_formats.plan(files, text_field=text_field) == "columnar":
             lines, tokens, nbytes, seconds, id_bytes = _arrow.encode_files(
                 self, files, os.fspath(dst), format, threads, (allowed, disallowed), native_progress(progress),
                 _text_field(text_field))
@@ -581,9 +604,12 @@ class Tokenizer(_native.TokenizerBase):
         """Encode many texts on ``threads`` threads (None: all cores), GIL released.
 
         Results are in input order and never depend on the thread count. With
-        ``as_numpy=True`` the result is ``(ids, offsets)``: one flat uint32
-        array and an int64 array of ``len(texts) + 1`` offsets, so text ``i``
-        is ``ids[offsets[i]:offsets[i + 1]]`` (no Python object per token).
+        ``as_numpy=True`` (needs numpy: ``pip install 'bpeforge[numpy]'``) the
+        result is ``(ids, offsets)``: one flat array of :attr:`id_dtype`
+        (uint16 up to 65,536 ids, else uint32: the type ``encode_file`` and
+        the CLI write) and an int64 array of ``len(texts) + 1`` offsets, so
+        text ``i`` is ``ids[offsets[i]:offsets[i + 1]]`` (no Python object
+        per token).
         With ``dropout``, text ``i`` uses seed ``seed + i`` (thread-independent).
         ``progress`` as in :func:`train` (off by default): the texts' bytes
         encoded, reported after each slice of about 1% of the batch.
@@ -608,16 +634,16 @@ class Tokenizer(_native.TokenizerBase):
             batch = self._native.encode_batch(texts, threads, allowed, disallowed, p, s, prog)
             if not as_numpy:
                 return batch
-            import numpy as np
-
+            np = require("numpy", "encode_batch(as_numpy=True)")
             offsets = np.zeros(len(batch) + 1, dtype=np.int64)
             np.cumsum([len(b) for b in batch], out=offsets[1:])
-            return np.fromiter((i for b in batch for i in b), dtype=np.uint32, count=int(offsets[-1])), offsets
+            flat32 = np.fromiter((i for b in batch for i in b), dtype=np.uint32, count=int(offsets[-1]))
+            return flat32.astype(self.id_dtype, copy=False), offsets
         if as_numpy:
-            import numpy as np
-
+            np = require("numpy", "encode_batch(as_numpy=True)")
             flat, ends = self._native.encode_batch_flat(texts, threads, allowed, disallowed, prog)
-            return np.frombuffer(flat, dtype="<u4"), np.frombuffer(ends, dtype="<u8").astype(np.int64)
+            ids = np.frombuffer(flat, dtype="<u4")
+            return ids.astype(self.id_dtype, copy=False), np.frombuffer(ends, dtype="<u8").astype(np.int64)
         with _gc_paused():
             return self._native.encode_batch(texts, threads, allowed, disallowed, progress=prog)
 
@@ -693,14 +719,22 @@ class Tokenizer(_native.TokenizerBase):
 
     # ---- interoperability (bpeforge.interop's exporters, which do not import this module) ----
     def to_huggingface(self, path: PathLike, *, bos_token: str | None = "auto", eos_token: str | None = "auto",
-                       pad_token: str | None = "auto", unk_token: str | None = "auto") -> str:
-        """Write a Hugging Face ``tokenizer.json`` giving this model's ids; into
-        a folder, with the ``tokenizer_config.json`` that
+                       pad_token: str | None = "auto", unk_token: str | None = "auto",
+                       overwrite: bool = False) -> str:
+        """Write a Hugging Face ``tokenizer.json`` giving this model's ids.
+
+        ``path`` is a folder when it is an existing directory, ends in ``/``
+        or does not end in ``.json`` (created if missing: ``"hf_dir/"`` gives
+        ``hf_dir/tokenizer.json``); else the file itself. A folder (or a file
+        named ``tokenizer.json``) also gets ``tokenizer_config.json`` and
+        ``special_tokens_map.json``, which
         ``transformers.AutoTokenizer.from_pretrained`` reads (special-token
-        roles filled by convention unless given; see
-        :func:`bpeforge.interop.to_huggingface`). Returns the file written."""
+        roles filled by convention unless given); an existing one that holds
+        anything else is refused unless ``overwrite=True``. See
+        :func:`bpeforge.interop.to_huggingface`. Returns the ``tokenizer.json``
+        written."""
         return huggingface_export.to_huggingface(self, path, bos_token=bos_token, eos_token=eos_token,
-                                                 pad_token=pad_token, unk_token=unk_token)
+                                                 pad_token=pad_token, unk_token=unk_token, overwrite=overwrite)
 
     def to_tiktoken(self, path: PathLike, *, name: str | None = None) -> tuple[str, str]:
         """Write a ``.tiktoken`` rank file and ``path + ".json"`` (pattern,
@@ -711,8 +745,12 @@ class Tokenizer(_native.TokenizerBase):
     def to_sentencepiece(
         self, path: PathLike, *, whitespace: str = "all", control_tokens: Collection[str] | None = None
     ) -> str:
-        """Write a SentencePiece BPE ``.model`` (chars scheme, ``whitespace`` or
-        ``none`` pre-tokenizer; see :func:`bpeforge.interop.to_sentencepiece`)."""
+        """Write a SentencePiece BPE ``.model``. Needs the chars scheme, the
+        ``whitespace`` or ``none`` pre-tokenizer, the default ``▁`` word prefix
+        (no ``end_of_word_suffix``) and dense ids: e.g. a model from
+        ``bpeforge.train(files, scheme="chars", pretokenizer="whitespace")``.
+        Any other model is refused with one error listing every requirement
+        it misses (see :func:`bpeforge.interop.to_sentencepiece`)."""
         return sentencepiece_export.to_sentencepiece(self, path, whitespace=whitespace, control_tokens=control_tokens)
 
     def with_special_tokens(self, tokens: Iterable[str]) -> Tokenizer:
@@ -756,14 +794,24 @@ class Tokenizer(_native.TokenizerBase):
         return self  # immutable: a copy could never differ
 
     def _identity(self) -> bytes:
-        """The model without its metadata (what decides every id)."""
+        """What decides every id, in one canonical form: the model less its
+        training record (``metadata``, ``merge_counts``), with an ``ids``
+        table that maps every token to its own position left out (it says
+        nothing then: an imported model spells it out, a trained one does
+        not)."""
         model = json.loads(self._native.to_json())
-        model.pop("metadata", None)
+        for record in ("metadata", "merge_counts"):
+            model.pop(record, None)
+        if model.get("ids") == list(range(len(model.get("ids") or []))):
+            model.pop("ids")
         return json.dumps(model, sort_keys=True).encode("utf-8")
 
     def __eq__(self, other: object) -> bool:
         """Equal when they encode and decode alike: same settings, tokens, ids
-        and merges; training metadata (timings, inputs) is not compared."""
+        and merges. What training recorded is not compared: ``metadata``
+        (timings, inputs) and ``merge_counts``; nor how the ids are written
+        down (a model exported and imported back with the same ids equals
+        the original)."""
         if not isinstance(other, Tokenizer):
             return NotImplemented
         return self is other or self._identity() == other._identity()
@@ -776,6 +824,12 @@ class Tokenizer(_native.TokenizerBase):
 
     def __repr__(self) -> str:
         return f"Tokenizer(scheme={self.scheme!r}, pretokenizer={self.pretokenizer!r}, vocab_size={self.vocab_size})"
+
+
+def id_dtype(vocab_size: int) -> str:
+    """The id type of a model of ``vocab_size`` ids (the engine's rule for
+    its npy/bin files: crates/core/src/encode/file.rs)."""
+    return "uint16" if vocab_size <= 1 << 16 else "uint32"
 
 
 def _strings_arg(items: Iterable[str], name: str) -> list[str]:

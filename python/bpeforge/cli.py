@@ -7,6 +7,7 @@ status, never a traceback: 1 for bad input or settings, 130 for Ctrl-C.
 from __future__ import annotations
 
 import argparse
+import re
 import shutil
 import tempfile
 import io
@@ -23,14 +24,75 @@ from pathlib import Path
 from . import __version__, sample_corpus
 from ._display import show_token
 from ._normalizers import name_of as normalizer_name
-from ._io import check_output, open_text, write_atomic
-from ._tokenizer import Tokenizer, load, train
-from .errors import BpeforgeError, ParameterError
+from ._extras import require
+from ._input_formats import plan as input_plan
+from ._io import check_output, open_text, same_file, write_atomic
+from ._tokenizer import Tokenizer, id_dtype, load, train
+from .errors import BpeforgeError, OutputError, ParameterError
+from .options import NAMES as OPTION_NAMES
 from .options import TrainOptions
 from .options import add_cli_arguments as add_train_options
 from .options import from_cli as options_from_cli
 
 BATCH_LINES = 8192
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, with a usage error in one line (``bpeforge train: error:
+    argument --vocab-size: ...``) instead of the whole usage block first:
+    the usage is what ``--help`` is for."""
+
+    def error(self, message: str) -> Any:  # type: ignore[override]
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+# ---- error messages in the command line's words --------------------------------
+# The library's errors name Python parameters (``text_field=``); the command
+# line says the flags (``--text-field``). One table, from the option list.
+
+
+def _flag_table() -> dict[str, str]:
+    from .options import _records
+
+    flags: dict[str, str] = {}
+    for name, record in _records():
+        specs = record.cli if isinstance(record.cli, list) else [record.cli] if record.cli else []
+        if specs:
+            flags[name] = specs[0].get("flags", ["--" + name.replace("_", "-")])[0]
+    flags.update({"allowed_special": "--allowed-special", "disallowed_special": "--disallowed-special",
+                  "text_field": "--text-field", "checkpoint_path": "--output", "overwrite": "--force",
+                  "whitespace": "--sp-whitespace", "threads": "--threads"})
+    return flags
+
+
+_FLAGS = _flag_table()
+_ASSIGNMENT = re.compile(r"\b([a-z][a-z0-9_]*)=(\{[^}]*\}|\(\)|\[[^\]]*\]|\"[^\"]*\"|'[^']*'|True\b|[\w.-]+)?")
+_BARE_NAME = re.compile(r"(?<![-\w./])([a-z][a-z0-9]*(?:_[a-z0-9]+)+)\b(?!\(|\.\w)")
+
+
+def cli_wording(message: str) -> str:
+    """``message`` with Python parameters turned into the CLI's flags:
+    ``allowed_special={'<s>'}`` becomes ``--allowed-special '<s>'``,
+    ``text_field=`` ``--text-field``, ``disallowed_special=()``
+    ``--disallowed-special none``, a bare ``vocab_size`` ``--vocab-size``."""
+
+    def assignment(m: re.Match[str]) -> str:
+        name, value = m.group(1), m.group(2)
+        if name not in _FLAGS:
+            return m.group(0)
+        flag = _FLAGS[name]
+        if value is None or value == "True":
+            return flag
+        if value == "()":
+            return f"{flag} none"
+        if value[0] in "{[":
+            items = [v.strip() for v in value[1:-1].split(",") if v.strip()]
+            return " ".join(f"{flag} {v}" for v in items) or f"{flag} none"
+        return f"{flag} {value}"
+
+    message = message.replace(" or use encode_ordinary()", "").replace('separator="\\n"', "--separator $'\\n'")
+    message = _ASSIGNMENT.sub(assignment, message)
+    return _BARE_NAME.sub(lambda m: _FLAGS.get(m.group(1), m.group(1)), message)
 
 
 def _open_text(path: str | None) -> IO[str]:
@@ -89,21 +151,46 @@ def _train_options(args: argparse.Namespace, demo: bool) -> TrainOptions:
     return options_from_cli(args, **extra)
 
 
+#: The model file ``bpeforge train INPUT...`` writes when no --output is given.
+DEFAULT_MODEL_SUFFIX = ".bpeforge.json"
+
+
+def default_model_path(first_input: str) -> str:
+    """The model file a training run without --output writes: the first
+    input's name without its directory and its extensions (``.txt``,
+    ``.jsonl``, ``.zst``...) plus ``.bpeforge.json``, in the current
+    directory: ``data/corpus.txt.xz`` gives ``corpus.bpeforge.json``."""
+    name = os.path.basename(first_input.rstrip("/" + os.sep)) or "model"
+    stem = name.split(".")[0] or name
+    return stem + DEFAULT_MODEL_SUFFIX
+
+
 def cmd_train(args: argparse.Namespace) -> int:
-    if args.output:
-        check_output(args.output, "model")  # now, not after hours of training
     inputs: list[str] = args.inputs
     demo = not inputs
     if demo and args.output:
         # An unset variable ($CORPUS) must not train the demo into a real path.
         raise ParameterError("no INPUT files given: name the text to train on (the bundled demo runs only "
                              "without --output)")
+    args.default_output = False
+    if not demo and not args.output:
+        # A run never throws its model away: without --output it is saved
+        # under a default name, which never replaces an existing file.
+        args.output = default_model_path(inputs[0])
+        args.default_output = True
+        if os.path.lexists(args.output):
+            raise OutputError(f"no --output given, and the default output {args.output} already exists: give "
+                              "--output MODEL (an existing file is replaced only when named with --output)")
+    if args.output:
+        # now, not after hours of training; never over a corpus or language file
+        check_output(args.output, "model", inputs=inputs + list(getattr(args, "langs", None) or []))
     if demo:
         inputs = [str(sample_corpus())]
         print(f"No input given: training on the bundled sample corpus ({inputs[0]}).", file=sys.stderr)
     options = _train_options(args, demo)
     progress = "off" if args.quiet else args.progress
     t0 = time.perf_counter()
+    args.started = time.time()
     if args.ray is not None:  # --ray [ADDRESS]: count on a Ray cluster
         from . import distributed
 
@@ -115,7 +202,9 @@ def cmd_train(args: argparse.Namespace) -> int:
     if args.output:
         tok.save(args.output)
     if not args.quiet or demo:
-        _print_summary(tok, inputs, wall, args.output, sample=demo)
+        _print_summary(tok, inputs, wall, args.output, sample=demo, default_output=args.default_output)
+    elif args.default_output:  # quiet, but the file name was not the user's: say it
+        print(f"saved to {args.output} (no --output given)", file=sys.stderr)
     return 0
 
 
@@ -136,7 +225,8 @@ def _shard_bytes(args: argparse.Namespace) -> int:
     return max(1, int(args.shard_mb * (1 << 20)))
 
 
-def _print_summary(tok: Tokenizer, inputs: list[str], wall: float, output: str | None, sample: bool) -> None:
+def _print_summary(tok: Tokenizer, inputs: list[str], wall: float, output: str | None, sample: bool,
+                   default_output: bool = False) -> None:
     meta = tok.metadata
     corpus = meta.get("corpus", {})
     timings = meta.get("timings", {})
@@ -151,7 +241,8 @@ def _print_summary(tok: Tokenizer, inputs: list[str], wall: float, output: str |
         counts = tok.merge_counts
         w(f"  pair counts: first {counts[0]}, last {counts[-1]}\n")
     if output:
-        w(f"  saved to {output}\n")
+        w(f"  saved to {output}" + (" (no --output given: the default name; -o MODEL to choose one)"
+                                    if default_output else "") + "\n")
     if sample:
         from . import _demo
 
@@ -176,10 +267,15 @@ def cmd_encode(args: argparse.Namespace) -> int:
     if getattr(args, "more_inputs", None):
         raise ParameterError("several INPUT files need --ray (or encode them one at a time)")
     to_stdout = not args.output or args.output == "-"
+    sources = [args.input] if args.input and args.input != "-" else []
     if not to_stdout:
-        check_output(args.output)
+        check_output(args.output, inputs=sources + [args.model])
+        if args.format != "ids":
+            check_output(args.output + ".offsets.npy", "offsets", inputs=sources + [args.model])
     if args.format != "ids" and to_stdout:
         raise ParameterError("--format npy/bin needs an --output file (the offsets go beside it)")
+    if sources:
+        input_plan(sources, text_field=args.text_field)  # structured input needs --text-field
     tok = load(args.model)
     kw = _special_rules(args)
     if args.text_field is not None:
@@ -201,7 +297,9 @@ def cmd_encode(args: argparse.Namespace) -> int:
             with open(dst, "rb") as f:
                 shutil.copyfileobj(f, sys.stdout.buffer)
             sys.stdout.flush()
-    if not args.quiet and not to_stdout:
+    # One summary: the progress printer's own human line, or else this one.
+    human = args.progress == "human" or (args.progress == "auto" and sys.stderr.isatty())
+    if not args.quiet and not to_stdout and not human:
         print(f"encoded {stats['lines']} lines, {stats['bytes'] / 1e6:.1f} MB -> {stats['tokens']} tokens "
               f"in {stats['seconds']:.2f}s ({stats['bytes'] / 1e6 / max(stats['seconds'], 1e-9):.1f} MB/s)",
               file=sys.stderr)
@@ -264,7 +362,9 @@ def _encode_on_ray(args: argparse.Namespace) -> int:
 
 def cmd_decode(args: argparse.Namespace) -> int:
     if args.output and args.output != "-":
-        check_output(args.output)
+        flat = args.input and args.input.endswith((".npy", ".bin"))
+        check_output(args.output, inputs=[args.input, args.model] + ([args.input + ".offsets.npy"] if flat else [])
+                     if args.input and args.input != "-" else [args.model])
     tok = load(args.model)
     name = args.input or "<stdin>"
     if name.endswith((".npy", ".bin")):
@@ -295,26 +395,32 @@ def cmd_decode(args: argparse.Namespace) -> int:
 
 def _decode_flat(tok: Tokenizer, path: str) -> list[str]:
     """The lines of an ``encode --format npy|bin`` output (with its
-    ``.offsets.npy``)."""
-    try:
-        import numpy as np
-    except ImportError as e:  # pragma: no cover - numpy is an extra
-        raise ParameterError(f"{path}: decoding npy/bin files needs numpy (pip install 'bpeforge[numpy]')") from e
+    ``.offsets.npy``), read without numpy: the CLI reads back whatever it
+    writes, with nothing but bpeforge installed."""
+    from ._npy import read_npy
+
     offsets_path = path + ".offsets.npy"
     if not os.path.exists(offsets_path):
         raise ParameterError(f"{path}: its offsets file {offsets_path} is missing (encode writes both)")
     try:
         if path.endswith(".npy"):
-            ids = np.load(path, allow_pickle=False)
+            ids = read_npy(path, ("<u2", "<u4"))
         else:
-            ids = np.fromfile(path, dtype="<u2" if tok.vocab_size <= 65536 else "<u4")
-        offsets = np.load(offsets_path, allow_pickle=False)
+            with open(path, "rb") as f:
+                ids = _flat_ints(f.read(), "<u2" if id_dtype(tok.vocab_size) == "uint16" else "<u4", path)
+        offsets = read_npy(offsets_path, ("<i8",))
     except (OSError, ValueError) as e:
         raise ParameterError(f"{path}: not an encoded ids file ({e})") from e
-    if offsets.ndim != 1 or len(offsets) == 0 or offsets[0] != 0 or offsets[-1] != len(ids) \
-            or (np.diff(offsets) < 0).any():
+    if len(offsets) == 0 or offsets[0] != 0 or offsets[-1] != len(ids) \
+            or any(offsets[k] > offsets[k + 1] for k in range(len(offsets) - 1)):
         raise ParameterError(f"{offsets_path}: the offsets do not fit {path} ({len(ids)} ids)")
-    return [tok.decode(ids[offsets[i]:offsets[i + 1]].tolist()) for i in range(len(offsets) - 1)]
+    return tok.decode_batch([ids[offsets[k]:offsets[k + 1]] for k in range(len(offsets) - 1)])
+
+
+def _flat_ints(data: bytes, dtype: str, path: str) -> Any:
+    from ._npy import from_bytes
+
+    return from_bytes(data, dtype, path)
 
 
 def _inspect_balance(bal: Any, w: Any) -> None:
@@ -389,11 +495,17 @@ def _report_warnings(caught: list[warnings.WarningMessage]) -> None:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
+    from .interop.huggingface_export import huggingface_paths
+
+    targets = {"huggingface": lambda p: [huggingface_paths(p)[0], *huggingface_paths(p)[1]],
+               "tiktoken": lambda p: [p, p + ".json"], "sentencepiece": lambda p: [p]}[args.to](args.output)
+    _refuse_inputs_as_outputs(targets, [args.model])
     tok = load(args.model)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         if args.to == "huggingface":
-            written = [tok.to_huggingface(args.output)]
+            tok.to_huggingface(args.output, overwrite=args.force)
+            written = targets
         elif args.to == "tiktoken":
             written = list(tok.to_tiktoken(args.output))
         else:
@@ -402,6 +514,14 @@ def cmd_export(args: argparse.Namespace) -> int:
     if not args.quiet:
         print(f"exported {tok!r} as {args.to}: {', '.join(written)}", file=sys.stderr)
     return 0
+
+
+def _refuse_inputs_as_outputs(outputs: list[str], inputs: list[str]) -> None:
+    """An output never replaces an input (same file by any spelling or link)."""
+    for out in outputs:
+        for source in inputs:
+            if same_file(out, source):
+                raise OutputError(f"cannot write {out}: it is the input {source}; give another output name")
 
 
 def _special_ids(items: list[str] | None) -> dict[str, int] | None:
@@ -422,6 +542,7 @@ def _special_ids(items: list[str] | None) -> dict[str, int] | None:
 def cmd_import(args: argparse.Namespace) -> int:
     from . import interop
 
+    _refuse_inputs_as_outputs([args.output], [args.input])
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         if args.source_format == "huggingface":
@@ -442,7 +563,12 @@ def _add_interop_commands(sub: Any) -> None:
     x.add_argument("--model", "-m", required=True, help="bpeforge model file")
     x.add_argument("--to", required=True, choices=EXPORT_FORMATS)
     x.add_argument("--output", "-o", required=True,
-                   help="tokenizer.json (or a directory), FILE.tiktoken (+ FILE.tiktoken.json), or FILE.model")
+                   help="huggingface: a folder (an existing one, a name ending in /, or any name not ending in "
+                        ".json: created, gets tokenizer.json, tokenizer_config.json, special_tokens_map.json) or "
+                        "FILE.json; tiktoken: FILE.tiktoken (+ FILE.tiktoken.json); sentencepiece: FILE.model")
+    x.add_argument("--force", action="store_true",
+                   help="huggingface: replace a tokenizer_config.json / special_tokens_map.json that holds "
+                        "something else (your own), instead of refusing")
     x.add_argument("--sp-whitespace", choices=["all", "space"], default="all",
                    help="sentencepiece: map all whitespace to spaces like bpeforge (all), or split at spaces only")
     x.add_argument("--quiet", "-q", action="store_true")
@@ -485,6 +611,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         top_langs=args.top_langs,
         labels=[args.label or "", args.compare_label or ""],
         threads=args.threads,
+        text_field=args.text_field,
     )
     files = rep.write(args.output)
     if not args.quiet:
@@ -505,7 +632,9 @@ def _add_report_command(sub: Any) -> None:
     )
     r.add_argument("--model", "-m", required=True,
                    help="bpeforge model (or a SentencePiece .model, Hugging Face tokenizer.json, .tiktoken)")
-    r.add_argument("--input", "-i", required=True, help="corpus, one text per line (.gz .xz .bz2 .zst ok)")
+    r.add_argument("--input", "-i", required=True, help=INPUT_HELP)
+    r.add_argument("--text-field", metavar="FIELD", default=None,
+                   help="JSON lines: each record's text field; Parquet/Arrow: the text column (needed for those)")
     r.add_argument("--langs", default=None, metavar="LANGFILE",
                    help="language tag of each corpus line (line-aligned): adds the per-language figures")
     r.add_argument("--compare", default=None, metavar="MODEL", help="a second model, drawn beside the first")
@@ -528,14 +657,21 @@ def _add_report_command(sub: Any) -> None:
 # ---- end of the report block -----------------------------------------------
 
 
+#: INPUT in every command's --help: the formats one place reads (bpeforge._input_formats).
+INPUT_HELP = ("text file, one text per line; or JSON lines (.jsonl, .ndjson), Parquet (.parquet) or Arrow (.arrow, "
+              ".feather) with --text-field; .gz .xz .bz2 .zst compression ok. A file whose name or content says "
+              "JSON lines, Parquet or Arrow is never read as plain text")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="bpeforge", description="Train and apply BPE vocabularies, fast.")
+    p = _Parser(prog="bpeforge", description="Train and apply BPE vocabularies, fast.")
     p.add_argument("--version", action="version", version=f"bpeforge {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
 
     t = sub.add_parser("train", help="train a vocabulary (no INPUT: the bundled sample corpus)")
-    t.add_argument("inputs", nargs="*", metavar="INPUT", help="text files (.gz .xz .bz2 .zst ok); one text per line")
-    t.add_argument("--output", "-o", help="model file to write (.json, or .json.gz)")
+    t.add_argument("inputs", nargs="*", metavar="INPUT", help=INPUT_HELP)
+    t.add_argument("--output", "-o", help="model file to write (.json, or .json.gz); default: the first INPUT's "
+                                          "name + .bpeforge.json in the current folder (never replacing a file)")
     add_train_options(t)  # every training option, from bpeforge.options
     t.add_argument("--progress", choices=["auto", "human", "json", "off"], default="auto")
     t.add_argument("--quiet", "-q", action="store_true", help="no progress and no summary")
@@ -546,7 +682,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     e = sub.add_parser("encode", help="encode text lines to id lines")
     e.add_argument("--model", "-m", required=True)
-    e.add_argument("input", nargs="?", help="input text file (default: stdin)")
+    e.add_argument("input", nargs="?", help=INPUT_HELP + " (default: stdin, text lines)")
     e.add_argument("more_inputs", nargs="*", metavar="INPUT", help="with --ray: more input files")
     e.add_argument("--output", "-o", help="output file (default: stdout)")
     e.add_argument("--threads", type=int, default=None)
@@ -557,9 +693,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="special-token text that is an error (default 'all' but the allowed ones; 'none': encode "
                         "it as plain text)")
     e.add_argument("--format", choices=["ids", "npy", "bin"], default="ids",
-                   help="ids: a line of ids per line; npy/bin: flat uint16/uint32 ids + OUTPUT.offsets.npy")
+                   help="ids: a line of ids per line; npy/bin: flat ids (uint16 up to 65,536 ids, else uint32: "
+                        "the model's id_dtype, as in Python) + OUTPUT.offsets.npy")
     e.add_argument("--text-field", metavar="FIELD", default=None,
-                   help="JSON lines: each line's text is this field (dotted path for nested fields)")
+                   help="JSON lines: each line's text is this field (dotted path for nested fields); "
+                        "Parquet/Arrow: the text column. Needed for those formats")
     e.add_argument("--dropout", type=float, default=0.0, help="BPE-dropout probability (default 0: exact)")
     e.add_argument("--seed", type=int, default=None, help="seed for --dropout")
     e.add_argument("--progress", choices=["auto", "human", "json", "off"], default="auto")
@@ -587,13 +725,29 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _interrupted(args: argparse.Namespace) -> str:
+    """The Ctrl-C message: on its own line (a live progress line may be
+    open), and for training what was kept and how to go on."""
+    msg = "\nbpeforge: interrupted"
+    if args.func is not cmd_train:
+        return msg
+    out = getattr(args, "output", None)
+    saved = out and os.path.exists(out) and os.path.getmtime(out) >= getattr(args, "started", float("inf")) - 1
+    if saved and hasattr(args, "checkpoint_every"):
+        inputs = " ".join(args.inputs)
+        return (f"{msg}: the merges learned so far are saved in the checkpoint {out}; resume with: "
+                f"bpeforge train {inputs} --resume {out} -o {out} (and the same options)")
+    return (f"{msg}: nothing was saved" + (f" to {out}" if out else "") + " (with --checkpoint-every N, "
+            "the model so far is saved every N merges and on Ctrl-C, and --resume continues it)")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
         return int(args.func(args))
     except KeyboardInterrupt:
-        print("bpeforge: interrupted", file=sys.stderr)
+        print(_interrupted(args), file=sys.stderr)
         return 130
     except BrokenPipeError:
         # Output closed early (e.g. piped to head): not an error.
@@ -602,11 +756,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         except OSError:
             pass
         return 0
-    except (BpeforgeError, OSError, ValueError, TypeError) as e:
+    except (BpeforgeError, OSError, ValueError, TypeError, ImportError) as e:
         msg = str(e) or type(e).__name__
         if isinstance(e, OSError) and not isinstance(e, BpeforgeError) and e.filename:
             msg = f"{e.filename}: {e.strerror or msg}"
-        print(f"bpeforge: error: {msg}", file=sys.stderr)
+        print(f"bpeforge: error: {cli_wording(msg)}", file=sys.stderr)
         return 1
 
 

@@ -47,6 +47,8 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 from . import _arrow, _native
+from ._input_formats import compression, is_columnar, plan_training
+from ._input_formats import plan as _input_plan
 from ._io import write_atomic
 from ._tokenizer import PathLike, SpecialSet, Tokenizer, _progress_arg, load
 from .options import TrainOptions
@@ -63,7 +65,6 @@ DEFAULT_SHARD_BYTES = 64 << 20
 #: The manifest :func:`encode` writes into its output directory.
 MANIFEST_NAME = "manifest.json"
 
-_COMPRESSED = (".gz", ".xz", ".bz2", ".zst", ".zstd")
 _EXTENSIONS = {"ids": "ids", "npy": "npy", "bin": "bin"}
 
 
@@ -71,7 +72,7 @@ _EXTENSIONS = {"ids": "ids", "npy": "npy", "bin": "bin"}
 
 
 def _compressed(path: str) -> bool:
-    return path.lower().endswith(_COMPRESSED)
+    return compression(path) is not None
 
 
 def plan_shards(
@@ -116,7 +117,7 @@ def plan_shards(
             flush()
             add({"paths": [path], "byte_range": None, "bytes": 0}, [index])
             continue
-        if split and size > shard_bytes and not _compressed(path) and not _arrow.is_arrow_path(path):
+        if split and size > shard_bytes and not _compressed(path) and not is_columnar(path):
             flush()
             n = math.ceil(size / shard_bytes)
             cuts = [size * i // n for i in range(n + 1)]
@@ -190,13 +191,9 @@ def _copy_lines(src: str, byte_range: tuple[int, int], dst: str) -> None:
 
 
 def _ray() -> Any:
-    try:
-        import ray
-    except ImportError as e:  # pragma: no cover - exercised only without Ray
-        raise ImportError(
-            "bpeforge.distributed needs Ray: pip install 'bpeforge[ray]' (or pip install ray)"
-        ) from e
-    return ray
+    from ._extras import require
+
+    return require("ray", "bpeforge.distributed")
 
 
 def _connect(address: str | None) -> Any:
@@ -494,7 +491,7 @@ def train(
     opts = TrainOptions(**options)
     # Parquet/Arrow files: shards are runs of row groups, read with pyarrow
     # on the workers (Python applies the text and language columns).
-    arrow = any(map(_arrow.is_arrow_path, inputs))
+    arrow = plan_training(inputs, opts) == "columnar"
     abs_inputs = _abspaths(inputs)
     columns = _arrow.check_files(abs_inputs, opts) if arrow else None
     arrow_settings = _arrow.engine_settings(opts) if arrow else None
@@ -615,6 +612,7 @@ def encode(
     _check_task_settings(shard_bytes, num_cpus_per_task)
     if format not in _EXTENSIONS:
         raise ParameterError(f"format must be 'ids', 'npy' or 'bin', got {format!r}")
+    _input_plan(inputs, text_field=text_field)  # structured input needs its text field, as locally
     if tok.special_tokens:
         tok._rules(allowed_special, disallowed_special)  # checked here, before any task starts
     out_dir = os.path.abspath(os.fspath(output_dir))

@@ -10,7 +10,8 @@ and where: the file and line, or the parameter.
     ├── ModelFormatError (ValueError)    a model file is malformed, truncated or hostile
     ├── SpecialTokenError (ValueError)   special-token text where it is not allowed
     ├── TrainingError                    training could not proceed
-    └── OutputError (OSError)            an output could not be written
+    ├── OutputError (OSError)            an output could not be written
+    └── MissingDependencyError (ImportError)  an optional package is missing (names the extra to install)
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ __all__ = [
     "SpecialTokenError",
     "TrainingError",
     "OutputError",
+    "MissingDependencyError",
 ]
 
 
@@ -52,3 +54,8 @@ class TrainingError(BpeforgeError):
 
 class OutputError(BpeforgeError, OSError):
     """An output file could not be written; earlier outputs are left intact."""
+
+
+class MissingDependencyError(BpeforgeError, ImportError):
+    """An optional package is not installed; the message names the extra
+    that brings it (``pip install 'bpeforge[numpy]'``)."""

@@ -145,6 +145,34 @@ def parse_memory_size(v: Any, name: str = "max_memory") -> int | None:
     return n
 
 
+def parse_count(text: str) -> int:
+    """A count as people write it on a command line: ``32000``, ``32k``
+    (= 32,000, as "a 32k vocabulary" means: Llama's 32k is 32,000), ``1.5M``
+    (= 1,500,000), ``64Ki`` (= 65,536), ``32_000``. A ``ValueError`` (one line)
+    for anything else."""
+    s = str(text).strip().replace("_", "")
+    factors = {"": 1, "k": 1000, "m": 1000 ** 2, "ki": 1024, "mi": 1024 ** 2}
+    number = s.rstrip("kKmMiI")
+    unit = s[len(number):].lower()
+    try:
+        if unit not in factors or not number:
+            raise ValueError
+        value = float(number) * factors[unit] if unit else int(number)
+    except ValueError:
+        raise ValueError(f"{text!r} is not a count (e.g. 32000, 32k = 32,000, 64Ki = 65,536)") from None
+    if value != int(value):
+        raise ValueError(f"{text!r} is not a whole number")
+    return int(value)
+
+
+def _cli_count(text: str) -> int:
+    """:func:`parse_count` for argparse (its error as the message)."""
+    try:
+        return parse_count(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
 def _flag(v: Any) -> bool:
     return bool(v)
 
@@ -291,7 +319,9 @@ class TrainOptions:
 
     vocab_size: int = opt(32000, "total vocabulary size: special tokens + base symbols + merges.",
                           _int("vocab_size", 1),
-                          cli={"type": int, "help": "total vocabulary size (default 32000; 2000 for the sample)"})
+                          cli={"type": _cli_count, "metavar": "N",
+                               "help": "total vocabulary size: 32000, 32k (= 32,000), 64Ki (= 65,536); default "
+                                       "32000 (2000 for the sample)"})
     scheme: str = opt("bytes", '``"bytes"`` (256 byte symbols, lossless) or ``"chars"`` (Unicode characters '
                       "with SentencePiece's ``▁`` boundary marker).",
                       _str("scheme"), cli={"choices": ["bytes", "chars"]})
@@ -479,8 +509,21 @@ class TrainOptions:
         # keep the checked form for the engine (a resumed model is read once).
         engine = {name: record.check(getattr(self, name)) for name, record in _records()}
         object.__setattr__(self, "_engine", engine)
+        self._check_byte_vocabulary(engine)
         if engine["resume_from"] is not None:
             self._check_resume(engine)
+
+    def _check_byte_vocabulary(self, engine: dict[str, Any]) -> None:
+        """A byte-level vocabulary holds the 256 bytes and the special tokens
+        before any merge: a smaller ``vocab_size`` is refused now, before the
+        corpus is read (the engine says the same only after counting)."""
+        if engine["scheme"] != "bytes" or engine["resume_from"] is not None:
+            return
+        fixed = 256 + len(set(engine["special_tokens"] or ()))
+        if engine["vocab_size"] < fixed:
+            raise ParameterError(f"vocab_size {engine['vocab_size']} is below the base vocabulary of the bytes "
+                                 f"scheme: {fixed - 256} special token(s) + 256 base symbols = {fixed}; raise "
+                                 f"vocab_size to at least {fixed}")
 
     def _check_resume(self, engine: dict[str, Any]) -> None:
         """A resumed model keeps its scheme, pre-tokenizer, special tokens and

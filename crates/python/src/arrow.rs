@@ -9,7 +9,7 @@ use bpeforge_core::balance::{LangSource, LanguageTable};
 use bpeforge_core::error::Error;
 use bpeforge_core::encode::file::{encode_chunks, IdFormat};
 use bpeforge_core::input::{Chunk, Layout};
-use bpeforge_core::observe::{CountProgress, Observer};
+use bpeforge_core::observe::{CountProgress, FileProgress, Observer};
 use bpeforge_core::pipeline::{self, CountPacer, CountScope};
 use bpeforge_core::train::TrainConfig;
 use pyo3::exceptions::PyTypeError;
@@ -97,6 +97,58 @@ fn arrow_languages(config: &TrainConfig, languages: Option<(Vec<String>, Vec<u64
     }
 }
 
+/// The files an Arrow run reads, for its progress line: each file's path and
+/// the text bytes Python expects in it (from the Parquet metadata, or the
+/// Arrow file's size), so the line names the file being read and has a total
+/// and an ETA. A batch's source ("PATH, row group N") says which file it is.
+struct ArrowFiles {
+    files: Vec<(Arc<str>, u64)>,
+    done: Vec<u64>,
+    opened: Vec<Option<Instant>>,
+    current: usize,
+}
+
+impl ArrowFiles {
+    fn new(files: Vec<(String, u64)>) -> Self {
+        let n = files.len();
+        ArrowFiles { files: files.into_iter().map(|(p, b)| (Arc::from(p), b)).collect(), done: vec![0; n],
+                     opened: vec![None; n], current: 0 }
+    }
+
+    fn add(&mut self, source: &str, bytes: u64) {
+        let here = |(p, _): &(Arc<str>, u64)| source.len() > p.len() && source.starts_with(&**p)
+            && source[p.len()..].starts_with(", ");
+        if !self.files.get(self.current).is_some_and(here) {
+            if let Some(i) = self.files.iter().position(here) {
+                self.current = i;
+            }
+        }
+        if let Some(done) = self.done.get_mut(self.current) {
+            *done += bytes;
+            self.opened[self.current].get_or_insert_with(Instant::now);
+        }
+    }
+
+    /// `read` bytes so far at `elapsed` seconds, with the file being read.
+    fn progress(&self, read: u64, elapsed: f64) -> CountProgress {
+        if self.files.is_empty() {
+            return CountProgress { raw_bytes_done: read, raw_bytes_total: None, elapsed, file: None };
+        }
+        // An estimate below what was read would show more done than total.
+        let total: u64 = self.files.iter().zip(&self.done).map(|((_, t), d)| (*t).max(*d)).sum();
+        let i = self.current;
+        let file = FileProgress {
+            path: self.files[i].0.clone(),
+            index: i,
+            files: self.files.len(),
+            bytes_done: self.done[i],
+            bytes_total: self.files[i].1.max(self.done[i]),
+            elapsed: self.opened[i].map_or(0.0, |t| t.elapsed().as_secs_f64()),
+        };
+        CountProgress { raw_bytes_done: read, raw_bytes_total: Some(total), elapsed, file: Some(file) }
+    }
+}
+
 /// Counts batches of Arrow string rows (`bpeforge._arrow` makes them): the
 /// calling thread pulls batches under the GIL and copies each batch's bytes
 /// once, while the workers count earlier batches. An error the batches
@@ -107,8 +159,10 @@ fn count_arrow(
     table: Option<&LanguageTable>,
     observer: &mut PyObserver,
     scope: CountScope,
+    files: Vec<(String, u64)>,
 ) -> PyResult<Result<pipeline::Counted, Error>> {
     let iter = batches.try_iter()?;
+    let mut files = ArrowFiles::new(files);
     let start = Instant::now();
     let mut py_error: Option<PyErr> = None;
     let feed = |sink: &mut dyn FnMut(Chunk) -> bpeforge_core::Result<()>, observer: &mut dyn Observer, lang_bytes: &mut [u64]| {
@@ -126,10 +180,11 @@ fn count_arrow(
             };
             skipped += skip;
             read += chunk.data.len() as u64;
+            files.add(&chunk.source, chunk.data.len() as u64);
             if matches!(&chunk.layout, Layout::Ends(ends) if !ends.is_empty()) {
                 sink(chunk)?;
             }
-            pacer.poll(observer, |t| CountProgress { raw_bytes_done: read, raw_bytes_total: None, elapsed: t, file: None })?;
+            pacer.poll(observer, |t| files.progress(read, t))?;
         }
         Ok(skipped)
     };
@@ -142,9 +197,10 @@ fn count_arrow(
 
 /// Trains on batches of Arrow string rows (see `count_arrow`); counting
 /// pulls batches under the GIL, the merge loop runs without it.
-/// `languages`: see `arrow_languages`.
+/// `languages`: see `arrow_languages`. `files`: each input's path and
+/// expected text bytes, for the progress line (`ArrowFiles`).
 #[pyfunction]
-#[pyo3(signature = (batches, args, progress, inputs, languages=None))]
+#[pyo3(signature = (batches, args, progress, inputs, languages=None, files=None))]
 pub fn train_arrow(
     py: Python<'_>,
     batches: &Bound<'_, PyAny>,
@@ -152,11 +208,12 @@ pub fn train_arrow(
     progress: &Bound<'_, PyAny>,
     inputs: Vec<String>,
     languages: Option<(Vec<String>, Vec<u64>)>,
+    files: Option<Vec<(String, u64)>>,
 ) -> PyResult<NativeTokenizer> {
     let config = crate::train_config(args)?;
     let mut observer = PyObserver::new(progress)?;
     let table = arrow_languages(&config, languages)?;
-    let counted = match count_arrow(batches, &config, table.as_ref(), &mut observer, CountScope::Run)? {
+    let counted = match count_arrow(batches, &config, table.as_ref(), &mut observer, CountScope::Run, files.unwrap_or_default())? {
         Ok(c) => c,
         Err(e) => return finish(Err(e), observer),
     };
@@ -180,7 +237,7 @@ pub fn count_arrow_shard<'py>(
     let config = crate::train_config(args)?;
     let mut observer = PyObserver::new(progress)?;
     let table = arrow_languages(&config, languages)?;
-    let counted = count_arrow(batches, &config, table.as_ref(), &mut observer, CountScope::Part)?;
+    let counted = count_arrow(batches, &config, table.as_ref(), &mut observer, CountScope::Part, Vec::new())?;
     let (counts, lang_bytes) = finish(counted, observer)?.into_parts();
     let bytes = py.detach(|| counts.to_bytes());
     Ok((PyBytes::new(py, &bytes), lang_bytes))
@@ -247,7 +304,7 @@ pub fn encode_arrow<'py>(
 /// row `i` of the output is row `i` of the input. Returns (rows, tokens,
 /// bytes, seconds, id_bytes).
 #[pyfunction]
-#[pyo3(signature = (tok, batches, dst, format, threads=None, allowed=None, disallowed=None, progress=None))]
+#[pyo3(signature = (tok, batches, dst, format, threads=None, allowed=None, disallowed=None, progress=None, total=None))]
 #[allow(clippy::too_many_arguments)]
 pub fn encode_arrow_file(
     py: Python<'_>,
@@ -259,6 +316,7 @@ pub fn encode_arrow_file(
     allowed: Option<Vec<usize>>,
     disallowed: Option<Vec<usize>>,
     progress: Option<&Bound<'_, PyAny>>,
+    total: Option<u64>,
 ) -> PyResult<(u64, u64, u64, f64, usize)> {
     let rule = specials_rule(&tok.enc, allowed, disallowed)?;
     let format = IdFormat::parse(format).map_err(to_pyerr)?;
@@ -284,7 +342,7 @@ pub fn encode_arrow_file(
         Ok(())
     };
     // Batches are pulled under the GIL, as for training from Arrow data.
-    let result = encode_chunks(&tok.enc, &dst, format, &rule, threads, None, &mut observer, (read.clone(), None), Box::new(feed));
+    let result = encode_chunks(&tok.enc, &dst, format, &rule, threads, None, &mut observer, (read.clone(), total), Box::new(feed));
     if let (Err(_), Some(e)) = (&result, py_error) {
         return Err(e);
     }

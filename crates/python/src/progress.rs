@@ -19,7 +19,7 @@
 use bpeforge_core::count::CountStats;
 use bpeforge_core::error::{Error, Result};
 use bpeforge_core::observe::{BalanceRound, CountProgress, EncodeStats, MergeProgress, Observer, StepProgress};
-use bpeforge_core::progress::{eta_seconds, ProgressFormat, ProgressPrinter, TextSink};
+use bpeforge_core::progress::{eta_seconds, MergeEta, ProgressFormat, ProgressPrinter, TextSink};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyString, PyTuple};
 use std::sync::{Arc, Mutex};
@@ -149,11 +149,20 @@ struct Events {
     /// The merge loop's first count (a resumed model's merges) and target.
     merge_first: Option<u64>,
     merge_target: Option<u64>,
+    merge_eta: MergeEta,
 }
 
 impl Events {
     fn new(callback: Py<PyAny>) -> Self {
-        Events { callback, last_live: None, read_done: 0, read_total: None, merge_first: None, merge_target: None }
+        Events {
+            callback,
+            last_live: None,
+            read_done: 0,
+            read_total: None,
+            merge_first: None,
+            merge_target: None,
+            merge_eta: MergeEta::default(),
+        }
     }
 }
 
@@ -253,12 +262,15 @@ impl Observer for PyObserver {
         if let Some(printer) = self.printer() {
             printer.merging(p)
         }
+        let mut left = None;
         if let Some(e) = self.events.as_mut() {
             e.merge_first.get_or_insert(p.done as u64);
             e.merge_target = Some(p.target as u64);
+            left = e.merge_eta.update(p.done as f64, p.target as f64, p.pair_count as f64, p.elapsed);
         }
         self.emit(true, |d| {
             base(d, "merging", p.done as u64, Some(p.target as u64), "merges", p.elapsed, false)?;
+            d.set_item("eta", left)?; // the recent rate's estimate (MergeEta), not the average's
             d.set_item("pair_count", p.pair_count)
         })
     }

@@ -109,10 +109,9 @@ _RUST_WS_CLASS = _class(_RUST_WHITESPACE)
 
 def _require(module: str, purpose: str) -> Any:
     """Import an optional library, or say which package ``purpose`` needs."""
-    try:
-        return importlib.import_module(module)
-    except ImportError as e:  # pragma: no cover - depends on the environment
-        raise ParameterError(f"{purpose} needs the '{module.split('.')[0]}' package (pip install {module.split('.')[0]})") from e
+    from .._extras import require
+
+    return require(module, purpose)
 
 
 def _rust_escape(text: str) -> str:

@@ -12,8 +12,8 @@ import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from .._io import check_output, write_atomic
-from ..errors import ParameterError
+from .._io import check_output, check_side_file, write_atomic
+from ..errors import OutputError, ParameterError
 from ._common import _WS_CLASS, SPACE_MARKER, ModelView, PathLike, _byte_key, _utf8
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -249,15 +249,46 @@ def transformers_config(tok: Tokenizer, roles: dict[str, str]) -> dict[str, Any]
             "model_max_length": 1_000_000_000_000_000_019_884_624_838_656, **roles}
 
 
+#: The files written beside a ``tokenizer.json`` for ``transformers``.
+SIDE_FILES = ("tokenizer_config.json", "special_tokens_map.json")
+
+
+def huggingface_paths(path: PathLike) -> tuple[str, list[str]]:
+    """Where :func:`to_huggingface` writes for ``path``: the ``tokenizer.json``
+    and the side files beside it.
+
+    ``path`` is a folder when it is an existing directory, ends in ``/``, or
+    does not end in ``.json`` (``hf_dir``, ``hf_dir/``: the folder is created,
+    and gets ``tokenizer.json``, ``tokenizer_config.json`` and
+    ``special_tokens_map.json``). Otherwise it is the file to write; a file
+    named ``tokenizer.json`` gets the two side files beside it, any other
+    name (``my-tok.json``) is written alone."""
+    path = os.fspath(path)
+    if os.path.isdir(path) or path.endswith(("/", os.sep)) or not path.lower().endswith(".json"):
+        path = os.path.join(path, "tokenizer.json")
+    folder = os.path.dirname(path)
+    beside = [os.path.join(folder, name) for name in SIDE_FILES] if os.path.basename(path) == "tokenizer.json" else []
+    return path, beside
+
+
 def to_huggingface(tok: Tokenizer, path: PathLike, *, bos_token: str | None = AUTO, eos_token: str | None = AUTO,
-                   pad_token: str | None = AUTO, unk_token: str | None = AUTO) -> str:
-    """Write ``tok`` as a Hugging Face ``tokenizer.json`` (a directory gets
-    ``tokenizer.json`` inside it). Returns the file written.
+                   pad_token: str | None = AUTO, unk_token: str | None = AUTO, overwrite: bool = False) -> str:
+    """Write ``tok`` as a Hugging Face ``tokenizer.json``. Returns the file
+    written (``tokenizer.json`` inside ``path`` when ``path`` is a folder).
+
+    ``path`` is a folder when it is an existing directory, ends in ``/`` or
+    does not end in ``.json`` (a missing folder is created, in an existing
+    parent: ``to_huggingface("hf_dir/")`` and ``bpeforge export -o hf_dir``
+    give ``hf_dir/tokenizer.json``); else the file to write, in an existing
+    folder (:func:`huggingface_paths`).
 
     Written into a folder (or as a file named ``tokenizer.json``), it also
     gets ``tokenizer_config.json`` and ``special_tokens_map.json`` beside it,
     so ``transformers.AutoTokenizer.from_pretrained(folder)`` knows the
-    special tokens' roles and can pad. ``bos_token``, ``eos_token``,
+    special tokens' roles and can pad. An existing side file is replaced only
+    if it already holds what this export writes, or with ``overwrite=True``
+    (CLI ``--force``): otherwise nothing is written and the error names it,
+    so a ``tokenizer_config.json`` of your own is never lost. ``bos_token``, ``eos_token``,
     ``pad_token``, ``unk_token``: a special token of the model, None for no
     such role, or (default) filled by convention from the model's special
     tokens (``<s>``, ``</s>``, ``<pad>``, ``<unk>``, ``<|endoftext|>``; GPT-2's
@@ -281,21 +312,27 @@ def to_huggingface(tok: Tokenizer, path: PathLike, *, bos_token: str | None = AU
     whose Unicode properties differ between Oniguruma's tables and the Rust
     ``regex`` crate's (Unicode 16.0) could split differently.
     """
-    path = os.fspath(path)
-    if os.path.isdir(path):
-        path = os.path.join(path, "tokenizer.json")
+    is_folder = huggingface_paths(path)[0] != os.fspath(path)
+    path, side = huggingface_paths(path)
     roles = special_token_roles(tok, bos_token=bos_token, eos_token=eos_token, pad_token=pad_token,
                                 unk_token=unk_token)
     doc = huggingface_json(tok)
-    folder_files = os.path.basename(path) == "tokenizer.json"
-    beside = {name: os.path.join(os.path.dirname(path), name)
-              for name in ("tokenizer_config.json", "special_tokens_map.json")} if folder_files else {}
-    for p in (path, *beside.values()):
+    contents = dict(zip(side, (_json_bytes(transformers_config(tok, roles)), _json_bytes(roles))))
+    folder = os.path.dirname(os.path.abspath(path))
+    for p, content in contents.items():
+        check_side_file(p, content, overwrite)
+    if is_folder and not os.path.isdir(folder):
+        # The folder named is created (its parent must exist, as for any output).
+        check_output(folder, "folder")
+        try:
+            os.mkdir(folder)
+        except OSError as e:
+            raise OutputError(f"cannot create the folder {folder}: {e.strerror or e}") from e
+    for p in (path, *side):
         check_output(p)
     write_atomic(path, _json_bytes(doc))
-    if beside:
-        write_atomic(beside["tokenizer_config.json"], _json_bytes(transformers_config(tok, roles)))
-        write_atomic(beside["special_tokens_map.json"], _json_bytes(roles))
+    for p, content in contents.items():
+        write_atomic(p, content)
     return path
 
 

@@ -36,27 +36,32 @@ def sentencepiece_model_proto(tok: Tokenizer, *, whitespace: str = "all", contro
     return m
 
 
+#: What a model needs to export to SentencePiece, said in full by every refusal.
+SP_REQUIREMENTS = ("SentencePiece export needs the chars scheme, the whitespace or none pre-tokenizer, the "
+                   "default ▁ word prefix (no end_of_word_suffix) and dense ids 0..n-1 (not an imported "
+                   'numbering with gaps): train with scheme="chars" and pretokenizer="whitespace" (or "none")')
+
+
 def _check_exportable(v: ModelView, whitespace: str) -> None:
-    """What SentencePiece cannot express raises, saying what."""
-    if v.scheme != "chars":
-        raise ParameterError(
-            "only the chars scheme exports to SentencePiece (its BPE works on characters; "
-            "byte_fallback is not a byte-level alphabet)"
-        )
-    if v.suffix is not None:
-        raise ParameterError(
-            f"SentencePiece cannot express the end-of-word suffix {v.suffix!r}: it marks words with a ▁ prefix "
-            "(treat_whitespace_as_suffix moves ▁ to the word's end, which is not a per-character suffix symbol)"
-        )
-    if v.keeps_spaces:
-        pass
-    elif v.preset not in ("whitespace", "none"):
-        raise ParameterError(
-            f"SentencePiece has no regex pre-tokenizer: only the 'whitespace' and 'none' pre-tokenizers export "
-            f"to it (this model uses {v.preset if v.preset != 'regex' else 'a custom regex'})"
-        )
+    """What SentencePiece cannot express raises one error listing every
+    problem of this model, then every requirement (:data:`SP_REQUIREMENTS`)."""
     if whitespace not in ("all", "space"):
         raise ParameterError(f"whitespace must be 'all' or 'space', got {whitespace!r}")
+    problems = []
+    if v.scheme != "chars":
+        problems.append(f"this model's scheme is {v.scheme!r} (SentencePiece's BPE works on characters; "
+                        "byte_fallback is not a byte-level alphabet)")
+    if v.suffix is not None:
+        problems.append(f"it marks word ends with the suffix {v.suffix!r} (SentencePiece marks words with a ▁ "
+                        "prefix)")
+    if not v.keeps_spaces and v.preset not in ("whitespace", "none"):
+        problems.append(f"its pre-tokenizer is {v.preset if v.preset != 'regex' else 'a custom regex'} "
+                        "(SentencePiece has no regex pre-tokenizer)")
+    n = len(v.tokens)
+    if sorted(v.ext[i] for i in range(n)) != list(range(n)):
+        problems.append("its ids have gaps (an imported numbering)")
+    if problems:
+        raise ParameterError("cannot export to SentencePiece: " + "; ".join(problems) + ". " + SP_REQUIREMENTS)
 
 
 def _dense_order(v: ModelView) -> list[int]:
@@ -173,8 +178,17 @@ def to_sentencepiece(
     whitespace: str = "all",
     control_tokens: Iterable[str] | None = None,
 ) -> str:
-    """Write ``tok`` (chars scheme, ``▁`` prefix mode, ``whitespace`` or
-    ``none`` pre-tokenizer) as a SentencePiece BPE ``.model``. Returns ``path``.
+    """Write ``tok`` as a SentencePiece BPE ``.model``. Returns ``path``.
+
+    Requirements (a model that misses any is refused with one error listing
+    every miss): the chars scheme (``scheme="chars"``), the ``whitespace`` or
+    ``none`` pre-tokenizer (SentencePiece has no regex pre-tokenizer; a model
+    imported from SentencePiece keeps its own), the default ``▁`` word prefix
+    (no ``end_of_word_suffix``), dense ids ``0..n-1`` and distinct token
+    texts. For example::
+
+        tok = bpeforge.train(files, scheme="chars", pretokenizer="whitespace", vocab_size=8000)
+        tok.to_sentencepiece("m.model")
 
     Pieces are in bpeforge id order: ``<unk>`` (UNKNOWN), the special tokens
     (CONTROL for those in ``control_tokens``, default ``<s>``, ``</s>``,

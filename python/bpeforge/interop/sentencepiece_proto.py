@@ -15,11 +15,8 @@ from ._common import WHITESPACE, _require
 
 def sp_pb() -> Any:
     _require("sentencepiece", "SentencePiece interop")
-    try:
-        from sentencepiece import sentencepiece_model_pb2 as pb
-    except ImportError as e:  # pragma: no cover - protobuf missing
-        raise ParameterError(f"SentencePiece interop needs the 'protobuf' package (pip install protobuf): {e}") from e
-    return pb
+    _require("google.protobuf", "SentencePiece interop")
+    return _require("sentencepiece.sentencepiece_model_pb2", "SentencePiece interop")
 
 
 def whitespace_rules() -> list[tuple[str, str]]:

@@ -42,13 +42,15 @@ def build_report(
     top_langs: int = DEFAULT_TOP_LANGS,
     labels: Sequence[str] | None = None,
     threads: int | None = None,
+    text_field: str | None = None,
 ) -> Report:
     """Measure ``model`` (and ``compare``) on a random sample of ``corpus``'s lines.
 
     Args:
         model, compare: a model file (bpeforge, SentencePiece ``.model``, Hugging
             Face ``tokenizer.json``, ``.tiktoken``) or a :class:`bpeforge.Tokenizer`.
-        corpus: a text file (``.xz .gz .bz2 .zst`` ok), one text per line, or a
+        corpus: a text file (``.xz .gz .bz2 .zst`` ok), one text per line, a
+            JSON lines, Parquet or Arrow file (with ``text_field``), or a
             sequence of str.
         langs: language tags, one per corpus line (a file or a sequence); adds
             the per-language figures.
@@ -61,11 +63,13 @@ def build_report(
             frequent in the sample; all of them are in the JSON).
         labels: names of the models in the figures (default: file names).
         threads: encoding threads (None: all cores).
+        text_field: the field (JSON lines) or column (Parquet/Arrow) holding
+            each text; such a corpus is refused without it, never measured
+            as plain text (the rules: :mod:`bpeforge._input_formats`).
     """
-    try:
-        import numpy  # noqa: F401
-    except ImportError as e:  # pragma: no cover - numpy comes with matplotlib
-        raise ParameterError("the report needs numpy: pip install 'bpeforge[plot]'") from e
+    from .._extras import require
+
+    require("numpy", "bpeforge report")
     _check_sizes(sample=sample, curve_points=curve_points, curve_lines=curve_lines, top_langs=top_langs)
     csvs = _progress_csvs(progress_csv, 1 + (compare is not None))
     timings: dict[str, float] = {}
@@ -73,7 +77,7 @@ def build_report(
     with _timed(timings, "load_models"):
         models = _load_models([model] + ([compare] if compare is not None else []), labels)
     with _timed(timings, "sample"):
-        lines, tags, corpus_info = sample_lines(corpus, langs, sample, seed)
+        lines, tags, corpus_info = sample_lines(corpus, langs, sample, seed, text_field)
         stats = line_stats(lines)
         corpus_info.update(sample_bytes=int(stats["bytes"].sum()), sample_chars=int(stats["chars"].sum()),
                            sample_words=int(stats["words"].sum()))

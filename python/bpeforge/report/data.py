@@ -86,10 +86,14 @@ class Figure:
     notes: list[str] = field(default_factory=list)
     data: dict[str, Any] = field(default_factory=dict)
     layout: str = "row"  # "row": panels side by side; "column": stacked
+    caption: str = ""
+    """Drawn under the panels in the PNG itself, so the image reads alone
+    (without the HTML page): the key to marks and the sign of a change."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "id": self.id, "title": self.title, "description": self.description, "notes": self.notes,
+            "caption": self.caption,
             "panels": [p.to_dict() for p in self.panels], "data": self.data,
         }
 

@@ -15,15 +15,12 @@ COLORS = ("#1f6fb4", "#e8743b", "#2ca02c", "#9467bd")
 
 
 def _need_matplotlib() -> Any:
-    try:
-        import matplotlib
-        from matplotlib.backends.backend_agg import FigureCanvasAgg
-        from matplotlib.figure import Figure as MplFigure
-    except ImportError as e:  # pragma: no cover - exercised only without matplotlib
-        raise ParameterError(
-            "drawing the report's figures needs matplotlib: pip install 'bpeforge[plot]' (or matplotlib)"
-        ) from e
-    return matplotlib, FigureCanvasAgg, MplFigure
+    from .._extras import require
+
+    matplotlib = require("matplotlib", "drawing the report's figures")
+    agg = require("matplotlib.backends.backend_agg", "drawing the report's figures")
+    figure = require("matplotlib.figure", "drawing the report's figures")
+    return matplotlib, agg.FigureCanvasAgg, figure.Figure
 
 
 def render(fig_data: Figure, dpi: int) -> Any:
@@ -50,6 +47,10 @@ def render(fig_data: Figure, dpi: int) -> Any:
         _draw_panel(ax, panel)
     if len(panels) > 1:
         fig.suptitle(fig_data.title, fontsize=12, fontweight="bold")
+    if fig_data.caption:
+        import textwrap
+
+        fig.supxlabel(textwrap.fill(fig_data.caption, width=int(width * 14)), fontsize=8.5, color="#333333")
     return fig
 
 

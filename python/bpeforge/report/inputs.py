@@ -10,7 +10,7 @@ import random
 from collections.abc import Iterable, Iterator
 from typing import Any, Union
 
-from .._io import open_text
+from .._io import open_text, read_texts
 from ..errors import ParameterError
 
 PathLike = Union[str, "os.PathLike[str]"]
@@ -24,24 +24,32 @@ def _strip_eol(line: str) -> str:
     return line
 
 
-def _iter_lines(source: PathLike | Iterable[str], what: str) -> tuple[Iterator[str], str, Any]:
+def _iter_lines(source: PathLike | Iterable[str], what: str,
+                text_field: str | None = None) -> tuple[Iterator[str], str, Any]:
     if isinstance(source, (str, os.PathLike)):
         path = os.fspath(source)
         if not os.path.exists(path):
             raise ParameterError(f"{what} {path}: no such file")
-        handle = open_text(path, errors="replace")
-        return (_strip_eol(x) for x in handle), path, handle
+        if what != "corpus":  # a language file: one tag per line
+            handle = open_text(path, errors="replace")
+            return (_strip_eol(x) for x in handle), path, handle
+        # The corpus is read as training reads it (plain, JSON lines,
+        # Parquet/Arrow): structured input without text_field is refused.
+        texts, handle = read_texts(path, text_field, errors="replace")
+        return texts, path, handle
     if isinstance(source, (bytes, bytearray)):
         raise ParameterError(f"{what} must be a path or a sequence of str")
     return iter(source), f"<{what} lines>", None
 
 
 def sample_lines(
-    corpus: PathLike | Iterable[str], langs: PathLike | Iterable[str] | None, k: int, seed: int
+    corpus: PathLike | Iterable[str], langs: PathLike | Iterable[str] | None, k: int, seed: int,
+    text_field: str | None = None,
 ) -> tuple[list[str], list[str] | None, dict[str, Any]]:
     """A uniform random sample of k non-empty lines (reservoir; all when k <= 0),
-    with the language tag of each line when ``langs`` is given."""
-    lines_it, cname, h1 = _iter_lines(corpus, "corpus")
+    with the language tag of each line when ``langs`` is given. A corpus
+    file that is JSON lines, Parquet or Arrow needs ``text_field``."""
+    lines_it, cname, h1 = _iter_lines(corpus, "corpus", text_field)
     langs_it, lname, h2 = (None, None, None) if langs is None else _iter_lines(langs, "language file")
     rng = random.Random(seed)
     picked: list[tuple[str, str]] = []

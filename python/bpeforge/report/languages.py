@@ -52,6 +52,7 @@ def language_figures(
     more = f" The {len(shown)} most frequent of the {L} languages in the sample are shown; report.json has all." if L > len(shown) else ""
     ns_note = ("† written without spaces between words (or in long runs of letters): tokens per word is not "
                "comparable there (hatched); tokens per character is.")
+    caption = ns_note if any(hatched) else ""  # the key to † in the PNGs themselves
 
     def series(fn: Any) -> list[Series]:
         return [Series(m.label, [_r(fn(r, i)) for i in shown], None, COLORS[k]) for k, (m, r) in enumerate(zip(models, per_model))]
@@ -64,7 +65,7 @@ def language_figures(
         "compare a language with itself across models rather than languages with each other." + more,
         [Panel("bar", "Bytes per token", "language", "UTF-8 bytes per token",
                series(lambda r, i: nbytes[i] / r["tokens"][i] if r["tokens"][i] else 0.0), categories=cats)],
-        [],
+        [], caption=caption,
     )
     figs["lang_fertility"] = Figure(
         "lang_fertility", "Fertility: tokens per word, by language",
@@ -74,7 +75,7 @@ def language_figures(
                series(lambda r, i: r["tokens"][i] / nwords[i] if nwords[i] else 0.0), categories=cats, hatched=hatched),
          Panel("bar", "Tokens per character", "language", "tokens per character",
                series(lambda r, i: r["tokens"][i] / nchars[i] if nchars[i] else 0.0), categories=cats)],
-        [ns_note] if any(hatched) else [], layout="column",
+        [ns_note] if any(hatched) else [], layout="column", caption=caption,
     )
     figs["lang_vocab_share"] = Figure(
         "lang_vocab_share", "Share of the vocabulary, by language",
@@ -87,7 +88,7 @@ def language_figures(
          Panel("bar", "Main user: ids the language uses most", "language", "share of vocabulary ids",
                series(lambda r, i: r["owned"][i]), categories=cats, percent=True)],
         [f"{m.label}: {int((m.counts > 0).sum()):,} of {len(m.raw):,} ids occur in the sample." for m in models],
-        layout="column",
+        layout="column", caption=caption,
     )
     return figs, table
 
@@ -180,4 +181,8 @@ def fig_language_change(models: list[Model], table: list[dict[str, Any]], top: i
         f"{ref['lang']}, divided by the language's own; shown as {b}\u2192{a}). Languages with fewer than "
         f"{CHANGE_MIN_LINES} sampled lines are left out; the figure's JSON has every language.",
         panels, [], data, layout="column",
+        caption=f"Each bar: how many more (above 0) or fewer (below 0) tokens {a} needs than {b} for the "
+                f"language's sampled lines. Lower panel labels: language (premium under {b} \u2192 under {a}), "
+                f"the premium being {ref['lang']}'s bytes per token divided by the language's own (1.00 = as "
+                f"cheap as {ref['lang']}).",
     )

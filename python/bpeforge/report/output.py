@@ -33,6 +33,12 @@ def write_directory(rep: Report, output: str, overwrite: bool) -> dict[str, str]
         if entries and not (overwrite and "report.json" in entries):
             raise OutputError(f"{output} is not empty and holds no earlier report (no report.json): "
                               "refusing to replace it; pick a new or empty directory")
+        # Replacing an earlier report must not take anything else with it
+        # (an input kept in the folder, notes): only a report's own files.
+        others = sorted(e for e in entries if not (e == "index.html" or e.endswith((".png", ".json"))))
+        if others:
+            raise OutputError(f"{output} holds files a report does not write ({', '.join(others[:3])}): "
+                              "refusing to replace it; pick a new or empty directory")
     try:
         os.makedirs(parent, exist_ok=True)
         tmp = tempfile.mkdtemp(prefix=f".{os.path.basename(output)}.tmp-", dir=parent)
