@@ -157,6 +157,25 @@ def test_side_files_of_the_user_are_never_replaced_silently(model_file, tmp_path
     tok.to_huggingface(folder)  # its own earlier export is replaced without a word: same content
 
 
+def test_an_earlier_export_of_another_model_is_replaced(model_file, tmp_path) -> None:
+    """Exporting a retrained model where the last one went (the README's quick
+    start, run twice) replaces bpeforge's own side files; the same file edited
+    by hand is the user's, and is kept."""
+    first = bpeforge.load(model_file)
+    other = bpeforge.train_from_iterator(TEXTS, vocab_size=280, special_tokens=["<|endoftext|>"], progress=False)
+    first.to_huggingface(tmp_path / "tokenizer.json")
+    assert json.loads((tmp_path / "special_tokens_map.json").read_text())["eos_token"] == "</s>"
+    other.to_huggingface(tmp_path / "tokenizer.json")
+    assert json.loads((tmp_path / "special_tokens_map.json").read_text())["eos_token"] == "<|endoftext|>"
+    assert bpeforge.load(tmp_path / "tokenizer.json") == other
+    edited = json.loads((tmp_path / "tokenizer_config.json").read_text())
+    edited["model_max_length"] = 2048
+    (tmp_path / "tokenizer_config.json").write_text(json.dumps(edited, indent=2) + "\n")
+    with pytest.raises(OutputError, match="tokenizer_config.json exists"):
+        first.to_huggingface(tmp_path / "tokenizer.json")
+    assert json.loads((tmp_path / "tokenizer_config.json").read_text())["model_max_length"] == 2048
+
+
 def test_a_report_never_replaces_a_folder_holding_its_input(model_file, tmp_path) -> None:
     pytest.importorskip("matplotlib")
     from bpeforge.report import build_report

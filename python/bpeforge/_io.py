@@ -103,22 +103,23 @@ def check_output(path: PathLike, what: str = "output", *, inputs: Iterable[PathL
     return path
 
 
-def check_side_file(path: PathLike, content: bytes, overwrite: bool, *, flag: str = "overwrite=True") -> None:
+def check_side_file(path: PathLike, ours: Callable[[bytes], bool], overwrite: bool, *,
+                    flag: str = "overwrite=True") -> None:
     """A file written beside an export (``tokenizer_config.json``...) may
-    replace an existing file only if that holds exactly ``content`` (what
-    bpeforge writes now) or the caller said ``overwrite``: anything else may
-    be the user's own file, and is refused with an OutputError naming it and
-    ``flag`` (the CLI's ``--force``)."""
+    replace an existing file only if ``ours(existing bytes)`` says bpeforge
+    wrote it (for this model or another) or the caller said ``overwrite``:
+    anything else may be the user's own file, and is refused with an
+    OutputError naming it and ``flag`` (the CLI's ``--force``)."""
     path = os.fspath(path)
     if overwrite or not os.path.lexists(path):
         return
     try:
         with open(path, "rb") as f:
-            same = f.read(len(content) + 1) == content
+            mine = ours(f.read(1 << 20))
     except OSError:
-        same = False
-    if not same:
-        raise OutputError(f"{path} exists and is not what this export writes there (your own file?): "
+        mine = False
+    if not mine:
+        raise OutputError(f"{path} exists and is not a file this export wrote (your own file?): "
                           f"nothing was written; pass {flag} to replace it, or export elsewhere")
 
 

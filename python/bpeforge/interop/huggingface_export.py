@@ -243,7 +243,7 @@ def special_token_roles(tok: Tokenizer, **given: str | None) -> dict[str, str]:
     return roles
 
 
-def transformers_config(tok: Tokenizer, roles: dict[str, str]) -> dict[str, Any]:
+def transformers_config(roles: dict[str, str]) -> dict[str, Any]:
     """``tokenizer_config.json`` for ``transformers.AutoTokenizer.from_pretrained``."""
     return {"tokenizer_class": "PreTrainedTokenizerFast", "clean_up_tokenization_spaces": False,
             "model_max_length": 1_000_000_000_000_000_019_884_624_838_656, **roles}
@@ -317,10 +317,10 @@ def to_huggingface(tok: Tokenizer, path: PathLike, *, bos_token: str | None = AU
     roles = special_token_roles(tok, bos_token=bos_token, eos_token=eos_token, pad_token=pad_token,
                                 unk_token=unk_token)
     doc = huggingface_json(tok)
-    contents = dict(zip(side, (_json_bytes(transformers_config(tok, roles)), _json_bytes(roles))))
+    contents = dict(zip(side, (_json_bytes(transformers_config(roles)), _json_bytes(roles))))
     folder = os.path.dirname(os.path.abspath(path))
-    for p, content in contents.items():
-        check_side_file(p, content, overwrite)
+    for p in contents:
+        check_side_file(p, _written_by_export, overwrite)
     if is_folder and not os.path.isdir(folder):
         # The folder named is created (its parent must exist, as for any output).
         check_output(folder, "folder")
@@ -334,6 +334,24 @@ def to_huggingface(tok: Tokenizer, path: PathLike, *, bos_token: str | None = AU
     for p, content in contents.items():
         write_atomic(p, content)
     return path
+
+
+def _written_by_export(content: bytes) -> bool:
+    """Whether ``content`` is a side file exactly as :func:`to_huggingface`
+    writes it, for this model or another (a re-export replaces it): the
+    ``tokenizer_config.json`` or ``special_tokens_map.json`` of some set of
+    roles, byte for byte. A file edited by hand or written by another tool is
+    not."""
+    try:
+        doc = json.loads(content)
+    except ValueError:
+        return False
+    if not isinstance(doc, dict):
+        return False
+    roles = {k: v for k, v in doc.items() if k in _CONVENTIONS}
+    if not all(isinstance(v, str) for v in roles.values()):
+        return False
+    return content in (_json_bytes(roles), _json_bytes(transformers_config(roles)))
 
 
 def _json_bytes(doc: Any) -> bytes:
