@@ -917,7 +917,14 @@ fn count_partitioned(
         local.cap_table(shared.thread_room(threads, most));
         Ok(())
     };
-    let mut leftovers = count_on_threads(counter, threads, &fresh, &keep_within, feed)?;
+    // Each thread's last flush, on its own thread (all at once; they start
+    // at other partitions); then what it freed goes back to the system
+    // before the thread ends (mimalloc would keep an ended thread's blocks).
+    let finish = |local: &mut WordCounts| {
+        shared.flush(local);
+        crate::alloc::release_free_memory();
+    };
+    let leftovers = count_on_threads(counter, threads, &fresh, &keep_within, Some(&finish), feed)?;
     let mut stats = CountStats::default();
     let mut superword_stats = counter.superword.map(|_| CountStats::default());
     for l in &leftovers {
@@ -926,13 +933,6 @@ fn count_partitioned(
             total.add(&s.stats);
         }
     }
-    // The last flushes, all threads at once (they start at other partitions).
-    let shared_ref = &shared;
-    std::thread::scope(|scope| {
-        for l in leftovers.iter_mut() {
-            scope.spawn(move || shared_ref.flush(l));
-        }
-    });
     drop(leftovers);
     if let Some(dirs) = dirs.take() {
         shared.spill(&dirs)?;
@@ -948,12 +948,14 @@ fn count_partitioned(
 }
 
 /// The worker threads of `count_parallel`: each counts the chunks it gets
-/// into its own table (`fresh`), calling `keep_within` after each chunk.
+/// into its own table (`fresh`), calling `keep_within` after each chunk
+/// and `finish` at the end (unless counting failed).
 fn count_on_threads(
     counter: &Counter,
     threads: usize,
     fresh: &(dyn Fn() -> WordCounts + Sync),
     keep_within: &(dyn Fn(&mut WordCounts) -> Result<()> + Sync),
+    finish: Option<&(dyn Fn(&mut WordCounts) + Sync)>,
     feed: impl FnOnce(&mut dyn FnMut(Chunk) -> Result<()>) -> Result<()>,
 ) -> Result<Vec<WordCounts>> {
     let failed = AtomicBool::new(false);
@@ -985,6 +987,9 @@ fn count_on_threads(
                                 *slot = Some(e);
                             }
                         }
+                    }
+                    if let Some(finish) = finish.filter(|_| !failed.load(Ordering::Relaxed)) {
+                        finish(&mut counts);
                     }
                     counts
                 })

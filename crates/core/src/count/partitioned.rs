@@ -21,7 +21,7 @@
 //! into one packed table (`table::Table::packed`). Sums commute, so the
 //! counts never depend on the thread count or on the order of the flushes.
 
-use super::table::{Batch, Entry, MidSlot, MidTable, ShortTable, Slot, Table};
+use super::table::{Batch, Entry, MidSlot, Slot, Table};
 use super::{CountStats, SpillDirs, WordCounts};
 use crate::error::Result;
 use crate::spill::SpillDir;
@@ -100,13 +100,8 @@ impl Partitions {
             let mut part = lock(&self.parts[p]);
             self.add_to(p, &mut part, &short, &mid, pending[p].take().unwrap_or_default());
         }
-        drop((short, mid));
-        let mut fresh = ShortTable::with_capacity(short_cap);
-        fresh.max_slots = short_max;
-        local.short = fresh;
-        let mut fresh = MidTable::with_capacity(mid_cap);
-        fresh.max_slots = mid_max;
-        local.mid = fresh;
+        local.short = Table::reuse(short.entries, short_cap, short_max);
+        local.mid = Table::reuse(mid.entries, mid_cap, mid_max);
     }
 
     /// Adds partition `p`'s share of a flush to it (locked by the caller).
@@ -181,12 +176,18 @@ impl Partitions {
     }
 }
 
-/// A partition's table before anything is added.
+/// A partition's table before anything is added: tiny tables, as many
+/// partitions stay small on a small input (`WordCounts::new`'s would take
+/// 18 MB for the 64 of them).
 fn empty_part() -> WordCounts {
-    let mut c = WordCounts::new();
-    c.short = Table::tiny();
-    c.mid = Table::tiny();
-    c
+    WordCounts {
+        short: Table::tiny(),
+        mid: Table::tiny(),
+        long: crate::util::new_map(),
+        stats: CountStats::default(),
+        superword: None,
+        memory: Default::default(),
+    }
 }
 
 fn lock(m: &Mutex<WordCounts>) -> MutexGuard<'_, WordCounts> {

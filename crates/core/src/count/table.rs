@@ -262,6 +262,16 @@ impl<S: Entry> Table<S> {
         Table { slots: vec![S::default(); TINY], len: 0, limit: TINY / 4 * 3, max_slots: usize::MAX, full: false, packed: false }
     }
 
+    /// An empty table of `cap` slots (a power of two) in the buffer of
+    /// `slots` (a table's own, emptied by `into_dense` and read), so that a
+    /// table flushed again and again is not allocated again each time.
+    pub fn reuse(mut slots: Vec<S>, cap: usize, max_slots: usize) -> Self {
+        debug_assert!(cap.is_power_of_two());
+        slots.clear();
+        slots.resize(cap, S::default());
+        Table { slots, len: 0, limit: cap / 4 * 3, max_slots, full: false, packed: false }
+    }
+
     #[inline(always)]
     fn index(&self, hash: u64) -> usize {
         hash as usize & (self.slots.len() - 1)
