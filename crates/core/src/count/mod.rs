@@ -947,6 +947,11 @@ fn count_partitioned(
     Ok(out)
 }
 
+/// Chunks waiting for a counting thread at most: input in flight is this
+/// many chunks and one per thread, not two per thread (on 16 threads 0.2 GB
+/// of a counting peak that no longer grows with the threads otherwise).
+const QUEUED_CHUNKS: usize = 4;
+
 /// The worker threads of `count_parallel`: each counts the chunks it gets
 /// into its own table (`fresh`), calling `keep_within` after each chunk
 /// and `finish` at the end (unless counting failed).
@@ -960,7 +965,7 @@ fn count_on_threads(
 ) -> Result<Vec<WordCounts>> {
     let failed = AtomicBool::new(false);
     let first_error: Mutex<Option<Error>> = Mutex::new(None);
-    let (tx, rx) = crossbeam_channel::bounded::<Chunk>(threads * 2);
+    let (tx, rx) = crossbeam_channel::bounded::<Chunk>((threads * 2).min(QUEUED_CHUNKS));
     std::thread::scope(|scope| {
         let workers: Vec<_> = (0..threads)
             .map(|_| {
