@@ -111,3 +111,13 @@ def test_progress_says_how_busy_the_threads_were(real_parts, tmp_path) -> None:
     done = [json.loads(line) for line in events.stderr.splitlines() if line.startswith("{")]
     counted = next(e for e in done if e.get("phase") == "counting" and e.get("done"))
     assert counted["threads"] == 2 and counted["count_cpu_seconds"] > 0, counted
+
+
+def test_progress_events_carry_cpu_seconds_and_threads(real_parts) -> None:
+    events = []
+    bpeforge.train(real_parts[:4], vocab_size=500, threads=2, progress=events.append)
+    ends = {e.phase: e for e in events if e.finished}
+    for phase in ("counting", "word table", "pair index", "merging"):
+        info = ends[phase].info
+        assert info["threads"] == 2 and info["cpu_seconds"] >= 0, (phase, info)
+    assert ends["counting"].info["cpu_seconds"] > 0
