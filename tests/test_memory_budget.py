@@ -55,11 +55,11 @@ if args.get("cli"):
 else:
     bpeforge.train(args["corpus"], vocab_size=300, threads=2, progress=False)
 rss = next(int(l.split()[1]) * 1024 for l in open("/proc/self/status") if l.startswith("VmRSS:"))
-# The merge phase's fixed part and 10 MB of word types (the corpus's 145k
-# types need about 12): the reading above moves by a few MB between runs,
-# and with 6 MB the run failed outright about once in ten ("max_memory too
-# small", 7 MB more held than read); at 10 MB the rarest types still go.
-budget = rss + (48 << 20) + (10 << 20)
+# The merge phase's fixed part and 5 MB of word types (the corpus's 145k
+# types need about 11): counting spills, and the rarest types go. (Counting
+# once left up to 20 MB of freed blocks in the allocator of its ended
+# threads, which the budget then read as held; the margin was 10 MB.)
+budget = rss + (48 << 20) + (5 << 20)
 if args.get("cli"):
     sys.exit(cli.main([*args["cli"], "--max-memory", str(budget)]))
 tok = bpeforge.train(args["corpus"], vocab_size=600, threads=2, progress=False, max_memory=budget)

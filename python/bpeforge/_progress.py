@@ -53,7 +53,11 @@ class ProgressEvent:
         info: what else the phase reports: ``file``, ``file_index``,
             ``files``, ``file_done``, ``file_total``, ``file_rate``,
             ``file_eta`` while counting files; ``texts``, ``pretokens``,
-            ``word_types`` when counting ends; ``pair_count`` while merging;
+            ``word_types`` when counting ends; ``cpu_seconds`` (the process's
+            CPU seconds in the phase, all threads; None where unknown) and
+            ``threads`` when counting, the word table, the pair index or
+            merging ends (``cpu_seconds / elapsed / threads`` is how busy
+            the threads were); ``pair_count`` while merging;
             ``lines``, ``tokens`` when encoding ends; the round's premiums
             while balancing.
     """

@@ -3,9 +3,14 @@
 //! the merge phase's memory that decides whether rare word types must go.
 //!
 //! How the budget is kept:
-//! * Counting: each thread's table may use `worker_table_bytes`; past it the
+//! * Counting on one thread: the table may use `worker_table`; past it the
 //!   table is written to disk as a sorted run and emptied (`crate::spill`).
-//!   At the end the runs are merged (k-way) into one table.
+//!   On several threads the word types are held once, in shared partitions
+//!   (`count::partitioned`), beside small thread tables whose rooms together
+//!   are at most a quarter of the budget; when the partitions and the rooms
+//!   would pass `total`, the partitions are written to disk as a sorted run.
+//!   So the peak does not depend on the thread count. At the end the runs
+//!   are merged (k-way) into one table.
 //! * Before the merge phase: its memory is estimated from the word types
 //!   and their symbols (`merge_phase_bytes`, costs measured on the compact
 //!   merge). If it does not fit, the rarest word types are dropped
@@ -112,10 +117,11 @@ pub fn human(bytes: u64) -> String {
 /// process held when counting started).
 #[derive(Debug, Clone, Copy)]
 pub struct CountBudget {
-    /// What all of counting may hold: the thread tables, then the final table.
+    /// What all of counting may hold: the tables (and, on several threads,
+    /// the shared partitions), then the final table.
     pub total: u64,
-    /// One thread's table at most (half the total over the threads: the
-    /// final in-memory merge holds the thread tables and the final table).
+    /// Counting on one thread: its table at most (half the total over the
+    /// threads).
     pub worker_table: u64,
 }
 

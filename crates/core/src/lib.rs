@@ -30,6 +30,7 @@ pub mod alloc;
 pub mod atomic;
 pub mod balance;
 pub mod budget;
+pub mod clock;
 pub mod count;
 pub mod encode;
 pub mod error;

@@ -3,6 +3,7 @@
 //! nothing but the counting statistics, so training, encoding, balancing and
 //! the progress printer can all name it without depending on each other.
 
+use crate::clock::PhaseTime;
 use crate::count::CountStats;
 use std::sync::Arc;
 
@@ -40,6 +41,10 @@ pub struct StepProgress {
     pub done: u64,
     pub total: u64,
     pub elapsed: f64,
+    /// The process's CPU seconds in the step (set when `finished`, where known).
+    pub cpu_seconds: Option<f64>,
+    /// Threads the step runs on.
+    pub threads: usize,
     pub finished: bool,
 }
 
@@ -63,11 +68,12 @@ pub trait Observer: Send {
         false
     }
     fn counting(&mut self, _p: &CountProgress) {}
-    fn counted(&mut self, _stats: &CountStats, _word_types: usize, _seconds: f64) {}
+    fn counted(&mut self, _stats: &CountStats, _word_types: usize, _time: &PhaseTime) {}
     /// A setup step of the merge phase (see `crate::steps`).
     fn step(&mut self, _p: &StepProgress) {}
     fn merging(&mut self, _p: &MergeProgress) {}
-    fn merged(&mut self, _merges: usize, _seconds: f64) {}
+    /// The merge phase ended (word table and pair index included).
+    fn merged(&mut self, _merges: usize, _time: &PhaseTime) {}
     /// Progress of `encode_file`.
     fn encoding(&mut self, _p: &CountProgress) {}
     fn encoded(&mut self, _stats: &EncodeStats) {}

@@ -2,6 +2,7 @@
 //! then the plain driver or a balancing method. This is the one place that
 //! knows both `train` and `balance`; neither knows it.
 
+use crate::clock::{PhaseTime, Stopwatch};
 use crate::balance::{self, LangSource, LanguageTable, Tagger};
 use crate::error::{Error, Result};
 use crate::fields::LangField;
@@ -29,7 +30,8 @@ pub fn train_files(paths: &[PathBuf], config: &TrainConfig, observer: &mut dyn O
     }
     let total = total_size(paths)?;
     let raw = Arc::new(AtomicU64::new(0));
-    let start = Instant::now();
+    let watch = Stopwatch::start(crate::util::threads_or_default(config.threads));
+    let start = watch.instant();
     let (languages, lang_bytes) = match language_table(paths, config)? {
         Some((table, bytes)) => (Some(table), bytes),
         None => (None, Vec::new()),
@@ -73,7 +75,7 @@ pub fn train_files(paths: &[PathBuf], config: &TrainConfig, observer: &mut dyn O
         }
         Ok(0)
     };
-    train_fed(config, languages.as_ref(), lang_bytes, serde_json::json!(inputs), start, observer, Box::new(feed))
+    train_fed(config, languages.as_ref(), lang_bytes, serde_json::json!(inputs), watch, observer, Box::new(feed))
 }
 
 /// The run's language table, when it balances languages, and the UTF-8
@@ -141,7 +143,7 @@ pub fn train_fed(
     languages: Option<&LanguageTable>,
     lang_bytes: Vec<u64>,
     inputs: serde_json::Value,
-    start: Instant,
+    start: Stopwatch,
     observer: &mut dyn Observer,
     feed: Box<Feed<'_>>,
 ) -> Result<Model> {
@@ -153,7 +155,7 @@ pub fn train_fed(
 pub struct Counted {
     counts: WordCounts,
     lang_bytes: Vec<u64>,
-    count_seconds: f64,
+    count: PhaseTime,
 }
 
 impl Counted {
@@ -177,7 +179,7 @@ pub fn count_fed(
     config: &TrainConfig,
     languages: Option<&LanguageTable>,
     mut lang_bytes: Vec<u64>,
-    start: Instant,
+    start: Stopwatch,
     observer: &mut dyn Observer,
     scope: CountScope,
     feed: Box<Feed<'_>>,
@@ -195,7 +197,7 @@ pub fn count_fed(
         Ok(())
     })?;
     counts.stats.bad_records += skipped;
-    Ok(Counted { counts, lang_bytes, count_seconds: start.elapsed().as_secs_f64() })
+    Ok(Counted { counts, lang_bytes, count: start.elapsed() })
 }
 
 /// How texts are counted: keyed by language for parity balancing, weighted
@@ -217,8 +219,8 @@ pub fn train_counted(
     inputs: serde_json::Value,
     observer: &mut dyn Observer,
 ) -> Result<Model> {
-    let Counted { counts, lang_bytes, count_seconds } = counted;
-    train_on_counts(counts, languages, &lang_bytes, config, observer, inputs, count_seconds)
+    let Counted { counts, lang_bytes, count } = counted;
+    train_on_counts(counts, languages, &lang_bytes, config, observer, inputs, count)
 }
 
 /// The step after counting (`count_mode`'s counts, from here or from the
@@ -231,11 +233,11 @@ pub fn train_on_counts(
     config: &TrainConfig,
     observer: &mut dyn Observer,
     inputs: serde_json::Value,
-    count_seconds: f64,
+    count: PhaseTime,
 ) -> Result<Model> {
     match (languages, &config.balance) {
-        (Some(table), Some(b)) => balance::train_balanced(counts, table, lang_bytes, b, config, observer, inputs, count_seconds),
-        _ => train_from_counts(counts, config, observer, inputs, count_seconds),
+        (Some(table), Some(b)) => balance::train_balanced(counts, table, lang_bytes, b, config, observer, inputs, count),
+        _ => train_from_counts(counts, config, observer, inputs, count),
     }
 }
 

@@ -8,6 +8,7 @@
 //! optimised separately. The text goes to the process's stderr, or to any
 //! `TextSink` (the Python bindings pass `sys.stderr` when it is not fd 2).
 
+use crate::clock::PhaseTime;
 use crate::count::CountStats;
 use crate::observe::{BalanceRound, CountProgress, EncodeStats, MergeProgress, Observer, StepProgress};
 use std::io::{IsTerminal, Write};
@@ -292,10 +293,12 @@ impl Observer for ProgressPrinter {
         if p.finished {
             match self.format {
                 ProgressFormat::Human => {
-                    self.line(&format!("{}: {} {} in {:.2}s", p.step, items(p.total), p.unit, p.elapsed))
+                    let t = PhaseTime { seconds: p.elapsed, cpu_seconds: p.cpu_seconds, threads: p.threads };
+                    self.line(&format!("{}: {} {} in {}", p.step, items(p.total), p.unit, t.describe()))
                 }
                 ProgressFormat::Json => self.json(serde_json::json!({
                     "phase": p.step, "done": true, "items": p.total, "unit": p.unit, "seconds": round(p.elapsed, 3),
+                    "cpu_seconds": p.cpu_seconds.map(|c| round(c, 3)), "threads": p.threads,
                 })),
                 ProgressFormat::Off => {}
             }
@@ -329,19 +332,20 @@ impl Observer for ProgressPrinter {
         self.reading("counting", p)
     }
 
-    fn counted(&mut self, stats: &CountStats, word_types: usize, seconds: f64) {
+    fn counted(&mut self, stats: &CountStats, word_types: usize, time: &PhaseTime) {
         match self.format {
             ProgressFormat::Human => self.line(&format!(
-                "counted: {:.1} MB, {} texts, {} pre-tokens, {} word types in {:.2}s",
+                "counted: {:.1} MB, {} texts, {} pre-tokens, {} word types in {}",
                 mb(stats.bytes),
                 stats.texts,
                 stats.pieces,
                 word_types,
-                seconds
+                time.describe()
             )),
             ProgressFormat::Json => self.json(serde_json::json!({
                 "phase": "counting", "done": true, "bytes": stats.bytes, "texts": stats.texts,
-                "pretokens": stats.pieces, "word_types": word_types, "count_seconds": (seconds * 1000.0).round() / 1000.0,
+                "pretokens": stats.pieces, "word_types": word_types, "count_seconds": round(time.seconds, 3),
+                "count_cpu_seconds": time.cpu_seconds.map(|c| round(c, 3)), "threads": time.threads,
             })),
             ProgressFormat::Off => {}
         }
@@ -434,11 +438,12 @@ impl Observer for ProgressPrinter {
         self.last = None;
     }
 
-    fn merged(&mut self, merges: usize, seconds: f64) {
+    fn merged(&mut self, merges: usize, time: &PhaseTime) {
         match self.format {
-            ProgressFormat::Human => self.line(&format!("merged: {merges} merges in {seconds:.2}s")),
+            ProgressFormat::Human => self.line(&format!("merged: {merges} merges in {}", time.describe())),
             ProgressFormat::Json => self.json(serde_json::json!({
-                "phase": "merging", "done": true, "merges": merges, "merge_seconds": (seconds * 1000.0).round() / 1000.0,
+                "phase": "merging", "done": true, "merges": merges, "merge_seconds": round(time.seconds, 3),
+                "merge_cpu_seconds": time.cpu_seconds.map(|c| round(c, 3)), "threads": time.threads,
             })),
             ProgressFormat::Off => {}
         }

@@ -31,6 +31,8 @@ const WATCH_INTERVAL: Duration = Duration::from_millis(100);
 #[derive(Default)]
 pub struct Meter {
     done: AtomicU64,
+    /// The threads the steps run on (for their CPU time's share).
+    threads: usize,
     state: Mutex<MeterState>,
 }
 
@@ -46,6 +48,7 @@ struct Current {
     unit: &'static str,
     total: u64,
     start: Instant,
+    watch: crate::clock::Stopwatch,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -55,13 +58,14 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 impl Meter {
     fn begin(&self, step: &'static str, unit: &'static str, total: u64) {
         self.done.store(0, Ordering::Relaxed);
-        lock(&self.state).current = Some(Current { step, unit, total, start: Instant::now() });
+        lock(&self.state).current = Some(Current { step, unit, total, start: Instant::now(), watch: crate::clock::Stopwatch::start(self.threads) });
     }
 
     fn end(&self) {
         let mut state = lock(&self.state);
         if let Some(c) = state.current.take() {
-            let p = StepProgress { step: c.step, unit: c.unit, done: c.total, total: c.total, elapsed: c.start.elapsed().as_secs_f64(), finished: true };
+            let t = c.watch.elapsed();
+            let p = StepProgress { step: c.step, unit: c.unit, done: c.total, total: c.total, elapsed: t.seconds, cpu_seconds: t.cpu_seconds, threads: t.threads, finished: true };
             state.finished.push(p);
         }
     }
@@ -76,6 +80,8 @@ impl Meter {
                 done: self.done.load(Ordering::Relaxed).min(c.total),
                 total: c.total,
                 elapsed: c.start.elapsed().as_secs_f64(),
+                cpu_seconds: None,
+                threads: self.threads,
                 finished: false,
             });
             (std::mem::take(&mut state.finished), current)
@@ -164,9 +170,10 @@ fn publish(meter: &Option<Arc<Meter>>, n: u64) {
 /// watcher thread that reports its steps to `observer`. `f` gets the
 /// observer back, shared with the watcher behind a lock; finished steps are
 /// always reported before any later event, so the order stays step, step,
-/// merging.
-pub fn watch<R>(observer: &mut dyn Observer, f: impl FnOnce(&mut dyn Observer) -> R) -> R {
-    let meter = Arc::new(Meter::default());
+/// merging. The steps run on `threads` threads (their finished reports
+/// carry it beside their CPU time).
+pub fn watch<R>(observer: &mut dyn Observer, threads: usize, f: impl FnOnce(&mut dyn Observer) -> R) -> R {
+    let meter = Arc::new(Meter { threads, ..Meter::default() });
     let _installed = Install::new(meter.clone());
     let shared: Mutex<&mut dyn Observer> = Mutex::new(observer);
     let (stop, stopped) = channel::<()>();
@@ -228,8 +235,8 @@ impl Observer for Forward<'_, '_> {
     fn counting(&mut self, p: &CountProgress) {
         self.with(|o| o.counting(p))
     }
-    fn counted(&mut self, stats: &crate::count::CountStats, word_types: usize, seconds: f64) {
-        self.with(|o| o.counted(stats, word_types, seconds))
+    fn counted(&mut self, stats: &crate::count::CountStats, word_types: usize, time: &crate::clock::PhaseTime) {
+        self.with(|o| o.counted(stats, word_types, time))
     }
     fn step(&mut self, p: &StepProgress) {
         self.with(|o| o.step(p))
@@ -237,8 +244,8 @@ impl Observer for Forward<'_, '_> {
     fn merging(&mut self, p: &MergeProgress) {
         self.with(|o| o.merging(p))
     }
-    fn merged(&mut self, merges: usize, seconds: f64) {
-        self.with(|o| o.merged(merges, seconds))
+    fn merged(&mut self, merges: usize, time: &crate::clock::PhaseTime) {
+        self.with(|o| o.merged(merges, time))
     }
     fn encoding(&mut self, p: &CountProgress) {
         self.with(|o| o.encoding(p))
@@ -261,7 +268,7 @@ mod tests {
         fn step(&mut self, p: &StepProgress) {
             self.0.push((p.step, p.done, p.total, p.finished));
         }
-        fn merged(&mut self, _: usize, _: f64) {
+        fn merged(&mut self, _: usize, _: &crate::clock::PhaseTime) {
             self.1.push("merged");
         }
     }
@@ -269,7 +276,7 @@ mod tests {
     #[test]
     fn steps_are_reported_finished_and_in_order() {
         let mut rec = Record::default();
-        watch(&mut rec, |o| {
+        watch(&mut rec, 2, |o| {
             {
                 let mut s = begin("word table", "word types", 200_000);
                 for _ in 0..200_000 {
@@ -285,7 +292,7 @@ mod tests {
                 }
             });
             drop(s);
-            o.merged(0, 0.0);
+            o.merged(0, &Default::default());
         });
         let finished: Vec<_> = rec.0.iter().filter(|e| e.3).collect();
         assert_eq!(finished, [&("word table", 200_000, 200_000, true), &("pair index", 1000, 1000, true)]);

@@ -18,7 +18,6 @@ use pyo3::types::{PyBytes, PyString};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::Instant;
 
 /// The bytes of a `pyarrow.Buffer` in CPU memory, borrowed for as long as
 /// the buffer object is (it owns the memory; Python keeps it alive).
@@ -163,7 +162,8 @@ fn count_arrow(
 ) -> PyResult<Result<pipeline::Counted, Error>> {
     let iter = batches.try_iter()?;
     let mut files = ArrowFiles::new(files);
-    let start = Instant::now();
+    let watch = bpeforge_core::clock::Stopwatch::start(bpeforge_core::util::threads_or_default(config.threads));
+    let start = watch.instant();
     let mut py_error: Option<PyErr> = None;
     let feed = |sink: &mut dyn FnMut(Chunk) -> bpeforge_core::Result<()>, observer: &mut dyn Observer, lang_bytes: &mut [u64]| {
         let mut skipped = 0u64;
@@ -188,7 +188,7 @@ fn count_arrow(
         }
         Ok(skipped)
     };
-    let counted = pipeline::count_fed(config, table, Vec::new(), start, observer, scope, Box::new(feed));
+    let counted = pipeline::count_fed(config, table, Vec::new(), watch, observer, scope, Box::new(feed));
     match (counted, py_error) {
         (Err(_), Some(e)) => Err(e),
         (counted, _) => Ok(counted),

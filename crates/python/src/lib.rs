@@ -19,7 +19,6 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList, PyString};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
 
 mod arrow;
 mod ints;
@@ -175,7 +174,8 @@ fn train_iterator(py: Python<'_>, texts: &Bound<'_, PyAny>, args: &Bound<'_, PyA
         ))
     })?;
     let source: Arc<str> = Arc::from("<iterator>");
-    let start = Instant::now();
+    let watch = bpeforge_core::clock::Stopwatch::start(bpeforge_core::util::threads_or_default(config.threads));
+    let start = watch.instant();
     let mut py_error: Option<PyErr> = None;
     let counts = train::count_words(&config, &mut observer, |sink, observer| {
         let mut item_no: u64 = 0;
@@ -243,9 +243,9 @@ fn train_iterator(py: Python<'_>, texts: &Bound<'_, PyAny>, args: &Bound<'_, PyA
             return NativeTokenizer::from_model(finish(Err(e), observer)?);
         }
     };
-    let count_seconds = start.elapsed().as_secs_f64();
+    let count = watch.elapsed();
     let result = py.detach(|| {
-        train::train_from_counts(counts, &config, &mut observer, serde_json::json!(["<iterator>"]), count_seconds)
+        train::train_from_counts(counts, &config, &mut observer, serde_json::json!(["<iterator>"]), count)
     });
     NativeTokenizer::from_model(finish(result, observer)?)
 }

@@ -16,6 +16,7 @@
 //! exception, a `KeyboardInterrupt` delivered while it runs) is kept, stops
 //! the run at the engine's next poll, and is what the call raises.
 
+use bpeforge_core::clock::PhaseTime;
 use bpeforge_core::count::CountStats;
 use bpeforge_core::error::{Error, Result};
 use bpeforge_core::observe::{BalanceRound, CountProgress, EncodeStats, MergeProgress, Observer, StepProgress};
@@ -179,6 +180,12 @@ fn base(d: &Bound<'_, PyDict>, phase: &str, done: u64, total: Option<u64>, unit:
     d.set_item("finished", finished)
 }
 
+/// A finished phase's CPU seconds (None where unknown) and its threads.
+fn cpu_items(d: &Bound<'_, PyDict>, time: &PhaseTime) -> PyResult<()> {
+    d.set_item("cpu_seconds", time.cpu_seconds)?;
+    d.set_item("threads", time.threads)
+}
+
 impl PyObserver {
     fn reading(&mut self, phase: &'static str, p: &CountProgress) {
         if let Some(e) = self.events.as_mut() {
@@ -242,11 +249,12 @@ impl Observer for PyObserver {
         }
         self.reading("counting", p)
     }
-    fn counted(&mut self, stats: &CountStats, word_types: usize, seconds: f64) {
+    fn counted(&mut self, stats: &CountStats, word_types: usize, time: &PhaseTime) {
         if let Some(printer) = self.printer() {
-            printer.counted(stats, word_types, seconds)
+            printer.counted(stats, word_types, time)
         }
-        self.read_all("counting", stats.bytes, seconds, |d| {
+        self.read_all("counting", stats.bytes, time.seconds, |d| {
+            cpu_items(d, time)?;
             d.set_item("texts", stats.texts)?;
             d.set_item("pretokens", stats.pieces)?;
             d.set_item("word_types", word_types)
@@ -256,7 +264,13 @@ impl Observer for PyObserver {
         if let Some(printer) = self.printer() {
             printer.step(p)
         }
-        self.emit(!p.finished, |d| base(d, p.step, p.done, Some(p.total), p.unit, p.elapsed, p.finished))
+        self.emit(!p.finished, |d| {
+            base(d, p.step, p.done, Some(p.total), p.unit, p.elapsed, p.finished)?;
+            if p.finished {
+                cpu_items(d, &PhaseTime { seconds: p.elapsed, cpu_seconds: p.cpu_seconds, threads: p.threads })?;
+            }
+            Ok(())
+        })
     }
     fn merging(&mut self, p: &MergeProgress) {
         if let Some(printer) = self.printer() {
@@ -274,9 +288,9 @@ impl Observer for PyObserver {
             d.set_item("pair_count", p.pair_count)
         })
     }
-    fn merged(&mut self, merges: usize, seconds: f64) {
+    fn merged(&mut self, merges: usize, time: &PhaseTime) {
         if let Some(printer) = self.printer() {
-            printer.merged(merges, seconds)
+            printer.merged(merges, time)
         }
         // `merges` are this run's; `done` also counts a resumed model's (the
         // loop's first report), and a run that ran out of pairs ends short
@@ -285,7 +299,8 @@ impl Observer for PyObserver {
         let done = e.merge_first.take().unwrap_or(0) + merges as u64;
         let total = e.merge_target.take().unwrap_or(done).max(done);
         self.emit(false, |d| {
-            base(d, "merging", done, Some(total), "merges", seconds, true)?;
+            base(d, "merging", done, Some(total), "merges", time.seconds, true)?;
+            cpu_items(d, time)?;
             d.set_item("merges", merges)
         })
     }

@@ -180,7 +180,8 @@ pub(crate) fn train_count_sum(
     };
     let mut observer = PyObserver::new(progress)?;
     let result = py.detach(|| {
-        train_on_counts(counts, table.as_ref(), &lang_bytes, &config, &mut observer, serde_json::json!(inputs), seconds)
+        let count = bpeforge_core::clock::PhaseTime::wall(seconds, bpeforge_core::util::threads_or_default(config.threads));
+        train_on_counts(counts, table.as_ref(), &lang_bytes, &config, &mut observer, serde_json::json!(inputs), count)
     });
     NativeTokenizer::from_model(finish(result, observer)?)
 }
@@ -208,8 +209,8 @@ pub(crate) fn train_counts(
         for (i, part) in parts.iter().enumerate() {
             sum.add_part(part, weights.as_ref().map(|w| w[i]))?;
         }
-        let seconds = sum.seconds;
-        bpeforge_core::train::train_from_counts(sum.take()?, &config, &mut observer, serde_json::json!(inputs), seconds)
+        let count = bpeforge_core::clock::PhaseTime::wall(sum.seconds, bpeforge_core::util::threads_or_default(config.threads));
+        bpeforge_core::train::train_from_counts(sum.take()?, &config, &mut observer, serde_json::json!(inputs), count)
     });
     NativeTokenizer::from_model(finish(result, observer)?)
 }

@@ -35,10 +35,10 @@ pub fn train_balanced(
     config: &TrainConfig,
     observer: &mut dyn Observer,
     inputs: serde_json::Value,
-    count_seconds: f64,
+    count: crate::clock::PhaseTime,
 ) -> Result<Model> {
     match &balance.parity {
-        Some(p) => parity::train_parity(counts, table, lang_bytes, balance.temperature, p, config, observer, inputs, count_seconds),
-        None => temperature::train_weighted(counts, table, balance.temperature, config, observer, inputs, count_seconds),
+        Some(p) => parity::train_parity(counts, table, lang_bytes, balance.temperature, p, config, observer, inputs, count),
+        None => temperature::train_weighted(counts, table, balance.temperature, config, observer, inputs, count),
     }
 }

@@ -19,6 +19,7 @@
 //! two or three rounds reach the band. The model of the last round is the
 //! result.
 
+use crate::clock::PhaseTime;
 use crate::count::WordCounts;
 use crate::encode::{Cache, Encoder};
 use crate::error::{Error, Result};
@@ -95,9 +96,9 @@ impl Observer for Rounds<'_> {
     fn should_stop(&mut self) -> bool {
         self.inner.should_stop()
     }
-    fn counted(&mut self, stats: &crate::count::CountStats, word_types: usize, seconds: f64) {
+    fn counted(&mut self, stats: &crate::count::CountStats, word_types: usize, time: &PhaseTime) {
         if !std::mem::replace(&mut self.counted, true) {
-            self.inner.counted(stats, word_types, seconds)
+            self.inner.counted(stats, word_types, time)
         }
     }
     fn step(&mut self, p: &crate::observe::StepProgress) {
@@ -106,8 +107,8 @@ impl Observer for Rounds<'_> {
     fn merging(&mut self, p: &MergeProgress) {
         self.inner.merging(p)
     }
-    fn merged(&mut self, merges: usize, seconds: f64) {
-        self.inner.merged(merges, seconds)
+    fn merged(&mut self, merges: usize, time: &PhaseTime) {
+        self.inner.merged(merges, time)
     }
     fn balancing(&mut self, round: &BalanceRound) {
         self.inner.balancing(round)
@@ -128,7 +129,7 @@ pub fn train_parity(
     config: &TrainConfig,
     observer: &mut dyn Observer,
     inputs: serde_json::Value,
-    count_seconds: f64,
+    count: PhaseTime,
 ) -> Result<Model> {
     parity.validate()?;
     let mut rounds_observer = Rounds { inner: observer, counted: false };
@@ -143,13 +144,13 @@ pub fn train_parity(
         let counts = combine(&tagged, &weights);
         let final_round = round == parity.rounds;
         let mut model = if final_round {
-            train_from_counts(counts, config, observer, inputs.clone(), count_seconds)?
+            train_from_counts(counts, config, observer, inputs.clone(), count)?
         } else {
             // Intermediate rounds neither checkpoint nor write the CSV.
             let mut quiet = config.clone();
             quiet.checkpoint = None;
             quiet.progress_csv = None;
-            train_from_counts(counts, &quiet, observer, inputs.clone(), count_seconds)?
+            train_from_counts(counts, &quiet, observer, inputs.clone(), count)?
         };
         let costs = measure(&tagged, &model, text_bytes)?;
         let ref_bpt = costs[reference].bytes_per_token();

@@ -325,10 +325,10 @@ pub(crate) fn train_weighted(
     config: &TrainConfig,
     observer: &mut dyn Observer,
     inputs: serde_json::Value,
-    count_seconds: f64,
+    count: crate::clock::PhaseTime,
 ) -> Result<Model> {
     counts.rescale(WEIGHT_SCALE);
-    let mut model = train_from_counts(counts, config, observer, inputs, count_seconds)?;
+    let mut model = train_from_counts(counts, config, observer, inputs, count)?;
     if let Some(obj) = model.metadata.as_object_mut() {
         obj.insert("language_balance".into(), table.metadata(temperature));
     }

@@ -34,7 +34,9 @@ use crate::spill::{RunKey, SpillDir};
 use crate::util::{new_map, Map};
 use std::sync::Mutex;
 
+mod partitioned;
 mod table;
+use partitioned::Shared;
 use table::{keyed, mid_key_bytes, Batch, Keyed, MidSlot, MidTable, ShortTable, Slot};
 pub use table::short_key_bytes;
 
@@ -362,57 +364,6 @@ impl WordCounts {
         mid.max_slots = self.mid.max_slots;
         self.mid = mid;
         Ok(())
-    }
-
-    /// Sums thread tables into one, never holding them and the sum whole at
-    /// once: each is packed densely (its empty slots freed) and sorted (on
-    /// its own thread), then they are merged into a packed sum, each freed
-    /// as it is read. The sum is packed too (see `table::Table::packed`):
-    /// 32 bytes per short type and 40 per mid type, where the hash tables
-    /// take 43-85 and 53-107. The mid tables are summed into the largest
-    /// (they hold a sixth of the types or fewer), then packed.
-    fn merge_all(mut parts: Vec<WordCounts>) -> WordCounts {
-        parts.sort_by_key(|p| std::cmp::Reverse(p.len()));
-        let mut total = WordCounts::new();
-        let mut denses = Vec::with_capacity(parts.len());
-        let mut superwords = Vec::new();
-        let mut longs = Vec::new();
-        let mut mids = Vec::new();
-        for mut p in parts {
-            total.stats.add(&p.stats);
-            let short = std::mem::replace(&mut p.short, ShortTable::with_capacity(0));
-            denses.push(short.into_dense());
-            mids.push(std::mem::replace(&mut p.mid, MidTable::with_capacity(0)));
-            longs.push(std::mem::replace(&mut p.long, new_map()));
-            if let Some(s) = p.superword.take() {
-                superwords.push(*s);
-            }
-        }
-        std::thread::scope(|scope| {
-            for dense in denses.iter_mut() {
-                scope.spawn(move || dense.sort_unstable_by_key(|s| s.key));
-            }
-        });
-        total.short = ShortTable::merge_packed(denses);
-        mids.sort_by_key(|m| std::cmp::Reverse(m.len));
-        let mut mids = mids.into_iter();
-        let mut mid = mids.next().unwrap_or_else(|| MidTable::with_capacity(0));
-        for other in mids {
-            mid.absorb(&other);
-        }
-        total.mid = mid.packed();
-        let mut longs = longs.into_iter();
-        total.long = longs.next().unwrap_or_else(new_map);
-        for other in longs {
-            total.long.reserve(other.len());
-            for (k, v) in other {
-                *total.long.entry(k).or_insert(0) += v;
-            }
-        }
-        if !superwords.is_empty() {
-            total.superword = Some(Box::new(WordCounts::merge_all(superwords)));
-        }
-        total
     }
 
     /// Calls `f(bytes, count)` for every word type, consuming the table and
@@ -865,99 +816,156 @@ fn count_error(chunk: &Chunk, text: &[u8], at: usize, located: usize, err: Optio
 
 /// Runs `feed` on the caller's thread; it hands chunks to `threads` counting
 /// workers. Returns the summed counts, or the first error. With `limits`,
-/// each worker's table stays within its share of the budget by spilling
-/// sorted runs to disk, and the sum is merged from them (`crate::spill`).
+/// the tables stay within the budget by spilling sorted runs to disk, and
+/// the sum is merged from them (`crate::spill`). On several threads the
+/// counts are aggregated in shared partitions (`partitioned`), so memory
+/// does not grow with the thread count.
 pub fn count_parallel(
     counter: &Counter,
     threads: usize,
     limits: Option<&CountLimits>,
     feed: impl FnOnce(&mut dyn FnMut(Chunk) -> Result<()>) -> Result<()>,
 ) -> Result<WordCounts> {
-    let threads = threads.max(1);
-    let fresh = || {
-        let mut c = WordCounts::new();
-        if counter.superword.is_some() {
-            c.superword = Some(Box::new(WordCounts::new()));
+    if threads > 1 {
+        return count_partitioned(counter, threads, limits, feed);
+    }
+    let mut counts = fresh_counts(counter);
+    if let Some(l) = limits {
+        counts.cap_table(l.budget.worker_table);
+    }
+    let dirs = LazyDirs::new(counter);
+    let mut scratch = counter.scratch();
+    feed(&mut |chunk| {
+        counter.count_chunk_with(&chunk, &mut counts, None, &mut scratch)?;
+        // A table over its share goes to disk.
+        match limits {
+            Some(l) if counts.over(l.budget.worker_table) => counts.spill(&*dirs.open()?),
+            _ => Ok(()),
         }
-        if let Some(l) = limits {
-            c.cap_table(l.budget.worker_table);
-        }
-        c
-    };
-    // Created at the first spill (a run that never spills touches no disk).
-    let dirs: Mutex<Option<std::sync::Arc<SpillDirs>>> = Mutex::new(None);
-    let open_dirs = || -> Result<std::sync::Arc<SpillDirs>> {
-        let mut slot = dirs.lock().unwrap_or_else(|p| p.into_inner());
+    })?;
+    let Some(dirs) = dirs.take() else { return Ok(counts) };
+    let superword_stats = counts.superword.as_ref().map(|s| s.stats.clone());
+    counts.spill(&dirs)?;
+    WordCounts::from_runs(&dirs, counts.stats, superword_stats, limits.and_then(|l| l.choose_min))
+}
+
+/// An empty table for one counting thread (with SuperBPE's second table
+/// where the counter counts its units).
+fn fresh_counts(counter: &Counter) -> WordCounts {
+    let mut c = WordCounts::new();
+    if counter.superword.is_some() {
+        c.superword = Some(Box::new(WordCounts::new()));
+    }
+    c
+}
+
+/// The spill folders of one counting, created at the first spill (a run
+/// that never spills touches no disk).
+struct LazyDirs {
+    dirs: Mutex<Option<std::sync::Arc<SpillDirs>>>,
+    superword: bool,
+}
+
+impl LazyDirs {
+    fn new(counter: &Counter) -> Self {
+        LazyDirs { dirs: Mutex::new(None), superword: counter.superword.is_some() }
+    }
+
+    fn open(&self) -> Result<std::sync::Arc<SpillDirs>> {
+        let mut slot = self.dirs.lock().unwrap_or_else(|p| p.into_inner());
         if slot.is_none() {
-            let superword = if counter.superword.is_some() { Some(SpillDir::new()?) } else { None };
+            let superword = if self.superword { Some(SpillDir::new()?) } else { None };
             *slot = Some(std::sync::Arc::new(SpillDirs { main: SpillDir::new()?, superword }));
         }
         Ok(slot.clone().expect("just set"))
+    }
+
+    fn take(&self) -> Option<std::sync::Arc<SpillDirs>> {
+        self.dirs.lock().unwrap_or_else(|p| p.into_inner()).take()
+    }
+}
+
+/// `count_parallel` on several threads (see `partitioned`): each thread
+/// counts into a table capped at its room and flushes it into the shared
+/// partitions when full; the partitions spill to disk when they and the
+/// rooms would pass the budget.
+fn count_partitioned(
+    counter: &Counter,
+    threads: usize,
+    limits: Option<&CountLimits>,
+    feed: impl FnOnce(&mut dyn FnMut(Chunk) -> Result<()>) -> Result<()>,
+) -> Result<WordCounts> {
+    let shared = Shared::new(counter.superword.is_some());
+    let total = limits.map_or(u64::MAX, |l| l.budget.total);
+    // The threads' rooms take at most a quarter of the budget.
+    let most = (total / 4).max(1);
+    let dirs = LazyDirs::new(counter);
+    let fresh = || {
+        let mut c = fresh_counts(counter);
+        c.cap_table(shared.thread_room(threads, most));
+        c
     };
-    // After each chunk: a table over its share goes to disk.
-    let keep_within = |counts: &mut WordCounts| -> Result<()> {
-        match limits {
-            Some(l) if counts.over(l.budget.worker_table) => counts.spill(&*open_dirs()?),
-            _ => Ok(()),
+    let keep_within = |local: &mut WordCounts| -> Result<()> {
+        if !local.over(shared.thread_room(threads, most)) {
+            return Ok(());
         }
+        shared.flush(local);
+        let room = shared.thread_room(threads, most);
+        if limits.is_some() && shared.held().saturating_add(room * threads as u64) > total {
+            shared.spill(&*dirs.open()?)?;
+        }
+        local.cap_table(shared.thread_room(threads, most));
+        Ok(())
     };
-    let parts = if threads == 1 {
-        let mut counts = fresh();
-        let mut scratch = counter.scratch();
-        feed(&mut |chunk| {
-            counter.count_chunk_with(&chunk, &mut counts, None, &mut scratch)?;
-            keep_within(&mut counts)
-        })?;
-        vec![counts]
-    } else {
-        count_on_threads(counter, threads, &fresh, &keep_within, feed)?
+    // Each thread's last flush, on its own thread (all at once; they start
+    // at other partitions); then what it freed goes back to the system
+    // before the thread ends (mimalloc would keep an ended thread's blocks).
+    let finish = |local: &mut WordCounts| {
+        shared.flush(local);
+        crate::alloc::release_free_memory();
     };
-    let spilled = dirs.lock().unwrap_or_else(|p| p.into_inner()).take();
-    let spilled = match (spilled, limits) {
-        (Some(d), _) => Some(d),
-        // No spill, but the thread tables and their sum would not fit together.
-        (None, Some(l)) if parts.len() > 1 && in_memory_merge_bytes(&parts) > l.budget.total => Some(open_dirs()?),
-        _ => None,
-    };
-    let Some(dirs) = spilled else {
-        return Ok(if parts.len() == 1 { parts.into_iter().next().expect("one part") } else { WordCounts::merge_all(parts) });
-    };
+    let leftovers = count_on_threads(counter, threads, &fresh, &keep_within, Some(&finish), feed)?;
     let mut stats = CountStats::default();
     let mut superword_stats = counter.superword.map(|_| CountStats::default());
-    for mut p in parts {
-        p.spill(&dirs)?;
-        stats.add(&p.stats);
-        if let (Some(total), Some(s)) = (superword_stats.as_mut(), p.superword.as_ref()) {
+    for l in &leftovers {
+        stats.add(&l.stats);
+        if let (Some(total), Some(s)) = (superword_stats.as_mut(), l.superword.as_ref()) {
             total.add(&s.stats);
         }
     }
-    WordCounts::from_runs(&dirs, stats, superword_stats, limits.and_then(|l| l.choose_min))
+    drop(leftovers);
+    if let Some(dirs) = dirs.take() {
+        shared.spill(&dirs)?;
+        drop(shared);
+        return WordCounts::from_runs(&dirs, stats, superword_stats, limits.and_then(|l| l.choose_min));
+    }
+    let Shared { main, superword } = shared;
+    let mut out = main.into_counts(stats);
+    if let (Some(units), Some(st)) = (superword, superword_stats) {
+        out.superword = Some(Box::new(units.into_counts(st)));
+    }
+    Ok(out)
 }
 
-/// The peak of `WordCounts::merge_all` on these parts: their short entries
-/// packed and the sum's table, their mid tables and the largest one grown
-/// to hold them all, and their long maps.
-fn in_memory_merge_bytes(parts: &[WordCounts]) -> u64 {
-    let entries: usize = parts.iter().map(|p| p.short.len + p.long.len()).sum();
-    let slot = std::mem::size_of::<Slot>();
-    let sum = (entries * 4 / 3 + 1).next_power_of_two() * slot;
-    let mids: usize = parts.iter().map(|p| p.mid.len).sum();
-    let mid = parts.iter().map(|p| p.mid.bytes()).sum::<usize>() + (mids * 4 / 3 + 1).next_power_of_two() * std::mem::size_of::<MidSlot>();
-    (entries * slot + sum + mid) as u64 + parts.iter().map(|p| p.long.capacity() as u64 * 25).sum::<u64>()
-}
+/// Chunks waiting for a counting thread at most: input in flight is this
+/// many chunks and one per thread, not two per thread (on 16 threads 0.2 GB
+/// of a counting peak that no longer grows with the threads otherwise).
+const QUEUED_CHUNKS: usize = 4;
 
 /// The worker threads of `count_parallel`: each counts the chunks it gets
-/// into its own table (`fresh`), calling `keep_within` after each chunk.
+/// into its own table (`fresh`), calling `keep_within` after each chunk
+/// and `finish` at the end (unless counting failed).
 fn count_on_threads(
     counter: &Counter,
     threads: usize,
     fresh: &(dyn Fn() -> WordCounts + Sync),
     keep_within: &(dyn Fn(&mut WordCounts) -> Result<()> + Sync),
+    finish: Option<&(dyn Fn(&mut WordCounts) + Sync)>,
     feed: impl FnOnce(&mut dyn FnMut(Chunk) -> Result<()>) -> Result<()>,
 ) -> Result<Vec<WordCounts>> {
     let failed = AtomicBool::new(false);
     let first_error: Mutex<Option<Error>> = Mutex::new(None);
-    let (tx, rx) = crossbeam_channel::bounded::<Chunk>(threads * 2);
+    let (tx, rx) = crossbeam_channel::bounded::<Chunk>((threads * 2).min(QUEUED_CHUNKS));
     std::thread::scope(|scope| {
         let workers: Vec<_> = (0..threads)
             .map(|_| {
@@ -984,6 +992,9 @@ fn count_on_threads(
                                 *slot = Some(e);
                             }
                         }
+                    }
+                    if let Some(finish) = finish.filter(|_| !failed.load(Ordering::Relaxed)) {
+                        finish(&mut counts);
                     }
                     counts
                 })
@@ -1220,40 +1231,62 @@ mod tests {
         }
     }
 
-    /// The low-peak merge of thread tables and the draining iteration see
-    /// exactly the entries of the tables.
+    /// Thread tables flushed into the shared partitions, several at once and
+    /// several times each, and the partitions' concatenation (a packed
+    /// table), spilled or not, see exactly the entries of the tables.
     #[test]
-    fn merging_thread_tables_and_draining_keep_every_entry() {
-        // Two tables (the two-input merge) and three (the heap), each large
-        // enough to be merged in key ranges on several threads.
-        for threads in [2u64, 3] {
-            let mut parts: Vec<WordCounts> = (0..threads).map(|_| WordCounts::new()).collect();
+    fn partitions_keep_every_entry() {
+        use super::partitioned::Partitions;
+        for threads in [1u64, 2, 3] {
             let mut expected: HashMap<Vec<u8>, u64> = HashMap::new();
-            for i in 0..300_000u64 {
-                let key = format!("k{}{}", i % 170_001, if i % 5 == 0 { "-a-long-suffix-here" } else { "" });
-                // Some keys on one thread only, most on several.
-                let part = if i % 7 == 0 { 0 } else { i % threads };
-                parts[part as usize].add(key.as_bytes(), i % 4 + 1);
-                *expected.entry(key.into_bytes()).or_insert(0) += i % 4 + 1;
-            }
-            let total = WordCounts::merge_all(parts);
-            assert!(total.short.packed);
-            assert!(total.short.slots.windows(2).all(|w| w[0].key < w[1].key), "packed sum not sorted by key");
+            let parts = Partitions::new();
+            std::thread::scope(|scope| {
+                let handles: Vec<_> = (0..threads)
+                    .map(|t| {
+                        let parts = &parts;
+                        scope.spawn(move || {
+                            let mut local = WordCounts::new();
+                            let mut seen: HashMap<Vec<u8>, u64> = HashMap::new();
+                            for i in (t..300_000).step_by(threads as usize) {
+                                let key = format!("k{}{}", i % 170_001, if i % 5 == 0 { "-a-long-suffix-here" } else if i % 11 == 0 { "-and-a-suffix-longer-than-31-bytes" } else { "" });
+                                local.add(key.as_bytes(), i % 4 + 1);
+                                *seen.entry(key.into_bytes()).or_insert(0) += i % 4 + 1;
+                                if i % 40_000 == t {
+                                    parts.flush(&mut local);
+                                    assert!(local.is_empty());
+                                }
+                            }
+                            parts.flush(&mut local);
+                            seen
+                        })
+                    })
+                    .collect();
+                for h in handles {
+                    for (k, v) in h.join().unwrap() {
+                        *expected.entry(k).or_insert(0) += v;
+                    }
+                }
+            });
+            assert!(parts.held() > 0);
+            let total = parts.into_counts(CountStats::default());
+            assert!(total.short.packed && total.mid.packed);
             assert_eq!(snapshot(&total), expected);
         }
-        let mut parts = vec![WordCounts::new(), WordCounts::new(), WordCounts::new()];
         let mut expected: HashMap<Vec<u8>, u64> = HashMap::new();
+        let mut table = WordCounts::new();
         for i in 0..200_000u64 {
             let key = format!("k{}{}", i % 70_001, if i % 5 == 0 { "-a-long-suffix-here" } else { "" });
-            parts[(i % 3) as usize].add(key.as_bytes(), i % 4 + 1);
+            table.add(key.as_bytes(), i % 4 + 1);
             *expected.entry(key.into_bytes()).or_insert(0) += i % 4 + 1;
         }
-        let total = WordCounts::merge_all(parts);
-        assert!(total.short.packed);
-        assert_eq!(snapshot(&total), expected);
-        // A packed sum still takes additions, short and mid keys alike (its
+        let parts = Partitions::new();
+        parts.flush(&mut table);
+        let total = parts.into_counts(CountStats::default());
+        // A packed table still takes additions, short and mid keys alike (its
         // tables become hash tables again).
-        let mut grown = WordCounts::merge_all(vec![WordCounts::from_bytes(&total.to_bytes()).unwrap(), WordCounts::new()]);
+        let parts = Partitions::new();
+        parts.flush(&mut WordCounts::from_bytes(&total.to_bytes()).unwrap());
+        let mut grown = parts.into_counts(CountStats::default());
         assert!(grown.short.packed && grown.mid.packed);
         let mut more = expected.clone();
         for key in [&b"k1"[..], b"k1-a-long-suffix-here", b"k3-a-new-mid-key"] {
@@ -1274,5 +1307,22 @@ mod tests {
             assert!(drained.insert(k.to_vec(), v).is_none());
         });
         assert_eq!(drained, expected);
+        // Spilled partitions: one sorted run that merges back to the same counts.
+        let parts = Partitions::new();
+        let mut again = WordCounts::from_bytes(&total_bytes(&expected)).unwrap();
+        parts.flush(&mut again);
+        let dirs = SpillDirs { main: SpillDir::new().unwrap(), superword: None };
+        parts.spill_to(&dirs.main).unwrap();
+        assert_eq!(parts.held(), Partitions::new().held());
+        let merged = WordCounts::from_runs(&dirs, CountStats::default(), None, None).unwrap();
+        assert_eq!(snapshot(&merged), expected);
+    }
+
+    fn total_bytes(m: &HashMap<Vec<u8>, u64>) -> Vec<u8> {
+        let mut c = WordCounts::new();
+        for (k, &v) in m {
+            c.add(k, v);
+        }
+        c.to_bytes()
     }
 }

@@ -213,9 +213,8 @@ pub(super) struct Table<S> {
     /// it to disk); only past 7/8 does it grow regardless, to stay correct.
     pub max_slots: usize,
     pub full: bool,
-    /// `slots` holds exactly the entries (the sum of thread tables,
-    /// `WordCounts::merge_all`: half the memory of a hash table; short
-    /// tables sorted by key). Iterable but not searchable: `Batch::on_table`
+    /// `slots` holds exactly the entries (the sum of the partitions of a
+    /// counting on several threads: half the memory of a hash table). Iterable but not searchable: `Batch::on_table`
     /// and `add_one` (every way to add) first rebuild the hash table
     /// (`make_searchable`).
     pub packed: bool,
@@ -254,6 +253,23 @@ impl<S: Entry> Table<S> {
             full: false,
             packed: false,
         }
+    }
+
+    /// An empty table of a few slots (a partition of a counting on several
+    /// threads, many of which stay small on a small input).
+    pub fn tiny() -> Self {
+        const TINY: usize = 64;
+        Table { slots: vec![S::default(); TINY], len: 0, limit: TINY / 4 * 3, max_slots: usize::MAX, full: false, packed: false }
+    }
+
+    /// An empty table of `cap` slots (a power of two) in the buffer of
+    /// `slots` (a table's own, emptied by `into_dense` and read), so that a
+    /// table flushed again and again is not allocated again each time.
+    pub fn reuse(mut slots: Vec<S>, cap: usize, max_slots: usize) -> Self {
+        debug_assert!(cap.is_power_of_two());
+        slots.clear();
+        slots.resize(cap, S::default());
+        Table { slots, len: 0, limit: cap / 4 * 3, max_slots, full: false, packed: false }
     }
 
     #[inline(always)]
@@ -412,137 +428,16 @@ impl<S: Entry> Table<S> {
     pub fn cap_bytes(&mut self, bytes: usize) {
         let most = (bytes / std::mem::size_of::<S>() * 2 / 3).max(MIN_CAPACITY);
         self.max_slots = 1usize << most.ilog2();
-    }
-
-    /// The table packed (see `packed`), its empty slots' pages handed back.
-    pub fn packed(self) -> Self {
-        Table::of_entries(self.into_dense())
+        if self.len == 0 && self.slots.len() > self.max_slots {
+            // An emptied table (flushed or spilled) under a smaller cap.
+            *self = Table { max_slots: self.max_slots, ..Table::with_capacity(0) };
+        }
     }
 
     /// A packed table of exactly these entries.
-    fn of_entries(slots: Vec<S>) -> Self {
+    pub fn of_entries(slots: Vec<S>) -> Self {
         Table { len: slots.len(), slots, limit: 0, max_slots: usize::MAX, full: false, packed: true }
     }
-}
-
-impl ShortTable {
-    /// Sums tables packed and sorted by key (`into_dense`, then sorted) into
-    /// one packed table, freeing each input as it is read.
-    ///
-    /// On one thread per input: the key space is cut at quantiles of the
-    /// largest input, and each thread merges its key range into its own
-    /// region of the output (as many slots as its inputs, so it cannot
-    /// overflow); the regions are then closed up. On s10 the one-thread
-    /// merge was over a second of counting's wall time.
-    pub fn merge_packed(parts: Vec<Vec<Slot>>) -> ShortTable {
-        let total: usize = parts.iter().map(Vec::len).sum();
-        let ranges = if total >= 1 << 16 { parts.len().max(1) } else { 1 };
-        let largest = parts.iter().max_by_key(|p| p.len()).map_or(&[][..], |p| &p[..]);
-        let pivots: Vec<u128> = (1..ranges).map(|r| largest[largest.len() * r / ranges].key).collect();
-        // cuts[r][i]: where range r starts in input i (and ends at cuts[r + 1][i]).
-        let cuts: Vec<Vec<usize>> = (0..=ranges)
-            .map(|r| match r {
-                0 => vec![0; parts.len()],
-                r if r == ranges => parts.iter().map(Vec::len).collect(),
-                r => parts.iter().map(|p| p.partition_point(|s| s.key < pivots[r - 1])).collect(),
-            })
-            .collect();
-        let firsts: Vec<usize> = cuts.iter().map(|c| c.iter().sum()).collect();
-        let mut out: Vec<Slot> = crate::mem::vec_with_capacity(total);
-        let mut regions = Vec::with_capacity(ranges);
-        let mut rest = &mut out.spare_capacity_mut()[..total];
-        for r in 0..ranges {
-            let (mine, later) = std::mem::take(&mut rest).split_at_mut(firsts[r + 1] - firsts[r]);
-            regions.push(std::sync::Mutex::new(mine));
-            rest = later;
-        }
-        let parts = &parts;
-        let written = crate::util::on_threads(ranges, &|r| {
-            let mut region = regions[r].lock().unwrap_or_else(|p| p.into_inner());
-            let bounds: Vec<(usize, usize)> = (0..parts.len()).map(|i| (cuts[r][i], cuts[r + 1][i])).collect();
-            merge_sorted_range(parts, &bounds, &mut region)
-        })
-        .expect("merging count tables does not panic");
-        drop(regions);
-        // Close the gaps between the regions (sums of types seen on several
-        // threads left them shorter than their inputs).
-        let spare = &mut out.spare_capacity_mut()[..total];
-        let mut len = 0;
-        for (r, &n) in written.iter().enumerate() {
-            spare.copy_within(firsts[r]..firsts[r] + n, len);
-            len += n;
-        }
-        // SAFETY: every region wrote its first `written[r]` slots, and they
-        // were moved to `0..len` in order, so the first `len` slots are
-        // initialized; `len <= total <= capacity`.
-        unsafe { out.set_len(len) };
-        crate::mem::release(&out, len, total);
-        ShortTable::of_entries(out)
-    }
-}
-
-/// Sums the slots `bounds[i]` of each sorted input `parts[i]` (one key
-/// range) into `out` in key order; returns how many slots it wrote. The
-/// inputs' pages are handed back as they are read (only whole pages inside
-/// the range, which no other range reads).
-fn merge_sorted_range(parts: &[Vec<Slot>], bounds: &[(usize, usize)], out: &mut [std::mem::MaybeUninit<Slot>]) -> usize {
-    use std::cmp::Reverse;
-    const BLOCK: usize = 1 << 16;
-    let mut pos: Vec<usize> = bounds.iter().map(|b| b.0).collect();
-    let mut freed = pos.clone();
-    let mut n = 0;
-    let mut last: Option<Slot> = None;
-    let mut emit = |s: Slot, n: &mut usize| match last.as_mut() {
-        Some(l) if l.key == s.key => l.count += s.count,
-        _ => {
-            if let Some(l) = last.replace(s) {
-                out[*n].write(l);
-                *n += 1;
-            }
-        }
-    };
-    let mut advance = |i: usize, pos: &mut Vec<usize>| {
-        pos[i] += 1;
-        if pos[i] - freed[i] >= BLOCK {
-            crate::mem::release(&parts[i], freed[i], pos[i]);
-            freed[i] = pos[i];
-        }
-    };
-    if let [a, b] = bounds {
-        // Two inputs (two threads, the usual case): no heap.
-        let (pa, pb) = (&parts[0], &parts[1]);
-        while pos[0] < a.1 && pos[1] < b.1 {
-            let (x, y) = (pa[pos[0]], pb[pos[1]]);
-            let i = if x.key <= y.key { 0 } else { 1 };
-            emit(if i == 0 { x } else { y }, &mut n);
-            advance(i, &mut pos);
-        }
-        for (i, &(_, end)) in bounds.iter().enumerate() {
-            while pos[i] < end {
-                emit(parts[i][pos[i]], &mut n);
-                advance(i, &mut pos);
-            }
-        }
-    } else {
-        let mut heap = std::collections::BinaryHeap::new();
-        for (i, &(from, to)) in bounds.iter().enumerate() {
-            if from < to {
-                heap.push(Reverse((parts[i][from].key, i)));
-            }
-        }
-        while let Some(Reverse((_, i))) = heap.pop() {
-            emit(parts[i][pos[i]], &mut n);
-            advance(i, &mut pos);
-            if pos[i] < bounds[i].1 {
-                heap.push(Reverse((parts[i][pos[i]].key, i)));
-            }
-        }
-    }
-    if let Some(l) = last {
-        out[n].write(l);
-        n += 1;
-    }
-    n
 }
 
 /// How many pre-tokens are in flight between hashing (and prefetching

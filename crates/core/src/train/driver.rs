@@ -18,6 +18,7 @@ use super::{counting::POLL_SECONDS, TrainConfig};
 use crate::count::{CountStats, WordCounts};
 use crate::error::{Error, Result};
 use crate::model::Model;
+use crate::clock::{PhaseTime, Stopwatch};
 use crate::observe::{MergeProgress, Observer};
 use crate::util::{new_map, threads_or_default, Map};
 use std::io::Write;
@@ -30,9 +31,9 @@ pub fn train_from_counts(
     config: &TrainConfig,
     observer: &mut dyn Observer,
     inputs: serde_json::Value,
-    count_seconds: f64,
+    count: PhaseTime,
 ) -> Result<Model> {
-    let (mut model, stats) = train_with_stats(counts, config, observer, inputs, count_seconds)?;
+    let (mut model, stats) = train_with_stats(counts, config, observer, inputs, count)?;
     model.metadata = stats.to_metadata();
     Ok(model)
 }
@@ -44,17 +45,18 @@ pub(crate) fn train_with_stats(
     config: &TrainConfig,
     observer: &mut dyn Observer,
     inputs: serde_json::Value,
-    count_seconds: f64,
+    count: PhaseTime,
 ) -> Result<(Model, TrainStats)> {
     config.validate()?;
     if let Some(sb) = &config.superbpe {
         let units = counts.superword.take().ok_or_else(|| Error::training("SuperBPE needs stage-2 counts"))?;
-        return super::superbpe::train(counts, *units, config, sb, observer, inputs, count_seconds);
+        return super::superbpe::train(counts, *units, config, sb, observer, inputs, count);
     }
     let counted = check_counts(&counts, &inputs)?;
-    observer.counted(&counted.stats, counted.word_types, count_seconds);
+    observer.counted(&counted.stats, counted.word_types, &count);
     let specials = config.all_special_tokens();
-    let merge_start = Instant::now();
+    let merge_watch = Stopwatch::start(threads_or_default(config.threads));
+    let merge_start = merge_watch.instant();
     let resume = Resume::new(config, &specials)?;
     let fitted = fit_to_budget(&counts, config)?;
     if let Some(d) = &fitted.dropped {
@@ -62,29 +64,30 @@ pub(crate) fn train_with_stats(
     }
     let config = fitted.config.as_ref().unwrap_or(config);
     // The setup steps report their own progress (`steps`).
-    let (table_seconds, run) = crate::steps::watch(observer, |observer| -> Result<_> {
+    let (table, run) = crate::steps::watch(observer, threads_or_default(config.threads), |observer| -> Result<_> {
         let base = words::build(counts, config, &specials, &resume)?;
         let plan = merge_target(config, &specials, base, &resume)?;
-        let table_seconds = merge_start.elapsed().as_secs_f64();
-        Ok((table_seconds, run_merges(config, observer, plan, &resume, merge_start)?))
+        let table = merge_watch.elapsed();
+        Ok((table, run_merges(config, observer, plan, &resume, merge_start)?))
     })?;
-    let merge_seconds = merge_start.elapsed().as_secs_f64();
-    observer.merged(run.learned.merges.len(), merge_seconds);
+    let merge = merge_watch.elapsed();
+    observer.merged(run.learned.merges.len(), &merge);
     let model = run.assemble(config, &specials, &resume, &run.learned.merges);
     let stats = TrainStats {
         library: format!("bpeforge {}", env!("CARGO_PKG_VERSION")),
         inputs,
         settings: Settings::of(config),
         corpus: Corpus::of(&counted.stats),
-        timings: Timings {
-            count_seconds,
-            merge_seconds,
-            merge_breakdown: Some(MergeBreakdown {
-                word_table_seconds: table_seconds,
+        timings: Timings::of(
+            &count,
+            &merge,
+            Some(MergeBreakdown {
+                word_table_seconds: table.seconds,
+                word_table_cpu_seconds: table.cpu_seconds,
                 pair_index_seconds: run.learned.setup_seconds,
-                loop_seconds: merge_seconds - table_seconds - run.learned.setup_seconds,
+                loop_seconds: merge.seconds - table.seconds - run.learned.setup_seconds,
             }),
-        },
+        ),
         word_types: counted.word_types,
         word_count_table: WordCountTable::new(counted.table_bytes, counted.word_types),
         word_types_pruned: run.pruned + fitted.memory_left_out,
@@ -389,7 +392,7 @@ mod tests {
     }
 
     fn train(c: WordCounts, config: &TrainConfig) -> Result<Model> {
-        train_from_counts(c, config, &mut Silent, serde_json::json!(["test"]), 0.0)
+        train_from_counts(c, config, &mut Silent, serde_json::json!(["test"]), PhaseTime::default())
     }
 
     #[test]
@@ -461,7 +464,7 @@ mod tests {
                 true
             }
         }
-        let err = train_from_counts(corpus(), &config(264), &mut Stop, serde_json::json!([]), 0.0).unwrap_err();
+        let err = train_from_counts(corpus(), &config(264), &mut Stop, serde_json::json!([]), PhaseTime::default()).unwrap_err();
         assert_eq!(err.kind(), ErrorKind::Interrupted);
     }
 }

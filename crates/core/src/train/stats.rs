@@ -3,6 +3,7 @@
 //! into the model's `metadata` JSON (the only place its layout is written).
 
 use super::TrainConfig;
+use crate::clock::PhaseTime;
 use crate::count::CountStats;
 use crate::input::TextMode;
 use serde::Serialize;
@@ -120,14 +121,23 @@ impl Corpus {
     }
 }
 
-/// Seconds, rounded to milliseconds when serialized.
+/// Seconds, rounded to milliseconds when serialized: each phase's wall
+/// time and the process's CPU time in it (`crate::clock`: user + system
+/// time of all threads, from `getrusage`; null where unknown, as for counts
+/// made on Ray workers), and the threads the run used. CPU seconds over
+/// wall seconds over `threads` is how busy the cores were.
 #[derive(Debug, Clone, Serialize)]
 pub struct Timings {
+    pub threads: usize,
     #[serde(serialize_with = "millis")]
     pub count_seconds: f64,
+    #[serde(serialize_with = "opt_millis")]
+    pub count_cpu_seconds: Option<f64>,
     /// From the end of counting to the last merge (word table included).
     #[serde(serialize_with = "millis")]
     pub merge_seconds: f64,
+    #[serde(serialize_with = "opt_millis")]
+    pub merge_cpu_seconds: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub merge_breakdown: Option<MergeBreakdown>,
 }
@@ -136,6 +146,8 @@ pub struct Timings {
 pub struct MergeBreakdown {
     #[serde(serialize_with = "millis")]
     pub word_table_seconds: f64,
+    #[serde(serialize_with = "opt_millis")]
+    pub word_table_cpu_seconds: Option<f64>,
     #[serde(serialize_with = "millis")]
     pub pair_index_seconds: f64,
     #[serde(serialize_with = "millis")]
@@ -197,4 +209,25 @@ pub(crate) fn round3(x: f64) -> f64 {
 
 fn millis<S: serde::Serializer>(x: &f64, s: S) -> Result<S::Ok, S::Error> {
     s.serialize_f64(round3(*x))
+}
+
+fn opt_millis<S: serde::Serializer>(x: &Option<f64>, s: S) -> Result<S::Ok, S::Error> {
+    match x {
+        Some(x) => s.serialize_some(&round3(*x)),
+        None => s.serialize_none(),
+    }
+}
+
+impl Timings {
+    /// The record of a run's counting and merge phase.
+    pub fn of(count: &PhaseTime, merge: &PhaseTime, merge_breakdown: Option<MergeBreakdown>) -> Self {
+        Timings {
+            threads: merge.threads.max(count.threads),
+            count_seconds: count.seconds,
+            count_cpu_seconds: count.cpu_seconds,
+            merge_seconds: merge.seconds,
+            merge_cpu_seconds: merge.cpu_seconds,
+            merge_breakdown,
+        }
+    }
 }

@@ -9,6 +9,7 @@ use super::merge::TokenLimits;
 use super::stats::{SuperBpeStats, Timings, TrainStats};
 use super::{SuperBpe, TrainConfig};
 use crate::alloc::release_free_memory;
+use crate::clock::PhaseTime;
 use crate::count::WordCounts;
 use crate::error::Result;
 use crate::model::Model;
@@ -25,14 +26,14 @@ pub(crate) fn train(
     sb: &SuperBpe,
     observer: &mut dyn Observer,
     inputs: serde_json::Value,
-    count_seconds: f64,
+    count: PhaseTime,
 ) -> Result<(Model, TrainStats)> {
     let mut stage1 = config.clone();
     stage1.superbpe = None;
     stage1.vocab_size = sb.transition;
     stage1.checkpoint = None;
     let stats = words.stats.clone();
-    let (mut model, s1) = train_with_stats(words, &stage1, observer, inputs.clone(), count_seconds)?;
+    let (mut model, s1) = train_with_stats(words, &stage1, observer, inputs.clone(), count)?;
     model.metadata = s1.to_metadata();
     release_free_memory();
     let stage1_pretokenizer = model.pretokenizer.clone();
@@ -43,7 +44,7 @@ pub(crate) fn train(
     stage2.resume_from = Some(model);
     stage2.token_limits = TokenLimits { max_words: sb.max_words, colon_rule: sb.colon_rule };
     units.stats = stats;
-    let (model, s2) = train_with_stats(units, &stage2, observer, inputs, 0.0)?;
+    let (model, s2) = train_with_stats(units, &stage2, observer, inputs, PhaseTime::default())?;
     let mut combined = s1.clone();
     combined.superbpe = Some(SuperBpeStats {
         transition: sb.transition,
@@ -58,11 +59,8 @@ pub(crate) fn train(
         stage2_merge_breakdown: s2.timings.merge_breakdown.clone(),
         stage2_memory_budget: s2.memory_budget.clone().filter(|m| m.word_types_dropped > 0),
     });
-    combined.timings = Timings {
-        count_seconds,
-        merge_seconds: s1.timings.merge_seconds + s2.timings.merge_seconds,
-        merge_breakdown: None,
-    };
+    let merge = |t: &Timings| PhaseTime { seconds: t.merge_seconds, cpu_seconds: t.merge_cpu_seconds, threads: t.threads };
+    combined.timings = Timings::of(&count, &merge(&s1.timings).plus(&merge(&s2.timings)), None);
     combined.stopped_early = s2.stopped_early;
     combined.settings.vocab_size = config.vocab_size;
     combined.settings.pretokenizer = "superword".to_string();

@@ -1,0 +1,305 @@
+//! Counting on several threads with memory that does not grow with them:
+//! radix-partitioned aggregation, as analytic databases aggregate.
+//!
+//! The word types are split by hash into `PARTS` partitions, shared by all
+//! threads, each behind its own lock. A thread counts into a small private
+//! table (the frequent types, which make most of the pre-tokens, are summed
+//! there without any lock); when that table reaches the thread's share of a
+//! fixed room, the thread flushes it: its entries are ordered by partition
+//! and each run of them is added to its partition, one lock at a time,
+//! starting at a different partition on each flush so that threads rarely
+//! wait for each other. The rooms of all threads together are an eighth of
+//! what the partitions hold (at least `MIN_LOCAL`), so a word type is held
+//! once, in its partition, whatever the thread count: the peak no longer
+//! holds one table per thread nor a big final sum beside them.
+//!
+//! Under a budget (`CountBudget`) the partitions are written to disk as one
+//! sorted run (`crate::spill`) when they and the threads' rooms would pass
+//! it, and the runs are merged at the end as before.
+//!
+//! At the end the partitions are concatenated, each freed as it is copied,
+//! into one packed table (`table::Table::packed`). Sums commute, so the
+//! counts never depend on the thread count or on the order of the flushes.
+
+use super::table::{Batch, Entry, MidSlot, Slot, Table};
+use super::{CountStats, SpillDirs, WordCounts};
+use crate::error::Result;
+use crate::spill::SpillDir;
+use std::hash::BuildHasher;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Mutex, MutexGuard};
+
+/// log2 of the number of partitions.
+const PART_BITS: u32 = 6;
+/// Partitions: enough that 16-64 threads rarely flush into the same one at
+/// once and that one partition's growth step is small beside the rest.
+pub(super) const PARTS: usize = 1 << PART_BITS;
+
+/// The threads' rooms together at least (then an eighth of the partitions).
+pub(super) const MIN_LOCAL: u64 = 32 << 20;
+
+/// The partition of a key's hash: bits 40..46, which neither the inline
+/// tables (their low bits) nor hashbrown (low bits, top 7) index by, so the
+/// keys of one partition still spread over its own table.
+#[inline(always)]
+fn part_of(hash: u64) -> usize {
+    (hash >> 40) as usize & (PARTS - 1)
+}
+
+fn long_hash(key: &[u8]) -> u64 {
+    crate::util::Hasher::default().hash_one(key)
+}
+
+/// One set of partitions (the word types, or SuperBPE's units).
+pub(super) struct Partitions {
+    parts: Vec<Mutex<WordCounts>>,
+    /// Bytes of each partition's tables when last changed, and their sum.
+    part_bytes: Vec<AtomicU64>,
+    held: AtomicU64,
+    /// Flushes so far: each starts at another partition.
+    flushes: AtomicUsize,
+}
+
+impl Partitions {
+    pub(super) fn new() -> Self {
+        let parts: Vec<_> = (0..PARTS).map(|_| Mutex::new(empty_part())).collect();
+        let part_bytes: Vec<_> = parts.iter().map(|p| AtomicU64::new(lock(p).table_bytes())).collect();
+        let held = part_bytes.iter().map(|b| b.load(Ordering::Relaxed)).sum::<u64>().into();
+        Partitions { parts, part_bytes, held, flushes: AtomicUsize::new(0) }
+    }
+
+    /// Bytes the partitions' tables hold.
+    pub(super) fn held(&self) -> u64 {
+        self.held.load(Ordering::Relaxed)
+    }
+
+    /// Adds `local`'s entries (not its stats, which the caller sums) to the
+    /// partitions and empties `local`, which keeps its tables' sizes and caps.
+    pub(super) fn flush(&self, local: &mut WordCounts) {
+        let (short_cap, short_max) = (local.short.slots.len(), local.short.max_slots);
+        let (mid_cap, mid_max) = (local.mid.slots.len(), local.mid.max_slots);
+        let short = by_part(std::mem::replace(&mut local.short, Table::tiny()));
+        let mid = by_part(std::mem::replace(&mut local.mid, Table::tiny()));
+        let mut long: Vec<(Box<[u8]>, u64)> = local.long.drain().collect();
+        long.sort_unstable_by_key(|(k, _)| part_of(long_hash(k)));
+        let long_cuts = cuts(&long, |(k, _)| part_of(long_hash(k)));
+        let start = self.flushes.fetch_add(1, Ordering::Relaxed).wrapping_mul(PARTS / 2 + 5) % PARTS;
+        let mut long = long.into_iter();
+        let mut pending: Vec<Option<Vec<(Box<[u8]>, u64)>>> =
+            (0..PARTS).map(|p| Some(long.by_ref().take(long_cuts[p + 1] - long_cuts[p]).collect())).collect();
+        // Partitions another thread holds are left for a second round.
+        let mut busy = Vec::new();
+        for i in 0..PARTS {
+            let p = (start + i) % PARTS;
+            match self.parts[p].try_lock() {
+                Ok(mut part) => self.add_to(p, &mut part, &short, &mid, pending[p].take().unwrap_or_default()),
+                Err(_) => busy.push(p),
+            }
+        }
+        for p in busy {
+            let mut part = lock(&self.parts[p]);
+            self.add_to(p, &mut part, &short, &mid, pending[p].take().unwrap_or_default());
+        }
+        local.short = Table::reuse(short.entries, short_cap, short_max);
+        local.mid = Table::reuse(mid.entries, mid_cap, mid_max);
+    }
+
+    /// Adds partition `p`'s share of a flush to it (locked by the caller).
+    fn add_to(&self, p: usize, part: &mut WordCounts, short: &ByPart<Slot>, mid: &ByPart<MidSlot>, long: Vec<(Box<[u8]>, u64)>) {
+        add_slots(&mut part.short, short.part(p));
+        add_slots(&mut part.mid, mid.part(p));
+        part.long.reserve(long.len());
+        for (k, v) in long {
+            *part.long.entry(k).or_insert(0) += v;
+        }
+        let bytes = part.table_bytes();
+        let before = self.part_bytes[p].swap(bytes, Ordering::Relaxed);
+        self.held.fetch_add(bytes.wrapping_sub(before), Ordering::Relaxed);
+    }
+
+    /// Every partition, locked (in order, so two callers cannot deadlock).
+    fn lock_all(&self) -> Vec<MutexGuard<'_, WordCounts>> {
+        self.parts.iter().map(lock).collect()
+    }
+
+    /// Writes the partitions' entries to `dir` as one sorted run and empties
+    /// them (spilling; their tables are freed).
+    pub(super) fn spill_to(&self, dir: &SpillDir) -> Result<()> {
+        let mut parts = self.lock_all();
+        let mut shorts = Vec::with_capacity(PARTS);
+        for part in parts.iter_mut() {
+            let mut dense = std::mem::replace(&mut part.short, Table::tiny()).into_dense();
+            dense.sort_unstable_by_key(|s| s.key);
+            shorts.push(dense);
+        }
+        let mut longers: Vec<Vec<(&[u8], u64)>> = parts.iter().map(|p| p.longer_entries()).collect();
+        for l in longers.iter_mut() {
+            l.sort_unstable_by(|a, b| a.0.cmp(b.0));
+        }
+        let short_len = shorts.iter().map(Vec::len).sum();
+        let longer_len = longers.iter().map(Vec::len).sum();
+        let short = Merged::new(shorts.iter().map(|v| v.iter().map(|s| (s.key, s.count))).collect(), short_len);
+        let longer = Merged::new(longers.iter().map(|v| v.iter().copied()).collect(), longer_len);
+        let written = dir.write_run(short, longer);
+        drop((longers, shorts));
+        for (p, part) in parts.iter_mut().enumerate() {
+            part.mid = Table::tiny();
+            part.long = crate::util::new_map();
+            let bytes = part.table_bytes();
+            let before = self.part_bytes[p].swap(bytes, Ordering::Relaxed);
+            self.held.fetch_add(bytes.wrapping_sub(before), Ordering::Relaxed);
+        }
+        written
+    }
+
+    /// The partitions as one table with `stats`: their entries concatenated
+    /// into packed tables, each partition freed as it is copied.
+    pub(super) fn into_counts(self, stats: CountStats) -> WordCounts {
+        let parts: Vec<WordCounts> = self.parts.into_iter().map(|m| m.into_inner().unwrap_or_else(|p| p.into_inner())).collect();
+        let shorts: usize = parts.iter().map(|p| p.short.len).sum();
+        let mids: usize = parts.iter().map(|p| p.mid.len).sum();
+        let longs: usize = parts.iter().map(|p| p.long.len()).sum();
+        let mut short: Vec<Slot> = crate::mem::vec_with_capacity(shorts);
+        let mut mid: Vec<MidSlot> = crate::mem::vec_with_capacity(mids);
+        let mut out = WordCounts::new();
+        out.long.reserve(longs);
+        for part in parts {
+            let WordCounts { short: s, mid: m, long: l, .. } = part;
+            short.extend_from_slice(&s.into_dense());
+            mid.extend_from_slice(&m.into_dense());
+            out.long.extend(l);
+        }
+        out.short = Table::of_entries(short);
+        out.mid = Table::of_entries(mid);
+        out.stats = stats;
+        out
+    }
+}
+
+/// A partition's table before anything is added: tiny tables, as many
+/// partitions stay small on a small input (`WordCounts::new`'s would take
+/// 18 MB for the 64 of them).
+fn empty_part() -> WordCounts {
+    WordCounts {
+        short: Table::tiny(),
+        mid: Table::tiny(),
+        long: crate::util::new_map(),
+        stats: CountStats::default(),
+        superword: None,
+        memory: Default::default(),
+    }
+}
+
+fn lock(m: &Mutex<WordCounts>) -> MutexGuard<'_, WordCounts> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// A table's entries ordered by partition, with where each partition starts.
+struct ByPart<S> {
+    entries: Vec<S>,
+    cuts: Vec<usize>,
+}
+
+impl<S> ByPart<S> {
+    fn part(&self, p: usize) -> &[S] {
+        &self.entries[self.cuts[p]..self.cuts[p + 1]]
+    }
+}
+
+fn by_part<S: Entry>(table: Table<S>) -> ByPart<S> {
+    let mut entries = table.into_dense();
+    entries.sort_unstable_by_key(|s| part_of(S::hash(&s.key())));
+    let cuts = cuts(&entries, |s| part_of(S::hash(&s.key())));
+    ByPart { entries, cuts }
+}
+
+/// Where each partition starts in `v` (ordered by partition), and its end.
+fn cuts<T>(v: &[T], part: impl Fn(&T) -> usize) -> Vec<usize> {
+    (0..=PARTS).map(|p| v.partition_point(|x| part(x) < p)).collect()
+}
+
+fn add_slots<S: Entry>(table: &mut Table<S>, slots: &[S]) {
+    let mut batch = Batch::on_table(table);
+    for s in slots {
+        batch.push(s.key(), s.count());
+    }
+}
+
+/// Sorted sequences merged into one (their keys are disjoint: each key
+/// lives in one partition).
+struct Merged<K: Ord, I: Iterator<Item = (K, u64)>> {
+    inputs: Vec<std::iter::Peekable<I>>,
+    heap: std::collections::BinaryHeap<std::cmp::Reverse<(K, usize)>>,
+    left: usize,
+}
+
+impl<K: Ord + Copy, I: Iterator<Item = (K, u64)>> Merged<K, I> {
+    fn new(inputs: Vec<I>, len: usize) -> Self {
+        let mut inputs: Vec<_> = inputs.into_iter().map(Iterator::peekable).collect();
+        let mut heap = std::collections::BinaryHeap::with_capacity(inputs.len());
+        for (i, input) in inputs.iter_mut().enumerate() {
+            if let Some(&(k, _)) = input.peek() {
+                heap.push(std::cmp::Reverse((k, i)));
+            }
+        }
+        Merged { inputs, heap, left: len }
+    }
+}
+
+impl<K: Ord + Copy, I: Iterator<Item = (K, u64)>> Iterator for Merged<K, I> {
+    type Item = (K, u64);
+    fn next(&mut self) -> Option<(K, u64)> {
+        let std::cmp::Reverse((_, i)) = self.heap.pop()?;
+        let item = self.inputs[i].next()?;
+        if let Some(&(k, _)) = self.inputs[i].peek() {
+            self.heap.push(std::cmp::Reverse((k, i)));
+        }
+        self.left -= 1;
+        Some(item)
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (self.left, Some(self.left))
+    }
+}
+
+impl<K: Ord + Copy, I: Iterator<Item = (K, u64)>> ExactSizeIterator for Merged<K, I> {}
+
+/// The shared partitions of a counting: the word types, and SuperBPE's
+/// units where it counts them.
+pub(super) struct Shared {
+    pub main: Partitions,
+    pub superword: Option<Partitions>,
+}
+
+impl Shared {
+    pub(super) fn new(superword: bool) -> Self {
+        Shared { main: Partitions::new(), superword: superword.then(Partitions::new) }
+    }
+
+    pub(super) fn held(&self) -> u64 {
+        self.main.held() + self.superword.as_ref().map_or(0, Partitions::held)
+    }
+
+    /// Flushes a thread's table (and its SuperBPE units) into the partitions.
+    pub(super) fn flush(&self, local: &mut WordCounts) {
+        if let (Some(units), Some(parts)) = (local.superword.as_deref_mut(), self.superword.as_ref()) {
+            parts.flush(units);
+        }
+        self.main.flush(local);
+    }
+
+    pub(super) fn spill(&self, dirs: &SpillDirs) -> Result<()> {
+        if let (Some(parts), Some(dir)) = (self.superword.as_ref(), dirs.superword.as_ref()) {
+            parts.spill_to(dir)?;
+        }
+        self.main.spill_to(&dirs.main)
+    }
+
+    /// The room of each of `threads` threads' tables: an eighth of what the
+    /// partitions hold now (at least `MIN_LOCAL`, at most `most`) over the
+    /// threads.
+    pub(super) fn thread_room(&self, threads: usize, most: u64) -> u64 {
+        (self.held() / 8).max(MIN_LOCAL).min(most) / threads.max(1) as u64
+    }
+}
