@@ -13,6 +13,7 @@ use bpeforge_core::observe::{CountProgress, FileProgress, Observer};
 use bpeforge_core::pipeline::{self, CountPacer, CountScope};
 use bpeforge_core::train::TrainConfig;
 use pyo3::exceptions::PyTypeError;
+use std::time::Instant;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyString};
 use std::path::PathBuf;
