@@ -32,8 +32,10 @@ def test_temperature_one_is_unbalanced(two_languages) -> None:
 
 def test_higher_temperature_helps_the_small_language(two_languages) -> None:
     corpus, langs, big, small = two_languages
-    plain = bpeforge.train(corpus, vocab_size=400, progress=False)
-    hot = bpeforge.train(corpus, vocab_size=400, langs=langs, temperature=5.0, progress=False)
+    # 360: the plain model has not yet merged every Greek word whole (with
+    # the default pre-tokenizer both models have by 400).
+    plain = bpeforge.train(corpus, vocab_size=360, progress=False)
+    hot = bpeforge.train(corpus, vocab_size=360, langs=langs, temperature=5.0, progress=False)
     el = sum(len(plain.encode(s)) for s in small[:5]), sum(len(hot.encode(s)) for s in small[:5])
     en = sum(len(plain.encode(s)) for s in big[:5]), sum(len(hot.encode(s)) for s in big[:5])
     assert el[1] < el[0], el
@@ -44,7 +46,7 @@ def test_higher_temperature_helps_the_small_language(two_languages) -> None:
     a, b = corpus.parent / "en.txt", corpus.parent / "el.txt"
     a.write_text("\n".join(big) + "\n", encoding="utf-8")
     b.write_text("\n".join(small) + "\n", encoding="utf-8")
-    per_file = bpeforge.train([a, b], vocab_size=400, file_languages=["en", "el"], temperature=5.0, progress=False)
+    per_file = bpeforge.train([a, b], vocab_size=360, file_languages=["en", "el"], temperature=5.0, progress=False)
     assert per_file.merges == hot.merges
 
 

@@ -25,7 +25,7 @@ from ._io import check_output, model_format
 from ._offsets import token_offsets
 from ._progress import Progress, native_progress
 from .interop import huggingface_export, sentencepiece_export, tiktoken_export
-from .options import Regex, TrainOptions, _text_field, check_pretokenizer, option_docs, paths
+from .options import DEFAULT_PRETOKENIZER, Regex, TrainOptions, _text_field, check_pretokenizer, option_docs, paths
 
 _BYTE_TOKEN = re.compile(r"<0x[0-9A-F]{2}>")
 
@@ -63,7 +63,7 @@ def train(
     *,
     vocab_size: int = 32000,
     scheme: Literal["bytes", "chars"] = "bytes",
-    pretokenizer: str = "gpt2",
+    pretokenizer: str = DEFAULT_PRETOKENIZER,
     special_tokens: Iterable[str] = (),
     min_frequency: int = 2,
     max_token_length: int | None = None,
@@ -182,7 +182,7 @@ def train_from_iterator(
     *,
     vocab_size: int = 32000,
     scheme: Literal["bytes", "chars"] = "bytes",
-    pretokenizer: str = "gpt2",
+    pretokenizer: str = DEFAULT_PRETOKENIZER,
     special_tokens: Iterable[str] = (),
     min_frequency: int = 2,
     max_token_length: int | None = None,
@@ -262,7 +262,7 @@ def load(path: PathLike) -> Tokenizer:
     return Tokenizer(_native.NativeTokenizer.load(path))
 
 
-def pretokenize(text: str, preset: str | Regex = "gpt2") -> list[str]:
+def pretokenize(text: str, preset: str | Regex = DEFAULT_PRETOKENIZER) -> list[str]:
     """The pieces a pre-tokenizer cuts ``text`` into (no special-token handling):
     ``preset`` is a preset name or a :class:`bpeforge.Regex`, as in :func:`train`.
 

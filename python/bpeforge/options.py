@@ -35,7 +35,11 @@ from .errors import ParameterError
 
 PathLike = Union[str, "os.PathLike[str]"]
 
-__all__ = ["TrainOptions", "Regex", "PRESETS", "add_cli_arguments", "from_cli", "option_docs", "FILE_ONLY"]
+__all__ = ["TrainOptions", "Regex", "PRESETS", "DEFAULT_PRETOKENIZER", "add_cli_arguments", "from_cli", "option_docs", "FILE_ONLY"]
+
+#: The pre-tokenizer a training run uses when none is named (spelled once, in
+#: the Rust core: crates/core/src/pretok.rs ``DEFAULT_PRETOKENIZER``).
+DEFAULT_PRETOKENIZER: str = _native.DEFAULT_PRETOKENIZER
 
 #: The pre-tokenizer presets, by their exact names.
 PRESETS = ("gpt2", "cl100k", "o200k", "whitespace", "none", "superword")
@@ -295,11 +299,17 @@ class TrainOptions:
     scheme: str = opt("bytes", '``"bytes"`` (256 byte symbols, lossless) or ``"chars"`` (Unicode characters '
                       "with SentencePiece's ``▁`` boundary marker).",
                       _str("scheme"), cli={"choices": ["bytes", "chars"]})
-    pretokenizer: str | Regex = opt("gpt2", '``"gpt2"``, ``"cl100k"``, ``"o200k"``, ``"whitespace"``, ``"none"`` '
+    pretokenizer: str | Regex = opt(DEFAULT_PRETOKENIZER,
+                                    '``"o200k"`` (the default: its letter classes keep combining marks with their '
+                                    "letters, so scripts whose vowels are marks keep whole words), ``\"gpt2\"`` "
+                                    "(cuts every combining mark into a piece of its own), "
+                                    '``"cl100k"``, ``"whitespace"``, ``"none"`` '
                                     "(exact names), or ``bpeforge.Regex(pattern)``: a custom regex whose matches "
-                                    "are the pieces (text between matches becomes pieces of its own).",
+                                    "are the pieces (text between matches becomes pieces of its own). A model "
+                                    "keeps the pre-tokenizer it was trained with.",
                                     check_pretokenizer,
-                                    cli=[{"metavar": "NAME", "help": "gpt2, cl100k, o200k, whitespace or none"},
+                                    cli=[{"metavar": "NAME", "help": f"o200k, gpt2, cl100k, whitespace or none "
+                                          f"(default {DEFAULT_PRETOKENIZER})"},
                                          {"flags": ["--pattern"], "type": Regex, "metavar": "REGEX",
                                           "help": "a custom pre-tokenizer regex (instead of --pretokenizer)"}])
     special_tokens: tuple[str, ...] = opt((), "strings that are never split or merged; they get the first ids, "

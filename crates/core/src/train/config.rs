@@ -458,7 +458,7 @@ impl Default for TrainOptions {
         TrainOptions {
             vocab_size: 32000,
             scheme: "bytes".into(),
-            pretokenizer: "gpt2".into(),
+            pretokenizer: crate::pretok::DEFAULT_PRETOKENIZER.into(),
             special_tokens: Vec::new(),
             min_frequency: 2,
             max_token_length: None,
