@@ -96,6 +96,7 @@ def train(
     premium_reference: str | None = None,
     balance_min_lines: int = 500,
     balance_max_lift: float = 16.0,
+    balance_held_apart: float = 0.1,
     progress_csv: PathLike | None = None,
     max_memory: int | str | None = None,
 ) -> Tokenizer:

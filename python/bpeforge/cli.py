@@ -326,7 +326,10 @@ def _inspect_balance(bal: Any, w: Any) -> None:
         w(f"  language balance: parity, max_premium {bal.get('max_premium')}, reference {bal.get('reference')}, "
           f"temperature {bal.get('temperature')}, {len(langs)} languages\n")
         for r in bal.get("rounds", []):
-            w(f"    round {r.get('round', 0) + 1}: {bal.get('reference')} {r.get('reference_bytes_per_token')} bytes/token, "
+            # Older models recorded bytes per token; newer ones text units per token.
+            upt = r.get("reference_units_per_token", r.get("reference_bytes_per_token"))
+            unit = "text units/token" if "reference_units_per_token" in r else "bytes/token"
+            w(f"    round {r.get('round', 0) + 1}: {bal.get('reference')} {upt} {unit}, "
               f"worst premium {r.get('worst_premium')} ({r.get('worst_language')}), {r.get('above_band')} above\n")
     else:
         w(f"  language balance: temperature {bal.get('temperature')}, {len(langs)} languages\n")

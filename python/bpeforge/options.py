@@ -467,6 +467,16 @@ class TrainOptions:
                                   files_only=True,
                                   cli={"type": float, "help": "with --max-premium: the most a language's "
                                                               "weight is multiplied by"})
+    balance_held_apart: float = opt(0.1, "with ``max_premium``: the share of each language's lines (chosen by a "
+                                    "hash of the text) held apart from the merge loop while weighing; premiums "
+                                    "are measured on them, so weight goes where merges help text the vocabulary "
+                                    "has not seen. The final round trains on every line. 0: measure on the "
+                                    "training lines themselves (merges that memorise them look like gains).",
+                                    _number("balance_held_apart", lambda x: 0.0 <= x <= 0.5, "a number from 0 to 0.5"),
+                                    files_only=True,
+                                    cli={"type": float, "metavar": "SHARE",
+                                         "help": "with --max-premium: share of each language's lines held apart "
+                                                 "to measure premiums on (default 0.1; 0: the training lines)"})
     progress_csv: PathLike | None = opt(None, "write ``merge,pair_count,elapsed_s`` rows live while merging "
                                         "(``bpeforge report --progress-csv`` draws them).", _output_path("progress_csv"),
                                         files_only=True,
