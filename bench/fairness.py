@@ -50,7 +50,7 @@ SHARED = HERE.parent.parent / "shared" / "corpora"
 SEEN_LINES = 1000
 ALL_ROWS = ("default", "balanced", "gpt2", "o200k", "sentencepiece", "hf")
 #: The balanced row's options (bpeforge.train keywords besides langs), unless --balanced says otherwise.
-BALANCED = {"max_premium": 1.2}
+BALANCED = {"max_premium": 1.7, "balance_min_lines": 1000}
 
 
 def training_corpus(corpus: Path, langs: Path, parallel_texts: set[str], cache: Path) -> tuple[Path, Path, Counter]:
@@ -229,10 +229,19 @@ def main() -> int:
     print(f"parallel set: {len(pset)} texts in {len(pset.texts)} languages; seen (>= {SEEN_LINES} training lines): "
           f"{len(seen) - ('en' in seen)}", file=sys.stderr)
     results = {}
+    raw: dict = {}
     en_ref = None
+    import bpeforge
+
+    default = bpeforge.TrainOptions().pretokenizer
     for name in rows:
-        r = summarize(row_label(name, args.balanced, args.candidates), run_row(name, corpus, langs, args, pset, args.cache, stamp),
-                      seen, en_ref)
+        # The row of the default's preset is the default row's model: not trained twice.
+        same = "default" if name == default else name if name != "default" else default
+        if same in raw:
+            raw[name] = raw[same]
+        else:
+            raw[name] = run_row(name, corpus, langs, args, pset, args.cache, stamp)
+        r = summarize(row_label(name, args.balanced, args.candidates), raw[name], seen, en_ref)
         if name == "default":
             en_ref = r["en_tokens"]
         results[name] = r

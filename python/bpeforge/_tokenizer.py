@@ -92,7 +92,7 @@ def train(
     lang_field: str | None = None,
     temperature: float = 1.0,
     max_premium: float | None = None,
-    balance_rounds: int = 3,
+    balance_rounds: int = 1,
     premium_reference: str | None = None,
     balance_min_lines: int = 500,
     balance_max_lift: float = 16.0,

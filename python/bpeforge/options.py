@@ -448,7 +448,11 @@ class TrainOptions:
                                     cli={"type": float, "metavar": "P",
                                          "help": "parity balancing: lift languages until none needs more than P "
                                                  "times the reference's tokens per byte (e.g. 1.2; needs --langs)"})
-    balance_rounds: int = opt(3, "reweighting rounds for ``max_premium`` (0-20).", _int("balance_rounds", 0, 20),
+    balance_rounds: int = opt(1, "reweighting rounds for ``max_premium`` (0-20; default 1). With held-apart "
+                              "lines one round measures, lifts (up to ``balance_max_lift`` at once) and a last "
+                              "merge loop trains on every line: two merge loops in all; more rounds ease the "
+                              "lifts back toward the band as measured on the held-apart lines.",
+                              _int("balance_rounds", 0, 20),
                               files_only=True,
                               cli={"type": int, "help": "with --max-premium: retraining rounds at most"})
     premium_reference: str | None = opt(None, "the reference language (default: the one with the most bytes).",

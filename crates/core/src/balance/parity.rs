@@ -51,6 +51,10 @@ const MAX_STEP: f64 = 8.0;
 const FIRST_SLOPE: f64 = 1.0 / 6.0;
 /// Bounds on a measured response (noisy when a weight barely moved).
 const SLOPE_RANGE: (f64, f64) = (0.03, 0.5);
+/// A measuring round with held-apart lines trains on the word types seen
+/// at least this often (its `min_word_count`): its merge loop runs faster
+/// and the premiums barely move; the final merge loop keeps every type.
+const MEASURE_MIN_COUNT: u64 = 2;
 /// Premiums this close to the band count as inside it.
 const TOLERANCE: f64 = 0.005;
 
@@ -207,8 +211,8 @@ pub fn train_parity(
     loop {
         let started = std::time::Instant::now();
         let weights = search.weights();
-        let counts = combine(&tagged, &weights, languages, false);
         let last = round + 1 == measure_rounds;
+        let counts = combine(&tagged, &weights, languages, false);
         let mut model = if last && !held {
             train_from_counts(counts, config, observer, inputs.clone(), count_seconds)?
         } else {
@@ -216,6 +220,9 @@ pub fn train_parity(
             let mut quiet = config.clone();
             quiet.checkpoint = None;
             quiet.progress_csv = None;
+            if held {
+                quiet.min_word_count = quiet.min_word_count.max(MEASURE_MIN_COUNT);
+            }
             train_from_counts(counts, &quiet, observer, inputs.clone(), count_seconds)?
         };
         let costs = measure(&tagged, &model, languages, held)?;

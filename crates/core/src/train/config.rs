@@ -113,7 +113,7 @@ impl Default for Parity {
     fn default() -> Self {
         Parity {
             max_premium: 1.2,
-            rounds: 3,
+            rounds: 1,
             reference: None,
             min_lines: 500,
             max_lift: 16.0,
