@@ -37,6 +37,11 @@ O200K_PATTERN = "|".join(
     ]
 )
 
+#: The engine's default pre-tokenizer (bpeforge.DEFAULT_PRETOKENIZER), spelled
+#: here as well so that the oracle stays independent of the code under test;
+#: tests/test_pretok_default.py checks the two agree.
+DEFAULT_PRESET = "o200k"
+
 PATTERNS = {"gpt2": GPT2_PATTERN, "cl100k": CL100K_PATTERN, "o200k": O200K_PATTERN}
 REGEX_PRESETS = tuple(PATTERNS)
 ALL_PRESETS = REGEX_PRESETS + ("whitespace", "none")
@@ -88,7 +93,7 @@ def split_specials(text: str, specials: Sequence[str]) -> list[tuple[bool, str]]
 # --------------------------------------------------------------------------
 
 
-def reference_pretokenize(text: str, preset: str = "gpt2") -> list[str]:
+def reference_pretokenize(text: str, preset: str = DEFAULT_PRESET) -> list[str]:
     """The pieces of one segment (no special-token handling, no boundary markers)."""
     if preset in PATTERNS:
         return [m.group() for m in regex.finditer(PATTERNS[preset], text)]
@@ -256,7 +261,7 @@ def _count_pairs(groups: dict) -> Counter:
 def reference_alphabet(
     texts: Iterable[Union[str, bytes]],
     scheme: str = "chars",
-    pretokenizer: str = "gpt2",
+    pretokenizer: str = DEFAULT_PRESET,
     special_tokens: Sequence[str] = (),
     character_coverage: float = 1.0,
     end_of_word_suffix: Optional[str] = None,
@@ -320,7 +325,7 @@ def reference_train(
     texts: Iterable[Union[str, bytes]],
     vocab_size: int,
     scheme: str = "bytes",
-    pretokenizer: str = "gpt2",
+    pretokenizer: str = DEFAULT_PRESET,
     special_tokens: Sequence[str] = (),
     min_frequency: int = 2,
     max_token_length: Optional[int] = None,
@@ -449,7 +454,7 @@ def reference_decode_bytes(model: RefModel, ids: Sequence[int]) -> bytes:
 def reference_model_from_merges(
     merges: Sequence[tuple],
     scheme: str = "bytes",
-    pretokenizer: str = "gpt2",
+    pretokenizer: str = DEFAULT_PRESET,
     special_tokens: Sequence[str] = (),
     alphabet: Optional[Sequence[str]] = None,
     end_of_word_suffix: Optional[str] = None,

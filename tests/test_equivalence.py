@@ -412,6 +412,7 @@ def test_pretokenize_letters_added_in_unicode_15_and_16(preset):
     assert bpeforge.pretokenize(t, preset) == reference_pretokenize(t, preset)
 
 
-def test_pretokenize_default_preset_is_gpt2():
-    t = "Hello world's 123  \n a  b I'M"
-    assert bpeforge.pretokenize(t) == reference_pretokenize(t, "gpt2")
+def test_pretokenize_default_preset_is_the_training_default():
+    t = "Hello world's 123  \n a  b I'M हिन्दी"
+    assert bpeforge.pretokenize(t) == reference_pretokenize(t, bpeforge.TrainOptions().pretokenizer)
+    assert bpeforge.pretokenize(t) == reference_pretokenize(t)

@@ -152,8 +152,11 @@ def _side_file_model(tagged, tmp_path, **kw) -> tuple:
     return _model(bpeforge.train(plain, langs=[side], vocab_size=VOCAB, progress=False, **kw))
 
 
+# Records that name their own language hold no lines apart (parity measures
+# on the training lines there): the side-file run does the same with
+# balance_held_apart=0.
 @pytest.mark.parametrize("balance", [{"temperature": 3.0}, {"max_premium": 1.2, "balance_rounds": 1,
-                                                            "balance_min_lines": 10}])
+                                                            "balance_min_lines": 10, "balance_held_apart": 0.0}])
 def test_lang_field_equals_the_side_file(tagged, tmp_path, balance) -> None:
     texts, langs = tagged
     path = tmp_path / "c.jsonl.gz"

@@ -27,6 +27,7 @@ import pytest
 bpeforge = pytest.importorskip("bpeforge", reason="bpeforge is not built/installed (maturin develop)")
 from bpeforge import ParameterError, interop  # noqa: E402
 from bpeforge.cli import main as cli_main  # noqa: E402
+from bpeforge.options import DEFAULT_PRETOKENIZER  # noqa: E402
 
 tokenizers = pytest.importorskip("tokenizers")
 tiktoken = pytest.importorskip("tiktoken")
@@ -173,7 +174,17 @@ def check_hf_export(tok, texts, tmp_path, transformers=False):
 
 @pytest.mark.parametrize("preset", BYTES_PRESETS)
 def test_hf_export_bytes(texts, mixed, preset, tmp_path):
-    check_hf_export(_model(texts, "bytes", preset), mixed, tmp_path, transformers=preset in ("gpt2", "whitespace"))
+    check_hf_export(_model(texts, "bytes", preset), mixed, tmp_path,
+                    transformers=preset in ("gpt2", "whitespace", DEFAULT_PRETOKENIZER))
+
+
+def test_default_pretokenizer_exports(texts, mixed, tmp_path):
+    """A model trained without naming a pre-tokenizer (the default) exports to
+    HF tokenizers, transformers and tiktoken with identical ids."""
+    tok = bpeforge.train_from_iterator(list(texts), vocab_size=4000, special_tokens=SPECIALS, progress=False)
+    assert tok.pretokenizer == DEFAULT_PRETOKENIZER
+    check_hf_export(tok, mixed, tmp_path, transformers=True)
+    check_tiktoken_export(tok, mixed, tmp_path)
 
 
 @pytest.mark.parametrize("config", CHARS_CONFIGS, ids=lambda c: "-".join(c))
@@ -690,7 +701,7 @@ def test_full_corpus_exports(request, tmp_path):
     mixed = _with_specials(texts)
     for preset in BYTES_PRESETS:
         tok = _train(texts, "bytes", {"custom": CUSTOM}.get(preset, preset), vocab=32000)
-        check_hf_export(tok, mixed, tmp_path, transformers=preset == "gpt2")
+        check_hf_export(tok, mixed, tmp_path, transformers=preset in ("gpt2", DEFAULT_PRETOKENIZER))
         if preset not in ("whitespace", "custom"):
             check_tiktoken_export(tok, mixed, tmp_path)
     for config in CHARS_CONFIGS:

@@ -59,6 +59,7 @@ def test_every_option_is_documented_in_train() -> None:
     {"checkpoint_every": 0}, {"superbpe_transition": 0}, {"superbpe_max_words": -1},
     {"temperature": 0.0}, {"temperature": float("nan")}, {"max_premium": 1.0}, {"max_premium": float("inf")},
     {"balance_rounds": 21}, {"premium_reference": " "}, {"balance_min_lines": -1}, {"balance_max_lift": 0.5},
+    {"balance_held_apart": 0.6}, {"balance_held_apart": -0.1},
     {"special_tokens": "<s>"}, {"special_tokens": [1]}, {"file_languages": "en"}, {"langs": []},
     {"resume_from": 3}, {"character_coverage": "all"},
     {"max_memory": "0"}, {"max_memory": "-1G"}, {"max_memory": "lots"}, {"max_memory": 0}, {"max_memory": 1.5},
@@ -138,6 +139,7 @@ def samples(tmp_path) -> dict[str, tuple[list[str], object]]:
         "premium_reference": (["--premium-reference", "en", "--langs", str(langs)], "en"),
         "balance_min_lines": (["--balance-min-lines", "10", "--langs", str(langs)], 10),
         "balance_max_lift": (["--balance-max-lift", "4", "--langs", str(langs)], 4.0),
+        "balance_held_apart": (["--balance-held-apart", "0.25", "--langs", str(langs)], 0.25),
         "progress_csv": (["--progress-csv", csv], csv),
         "max_memory": (["--max-memory", "1.5GiB"], 3 << 29),
     }

@@ -26,7 +26,7 @@ from ._io import check_output, model_format
 from ._offsets import token_offsets
 from ._progress import Progress, native_progress
 from .interop import huggingface_export, sentencepiece_export, tiktoken_export
-from .options import Regex, TrainOptions, _text_field, check_pretokenizer, option_docs, paths
+from .options import DEFAULT_PRETOKENIZER, Regex, TrainOptions, _text_field, check_pretokenizer, option_docs, paths
 
 _BYTE_TOKEN = re.compile(r"<0x[0-9A-F]{2}>")
 
@@ -64,7 +64,7 @@ def train(
     *,
     vocab_size: int = 32000,
     scheme: Literal["bytes", "chars"] = "bytes",
-    pretokenizer: str = "gpt2",
+    pretokenizer: str = DEFAULT_PRETOKENIZER,
     special_tokens: Iterable[str] = (),
     min_frequency: int = 2,
     max_token_length: int | None = None,
@@ -93,10 +93,11 @@ def train(
     lang_field: str | None = None,
     temperature: float = 1.0,
     max_premium: float | None = None,
-    balance_rounds: int = 3,
+    balance_rounds: int = 1,
     premium_reference: str | None = None,
     balance_min_lines: int = 500,
     balance_max_lift: float = 16.0,
+    balance_held_apart: float = 0.1,
     progress_csv: PathLike | None = None,
     max_memory: int | str | None = None,
 ) -> Tokenizer:
@@ -191,7 +192,7 @@ def train_from_iterator(
     *,
     vocab_size: int = 32000,
     scheme: Literal["bytes", "chars"] = "bytes",
-    pretokenizer: str = "gpt2",
+    pretokenizer: str = DEFAULT_PRETOKENIZER,
     special_tokens: Iterable[str] = (),
     min_frequency: int = 2,
     max_token_length: int | None = None,
@@ -271,7 +272,7 @@ def load(path: PathLike) -> Tokenizer:
     return Tokenizer(_native.NativeTokenizer.load(path))
 
 
-def pretokenize(text: str, preset: str | Regex = "gpt2") -> list[str]:
+def pretokenize(text: str, preset: str | Regex = DEFAULT_PRETOKENIZER) -> list[str]:
     """The pieces a pre-tokenizer cuts ``text`` into (no special-token handling):
     ``preset`` is a preset name or a :class:`bpeforge.Regex`, as in :func:`train`.
 

@@ -432,7 +432,10 @@ def _inspect_balance(bal: Any, w: Any) -> None:
         w(f"  language balance: parity, max_premium {bal.get('max_premium')}, reference {bal.get('reference')}, "
           f"temperature {bal.get('temperature')}, {len(langs)} languages\n")
         for r in bal.get("rounds", []):
-            w(f"    round {r.get('round', 0) + 1}: {bal.get('reference')} {r.get('reference_bytes_per_token')} bytes/token, "
+            # Older models recorded bytes per token; newer ones text units per token.
+            upt = r.get("reference_units_per_token", r.get("reference_bytes_per_token"))
+            unit = "text units/token" if "reference_units_per_token" in r else "bytes/token"
+            w(f"    round {r.get('round', 0) + 1}: {bal.get('reference')} {upt} {unit}, "
               f"worst premium {r.get('worst_premium')} ({r.get('worst_language')}), {r.get('above_band')} above\n")
     else:
         w(f"  language balance: temperature {bal.get('temperature')}, {len(langs)} languages\n")
@@ -612,11 +615,15 @@ def cmd_report(args: argparse.Namespace) -> int:
         labels=[args.label or "", args.compare_label or ""],
         threads=args.threads,
         text_field=args.text_field,
+        **_parallel_report_args(args),
     )
     files = rep.write(args.output)
     if not args.quiet:
         for note in rep.notes:
             print(f"bpeforge: note: {note}", file=sys.stderr)
+        if "parallel_premium" in rep.figures:
+            for note in rep.figures["parallel_premium"].notes[1:]:
+                print(f"bpeforge: parallel premiums: {note}", file=sys.stderr)
         print(f"wrote {files['index.html']} ({len(rep.figures)} figures: {', '.join(rep.figures)}; PNG and JSON "
               f"beside it) in {time.perf_counter() - t0:.1f}s", file=sys.stderr)
     return 0
@@ -651,7 +658,22 @@ def _add_report_command(sub: Any) -> None:
     r.add_argument("--compare-label", default=None, help="name of --compare in the figures")
     r.add_argument("--threads", type=int, default=None, help="encoding threads (default: all cores)")
     r.add_argument("--quiet", "-q", action="store_true")
+    _add_parallel_report_arguments(r)
     r.set_defaults(func=cmd_report)
+
+
+def _add_parallel_report_arguments(r: argparse.ArgumentParser) -> None:
+    r.add_argument("--parallel", default=None, metavar="TSV",
+                   help="a parallel set, key<TAB>language<TAB>text lines (.xz .gz ok): adds each language's premium "
+                        "against --parallel-reference (a figure and a table)")
+    r.add_argument("--parallel-reference", default="en", metavar="LANG",
+                   help="with --parallel: the language premiums are measured against (default en)")
+
+
+def _parallel_report_args(args: argparse.Namespace) -> dict[str, Any]:
+    if args.parallel is None:
+        return {}
+    return {"parallel": args.parallel, "parallel_reference": args.parallel_reference}
 
 
 # ---- end of the report block -----------------------------------------------

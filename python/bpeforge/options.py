@@ -35,7 +35,11 @@ from .errors import ParameterError
 
 PathLike = Union[str, "os.PathLike[str]"]
 
-__all__ = ["TrainOptions", "Regex", "PRESETS", "add_cli_arguments", "from_cli", "option_docs", "FILE_ONLY"]
+__all__ = ["TrainOptions", "Regex", "PRESETS", "DEFAULT_PRETOKENIZER", "add_cli_arguments", "from_cli", "option_docs", "FILE_ONLY"]
+
+#: The pre-tokenizer a training run uses when none is named (spelled once, in
+#: the Rust core: crates/core/src/pretok.rs ``DEFAULT_PRETOKENIZER``).
+DEFAULT_PRETOKENIZER: str = _native.DEFAULT_PRETOKENIZER
 
 #: The pre-tokenizer presets, by their exact names.
 PRESETS = ("gpt2", "cl100k", "o200k", "whitespace", "none", "superword")
@@ -325,11 +329,17 @@ class TrainOptions:
     scheme: str = opt("bytes", '``"bytes"`` (256 byte symbols, lossless) or ``"chars"`` (Unicode characters '
                       "with SentencePiece's ``▁`` boundary marker).",
                       _str("scheme"), cli={"choices": ["bytes", "chars"]})
-    pretokenizer: str | Regex = opt("gpt2", '``"gpt2"``, ``"cl100k"``, ``"o200k"``, ``"whitespace"``, ``"none"`` '
+    pretokenizer: str | Regex = opt(DEFAULT_PRETOKENIZER,
+                                    '``"o200k"`` (the default: its letter classes keep combining marks with their '
+                                    "letters, so scripts whose vowels are marks keep whole words), ``\"gpt2\"`` "
+                                    "(cuts every combining mark into a piece of its own), "
+                                    '``"cl100k"``, ``"whitespace"``, ``"none"`` '
                                     "(exact names), or ``bpeforge.Regex(pattern)``: a custom regex whose matches "
-                                    "are the pieces (text between matches becomes pieces of its own).",
+                                    "are the pieces (text between matches becomes pieces of its own). A model "
+                                    "keeps the pre-tokenizer it was trained with.",
                                     check_pretokenizer,
-                                    cli=[{"metavar": "NAME", "help": "gpt2, cl100k, o200k, whitespace or none"},
+                                    cli=[{"metavar": "NAME", "help": f"o200k, gpt2, cl100k, whitespace or none "
+                                          f"(default {DEFAULT_PRETOKENIZER})"},
                                          {"flags": ["--pattern"], "type": Regex, "metavar": "REGEX",
                                           "help": "a custom pre-tokenizer regex (instead of --pretokenizer)"}])
     special_tokens: tuple[str, ...] = opt((), "strings that are never split or merged; they get the first ids, "
@@ -468,7 +478,11 @@ class TrainOptions:
                                     cli={"type": float, "metavar": "P",
                                          "help": "parity balancing: lift languages until none needs more than P "
                                                  "times the reference's tokens per byte (e.g. 1.2; needs --langs)"})
-    balance_rounds: int = opt(3, "reweighting rounds for ``max_premium`` (0-20).", _int("balance_rounds", 0, 20),
+    balance_rounds: int = opt(1, "reweighting rounds for ``max_premium`` (0-20; default 1). With held-apart "
+                              "lines one round measures, lifts (up to ``balance_max_lift`` at once) and a last "
+                              "merge loop trains on every line: two merge loops in all; more rounds ease the "
+                              "lifts back toward the band as measured on the held-apart lines.",
+                              _int("balance_rounds", 0, 20),
                               files_only=True,
                               cli={"type": int, "help": "with --max-premium: retraining rounds at most"})
     premium_reference: str | None = opt(None, "the reference language (default: the one with the most bytes).",
@@ -487,6 +501,16 @@ class TrainOptions:
                                   files_only=True,
                                   cli={"type": float, "help": "with --max-premium: the most a language's "
                                                               "weight is multiplied by"})
+    balance_held_apart: float = opt(0.1, "with ``max_premium``: the share of each language's lines (chosen by a "
+                                    "hash of the text) held apart from the merge loop while weighing; premiums "
+                                    "are measured on them, so weight goes where merges help text the vocabulary "
+                                    "has not seen. The final round trains on every line. 0: measure on the "
+                                    "training lines themselves (merges that memorise them look like gains).",
+                                    _number("balance_held_apart", lambda x: 0.0 <= x <= 0.5, "a number from 0 to 0.5"),
+                                    files_only=True,
+                                    cli={"type": float, "metavar": "SHARE",
+                                         "help": "with --max-premium: share of each language's lines held apart "
+                                                 "to measure premiums on (default 0.1; 0: the training lines)"})
     progress_csv: PathLike | None = opt(None, "write ``merge,pair_count,elapsed_s`` rows live while merging "
                                         "(``bpeforge report --progress-csv`` draws them).", _output_path("progress_csv"),
                                         files_only=True,

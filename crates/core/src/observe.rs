@@ -94,7 +94,7 @@ pub struct BalanceRound {
     pub round: usize,
     pub rounds: usize,
     pub reference: String,
-    pub reference_bytes_per_token: f64,
+    pub reference_units_per_token: f64,
     /// The worst premium among the balanced languages, and whose it is.
     pub worst_premium: f64,
     pub worst_language: String,

@@ -31,6 +31,17 @@ use aho_corasick::{AhoCorasick, MatchKind};
 use regex_automata::{meta, Anchored, Input};
 use serde::{Deserialize, Serialize};
 
+/// The pre-tokenizer a training run uses when none is named (the one place
+/// this default is spelled; the Python API and the CLI read it from here).
+///
+/// `o200k`: its letter classes include combining marks (`\p{M}`), so in
+/// scripts whose vowels are marks (Devanagari, Tamil, Telugu, Khmer, Tibetan,
+/// ...) a word stays one piece and merges can cross its marks. `gpt2` leaves
+/// marks out of `\p{L}+`: every mark is a piece of its own, and those scripts
+/// pay 2-4x the tokens of English on parallel text. Models record their
+/// pre-tokenizer, so models trained under an older default keep theirs.
+pub const DEFAULT_PRETOKENIZER: &str = "o200k";
+
 /// GPT-2's published pattern (openai/gpt-2 `encoder.py`).
 pub const GPT2_PATTERN: &str =
     r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+";

@@ -418,18 +418,18 @@ impl Observer for ProgressPrinter {
     fn balancing(&mut self, r: &BalanceRound) {
         match self.format {
             ProgressFormat::Human => self.line(&format!(
-                "balance round {}/{}: {} {:.3} bytes/token; worst premium {:.3} ({}); {} language(s) above the band",
+                "balance round {}/{}: {} {:.3} text units/token; worst premium {:.3} ({}); {} language(s) above the band",
                 r.round + 1,
                 r.rounds + 1,
                 r.reference,
-                r.reference_bytes_per_token,
+                r.reference_units_per_token,
                 r.worst_premium,
                 r.worst_language,
                 r.above
             )),
             ProgressFormat::Json => self.json(serde_json::json!({
                 "phase": "balancing", "round": r.round + 1, "rounds": r.rounds + 1, "reference": r.reference,
-                "reference_bytes_per_token": (r.reference_bytes_per_token * 1e4).round() / 1e4,
+                "reference_units_per_token": (r.reference_units_per_token * 1e4).round() / 1e4,
                 "worst_premium": (r.worst_premium * 1e4).round() / 1e4, "worst_language": r.worst_language,
                 "above_band": r.above, "seconds": (r.seconds * 1000.0).round() / 1000.0,
             })),

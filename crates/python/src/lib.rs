@@ -612,7 +612,7 @@ fn cached_pretokenizer(preset: &str, reference: bool) -> PyResult<Arc<PreTokeniz
 
 /// The pieces a pre-tokenizer cuts `text` into.
 #[pyfunction]
-#[pyo3(signature = (text, preset="gpt2"))]
+#[pyo3(signature = (text, preset=bpeforge_core::pretok::DEFAULT_PRETOKENIZER))]
 fn pretokenize<'t>(text: &'t str, preset: &str) -> PyResult<Vec<&'t str>> {
     cached_pretokenizer(preset, false)?.pieces(text).map_err(to_pyerr)
 }
@@ -620,7 +620,7 @@ fn pretokenize<'t>(text: &'t str, preset: &str) -> PyResult<Vec<&'t str>> {
 /// `pretokenize` on the regex path even for the presets: the reference the
 /// hand-written scanners are tested against (tests, fuzz, bench only).
 #[pyfunction]
-#[pyo3(signature = (text, preset="gpt2"))]
+#[pyo3(signature = (text, preset=bpeforge_core::pretok::DEFAULT_PRETOKENIZER))]
 fn _pretokenize_reference<'t>(text: &'t str, preset: &str) -> PyResult<Vec<&'t str>> {
     cached_pretokenizer(preset, true)?.pieces(text).map_err(to_pyerr)
 }
@@ -628,7 +628,7 @@ fn _pretokenize_reference<'t>(text: &'t str, preset: &str) -> PyResult<Vec<&'t s
 /// The number of pieces, without building them as Python strings, with the
 /// GIL released: times the pre-tokenizer alone (bench/pretok.py).
 #[pyfunction]
-#[pyo3(signature = (text, preset="gpt2", reference=false))]
+#[pyo3(signature = (text, preset=bpeforge_core::pretok::DEFAULT_PRETOKENIZER, reference=false))]
 fn _pretokenize_count(py: Python<'_>, text: &str, preset: &str, reference: bool) -> PyResult<usize> {
     let p = cached_pretokenizer(preset, reference)?;
     py.detach(|| {
@@ -671,6 +671,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(script_of, m)?)?;
     m.add_class::<NativeTokenizer>()?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add("DEFAULT_PRETOKENIZER", bpeforge_core::pretok::DEFAULT_PRETOKENIZER)?;
     Ok(())
 }
 

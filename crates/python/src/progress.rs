@@ -338,7 +338,7 @@ impl Observer for PyObserver {
         self.emit(false, |d| {
             base(d, "balancing", r.round as u64 + 1, Some(r.rounds as u64 + 1), "rounds", r.seconds, false)?;
             d.set_item("reference", &r.reference)?;
-            d.set_item("reference_bytes_per_token", r.reference_bytes_per_token)?;
+            d.set_item("reference_units_per_token", r.reference_units_per_token)?;
             d.set_item("worst_premium", r.worst_premium)?;
             d.set_item("worst_language", &r.worst_language)?;
             d.set_item("above_band", r.above)

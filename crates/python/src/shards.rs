@@ -41,7 +41,10 @@ pub(crate) fn language_table(py: Python<'_>, paths: Vec<PathBuf>, args: &Bound<'
 /// The language table of `languages` (names, lines) for `config`'s temperature.
 pub(crate) fn table_of(config: &TrainConfig, languages: Option<(Vec<String>, Vec<u64>)>) -> Result<Option<LanguageTable>, Error> {
     match (languages, &config.balance) {
-        (Some((names, lines)), Some(b)) => LanguageTable::from_lines(names, lines, b.temperature).map(Some),
+        (Some((names, lines)), Some(b)) => LanguageTable::from_lines(names, lines, b.temperature).map(|mut t| {
+            t.hold_apart(b);
+            Some(t)
+        }),
         (None, None) => Ok(None),
         (Some(_), None) => Err(Error::parameter("languages given for a run without langs or file_languages")),
         (None, Some(_)) => Err(Error::parameter("a language-balanced run needs its language table (languages=...)")),

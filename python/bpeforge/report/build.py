@@ -18,6 +18,8 @@ from .figures import fig_compression, fig_pair_frequency, fig_progress, fig_scri
 from .inputs import sample_lines
 from .languages import fig_language_change, language_figures
 from .models import Model, default_label, encode_lines, load_model, token_texts
+from .parallel import (DEFAULT_REFERENCE, PremiumTable, count_parallel, premium_figure, premium_rows,
+                       premiums_from_counts, read_parallel)
 from .stats import compression_curve, line_stats, model_summary
 
 PathLike = Union[str, "os.PathLike[str]"]
@@ -43,6 +45,8 @@ def build_report(
     labels: Sequence[str] | None = None,
     threads: int | None = None,
     text_field: str | None = None,
+    parallel: PathLike | Iterable[str] | None = None,
+    parallel_reference: str = DEFAULT_REFERENCE,
 ) -> Report:
     """Measure ``model`` (and ``compare``) on a random sample of ``corpus``'s lines.
 
@@ -66,6 +70,12 @@ def build_report(
         text_field: the field (JSON lines) or column (Parquet/Arrow) holding
             each text; such a corpus is refused without it, never measured
             as plain text (the rules: :mod:`bpeforge._input_formats`).
+        parallel: a parallel set (``key<TAB>language<TAB>text`` lines: a file,
+            plain or compressed, or a sequence of str): adds the
+            ``parallel_premium`` figure and the parallel table, each
+            language's tokens for the messages it shares with
+            ``parallel_reference`` divided by that language's tokens for them
+            (:mod:`bpeforge.report.parallel`).
     """
     from .._extras import require
 
@@ -100,6 +110,12 @@ def build_report(
             corpus_info["languages"] = len(languages)
     if any(c is not None for c in csvs):
         figures["training_progress"] = fig_progress(models, csvs)
+    parallel_rows: list[dict[str, Any]] = []
+    if parallel is not None:
+        with _timed(timings, "parallel"):
+            tables = _parallel_tables(models, parallel, parallel_reference, threads)
+            figures["parallel_premium"] = premium_figure(tables)
+            parallel_rows = premium_rows(tables)
 
     summaries = [model_summary(m, stats, curves[i]) for i, m in enumerate(models)]
     notes = [f"{s['label']}: {n}" for s in summaries for n in s["notes"]]
@@ -107,6 +123,7 @@ def build_report(
     timings["total"] = time.perf_counter() - t0
     return Report(
         title=title, models=summaries, corpus=corpus_info, figures=figures, languages=languages, notes=notes,
+        parallel=parallel_rows,
         timings={k: round(v, 3) for k, v in timings.items()},
         created=_dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat(),
     )
@@ -117,6 +134,24 @@ def write_report(output: PathLike, model: Tokenizer | PathLike, corpus: PathLike
     rep = build_report(model, corpus, **kwargs)
     rep.write(output)
     return rep
+
+
+def _parallel_tables(models: list[Model], parallel: PathLike | Iterable[str], reference: str,
+                     threads: int | None) -> dict[str, PremiumTable]:
+    """Each model's premiums on the parallel set (every text encoded once a model)."""
+    pset = read_parallel(parallel)
+    tables = {}
+    for m in models:
+        kw: dict[str, Any] = {"threads": threads}
+        if m.tok.special_tokens:
+            kw.update(allowed_special=(), disallowed_special=())
+
+        def count(texts: list[str], tok: Tokenizer = m.tok) -> list[int]:
+            return [len(x) for x in tok.encode_batch(texts, **kw)]
+
+        counts = count_parallel(count, pset)
+        tables[m.label] = premiums_from_counts(counts, reference, source=f"the parallel set {pset.source}")
+    return tables
 
 
 @contextlib.contextmanager

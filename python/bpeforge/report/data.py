@@ -123,6 +123,7 @@ class Report:
     notes: list[str] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)
     created: str = ""
+    parallel: list[dict[str, Any]] = field(default_factory=list)  # premiums on a parallel set, per language
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -130,6 +131,7 @@ class Report:
             "title": self.title, "models": self.models, "corpus": self.corpus, "notes": self.notes,
             "languages": self.languages, "timings": self.timings,
             "figures": [f.to_dict() for f in self.figures.values()],
+            **({"parallel": self.parallel} if self.parallel else {}),
         }
 
     def to_json(self) -> str:

@@ -29,6 +29,34 @@ pub struct LanguageTable {
     pub ids: std::collections::HashMap<String, u16>,
     pub lines: Vec<u64>,
     pub weights: Vec<u64>,
+    /// Held-apart lines (parity balancing): a text whose `held_hash` is
+    /// below this is tagged `id + names.len()` instead of `id`. 0: none.
+    pub hold_below: u64,
+}
+
+/// The hash that decides whether a text is held apart: FNV-1a over its
+/// bytes, then a 64-bit finaliser (so nearby texts spread evenly). The same
+/// text is always on the same side, on every platform and in every shard.
+pub fn held_hash(text: &[u8]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for &b in text {
+        h ^= b as u64;
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    h ^= h >> 33;
+    h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
+    h ^= h >> 33;
+    h = h.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+    h ^ (h >> 33)
+}
+
+/// `hold_below` for holding apart `share` of the texts (0 when there are
+/// too many languages to give each a second tag).
+pub fn hold_threshold(share: f64, languages: usize) -> u64 {
+    if share <= 0.0 || languages * 2 > u16::MAX as usize + 1 {
+        return 0;
+    }
+    (share.min(1.0) * u64::MAX as f64) as u64
 }
 
 impl LanguageTable {
@@ -107,7 +135,19 @@ impl LanguageTable {
             }
         }
         table.weigh(balance.temperature)?;
+        table.hold_apart(balance);
         Ok(table)
+    }
+
+    /// Sets `hold_below` for parity balancing with held-apart lines, where
+    /// the `Tagger` tags the lines (language files, per-file tags); records
+    /// that name their own language (`lang_field`) and Arrow columns are
+    /// tagged while counting and hold nothing apart.
+    pub fn hold_apart(&mut self, balance: &LanguageBalance) {
+        self.hold_below = match (&balance.parity, &balance.source) {
+            (Some(p), LangSource::Files(_) | LangSource::PerFile(_)) => hold_threshold(p.held_apart, self.names.len()),
+            _ => 0,
+        };
     }
 
     /// The table for languages counted elsewhere (e.g. an Arrow column):
@@ -231,8 +271,13 @@ impl<'a> Tagger<'a> {
     pub(crate) fn tag(&mut self, chunk: &mut Chunk) -> Result<()> {
         use std::io::BufRead;
         let mut lengths = Vec::new();
+        let mut held = Vec::new();
+        let hold_below = self.table.hold_below;
         chunk.for_each_text::<()>(&mut |text, _| {
             lengths.push(text.len() as u64);
+            if hold_below > 0 {
+                held.push(held_hash(text) < hold_below);
+            }
             Ok(())
         })
         .ok();
@@ -240,6 +285,7 @@ impl<'a> Tagger<'a> {
         if let Some(id) = self.fixed {
             chunk.langs = vec![id; n];
             self.bytes[id as usize] += lengths.iter().sum::<u64>();
+            self.hold(&mut chunk.langs, &held);
             return Ok(());
         }
         let Some((reader, path)) = self.reader.as_mut() else { return Ok(()) };
@@ -264,8 +310,19 @@ impl<'a> Tagger<'a> {
             tags.push(id);
             self.bytes[id as usize] += lengths[tags.len() - 1];
         }
+        self.hold(&mut tags, &held);
         chunk.langs = tags;
         Ok(())
+    }
+
+    /// Gives held-apart texts their language's second tag (`id + languages`).
+    fn hold(&self, tags: &mut [u16], held: &[bool]) {
+        let n = self.table.names.len() as u16;
+        for (tag, &h) in tags.iter_mut().zip(held) {
+            if h {
+                *tag += n;
+            }
+        }
     }
 
     /// Skips the tags of the first `lines` lines of the input file: a shard

@@ -101,16 +101,23 @@ pub struct Parity {
     /// (on multi-1m, 64x for one language cost English 0.9% more tokens
     /// than 16x for the same worst-decile premium).
     pub max_lift: f64,
+    /// Share of each language's lines (chosen by a hash of the text, so the
+    /// same text is always on the same side) held apart from the merge loop
+    /// while weighing: premiums are measured on them, so weights go where
+    /// merges help text the vocabulary has not seen. The last round trains
+    /// on every line. 0: measure on the training lines themselves.
+    pub held_apart: f64,
 }
 
 impl Default for Parity {
     fn default() -> Self {
         Parity {
             max_premium: 1.2,
-            rounds: 3,
+            rounds: 1,
             reference: None,
             min_lines: 500,
             max_lift: 16.0,
+            held_apart: 0.1,
         }
     }
 }
@@ -127,6 +134,12 @@ impl Parity {
             return Err(Error::parameter(format!(
                 "balance_max_lift must be from 1 to 1024, got {}",
                 self.max_lift
+            )));
+        }
+        if !(0.0..=0.5).contains(&self.held_apart) {
+            return Err(Error::parameter(format!(
+                "balance_held_apart must be from 0 to 0.5 (a share of each language's lines), got {}",
+                self.held_apart
             )));
         }
         if self.rounds > 20 {
@@ -445,6 +458,7 @@ pub struct TrainOptions {
     pub premium_reference: Option<String>,
     pub balance_min_lines: u64,
     pub balance_max_lift: f64,
+    pub balance_held_apart: f64,
     pub progress_csv: Option<PathBuf>,
     /// The memory budget in bytes (`None`: a share of the available memory;
     /// Python parses "8G" and friends into bytes).
@@ -458,7 +472,7 @@ impl Default for TrainOptions {
         TrainOptions {
             vocab_size: 32000,
             scheme: "bytes".into(),
-            pretokenizer: "gpt2".into(),
+            pretokenizer: crate::pretok::DEFAULT_PRETOKENIZER.into(),
             special_tokens: Vec::new(),
             min_frequency: 2,
             max_token_length: None,
@@ -490,6 +504,7 @@ impl Default for TrainOptions {
             premium_reference: None,
             balance_min_lines: parity.min_lines,
             balance_max_lift: parity.max_lift,
+            balance_held_apart: parity.held_apart,
             progress_csv: None,
             max_memory: None,
         }
@@ -568,6 +583,7 @@ impl TrainOptions {
             reference: self.premium_reference,
             min_lines: self.balance_min_lines,
             max_lift: self.balance_max_lift,
+            held_apart: self.balance_held_apart,
         });
         if let Some(source) = source {
             config = config.balance(LanguageBalance { source, temperature: self.temperature, parity });
