@@ -93,7 +93,7 @@ pub(super) struct Sharing {
 /// words of a merge are slower to visit; equal shares left the first of two
 /// threads waiting ~22% of the time on s10.)
 #[cfg(not(test))]
-const PIECE_WORDS: usize = 256;
+const PIECE_WORDS: usize = 64;
 /// Tests cut even tiny merges into many pieces.
 #[cfg(test)]
 const PIECE_WORDS: usize = 1;
