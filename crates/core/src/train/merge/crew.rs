@@ -108,13 +108,14 @@ impl Crew {
         self.helpers + 1
     }
 
-    /// Runs `job(0)` on the calling thread while helpers `k` (1 to
-    /// `threads() - 1`) that are free in time run `job(k)`, each at most
-    /// once... or more: a job must claim its work piece by piece (so that
-    /// `job(0)` alone does it all when no helper comes, and a second call
-    /// finds nothing left). Returns when `job(0)` has returned and every
-    /// helper that entered has left. A panic in any of them is raised here,
-    /// after all have left.
+    /// Runs `job(0)` on the calling thread while the helpers that are free
+    /// in time run `job(k)` (`k` from 1 to `threads() - 1`). A helper may
+    /// run its call once, not at all (it came after `job(0)` had returned),
+    /// or again in a later round, so a job must claim its work piece by
+    /// piece: `job(0)` alone then does all of it when no helper comes, and a
+    /// call that finds nothing left returns at once. Returns when `job(0)`
+    /// has returned and every helper that entered has left; a panic in any
+    /// of them is raised here, after all have left.
     pub(super) fn run(&self, job: &(dyn Fn(usize) + Sync)) {
         if self.helpers == 0 {
             return job(0);
