@@ -16,7 +16,9 @@
 //! Between jobs a helper spins for a short while (the next merge usually
 //! follows within microseconds), then sleeps on a condition variable. With
 //! more threads than cores, nobody spins: a spinning thread would take a
-//! core from one with work.
+//! core from one with work. Nor when the calling thread gets much less than
+//! a core (a machine busy with other work, see `Starved`): there a spinning
+//! helper took CPU time from the caller, whose work the merges wait for.
 
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -59,8 +61,10 @@ struct Shared {
     panicked: AtomicBool,
     /// Helpers asleep on `posted` (a job wakes them only when there are).
     sleepers: AtomicUsize,
-    /// How long to spin before sleeping (`SPIN`, or zero when oversubscribed).
-    spin: Duration,
+    /// Whether spinning may pay: not with more threads than cores.
+    may_spin: bool,
+    /// Whether helpers spin now (see `Starved`).
+    spinning: AtomicBool,
 }
 
 impl Shared {
@@ -74,6 +78,7 @@ impl Shared {
 pub(super) struct Crew {
     shared: Shared,
     helpers: usize,
+    starved: Mutex<Starved>,
 }
 
 impl Crew {
@@ -89,9 +94,10 @@ impl Crew {
             job: Slot(std::cell::UnsafeCell::new(None)),
             panicked: AtomicBool::new(false),
             sleepers: AtomicUsize::new(0),
-            spin: if threads <= crate::util::default_threads() { SPIN } else { Duration::ZERO },
+            may_spin: threads <= crate::util::default_threads(),
+            spinning: AtomicBool::new(threads <= crate::util::default_threads()),
         };
-        let crew = Crew { shared, helpers: threads.saturating_sub(1) };
+        let crew = Crew { shared, helpers: threads.saturating_sub(1), starved: Mutex::new(Starved::new()) };
         std::thread::scope(|scope| {
             for k in 1..=crew.helpers {
                 let shared = &crew.shared;
@@ -142,8 +148,9 @@ impl Crew {
         // No one enters from now on; wait for those inside.
         shared.gate.fetch_or(CLOSED, Ordering::AcqRel);
         let start = Instant::now();
+        let spin = if shared.spinning.load(Ordering::Relaxed) { SPIN } else { Duration::ZERO };
         while shared.gate.load(Ordering::Acquire) != CLOSED {
-            if start.elapsed() < SPIN {
+            if start.elapsed() < spin {
                 std::hint::spin_loop();
             } else {
                 std::thread::yield_now();
@@ -151,6 +158,12 @@ impl Crew {
         }
         // SAFETY: as above: closed and empty.
         unsafe { *shared.job.0.get() = None };
+        if shared.may_spin {
+            let mut starved = self.starved.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(spin) = starved.check() {
+                shared.spinning.store(spin, Ordering::Relaxed);
+            }
+        }
         let helper_panicked = shared.panicked.swap(false, Ordering::AcqRel);
         if let Err(payload) = mine {
             resume_unwind(payload);
@@ -178,7 +191,8 @@ impl Drop for Closer<'_> {
 fn help(shared: &Shared, k: usize) {
     let mut seen = 0u64;
     loop {
-        spin_until(shared.spin, || shared.round.load(Ordering::Acquire) != seen);
+        let spin = if shared.spinning.load(Ordering::Relaxed) { SPIN } else { Duration::ZERO };
+        spin_until(spin, || shared.round.load(Ordering::Acquire) != seen);
         if shared.round.load(Ordering::SeqCst) == seen {
             let mut guard = shared.lock();
             shared.sleepers.fetch_add(1, Ordering::SeqCst);
@@ -203,6 +217,57 @@ fn help(shared: &Shared, k: usize) {
         }
         shared.gate.fetch_sub(1, Ordering::AcqRel);
     }
+}
+
+/// Whether the calling thread gets a core: its CPU time over wall time,
+/// measured over windows of `WINDOW`. Below 70% the machine is busy with
+/// other work and the helpers stop spinning; from 90% on they spin again.
+/// On a 2-core machine shared with other processes (load average 6-10,
+/// one scheduling group per session, so a helper's spinning counts against
+/// the caller's share), the helpers' spinning was 16% of m1's CPU time.
+struct Starved {
+    since: Instant,
+    cpu: Option<Duration>,
+}
+
+const WINDOW: Duration = Duration::from_millis(20);
+
+impl Starved {
+    fn new() -> Self {
+        Starved { since: Instant::now(), cpu: thread_cpu() }
+    }
+
+    /// After each window: `Some(whether helpers should spin)`.
+    fn check(&mut self) -> Option<bool> {
+        let wall = self.since.elapsed();
+        if wall < WINDOW {
+            return None;
+        }
+        let (before, now) = (self.cpu?, thread_cpu()?);
+        *self = Starved { since: Instant::now(), cpu: Some(now) };
+        let share = now.saturating_sub(before).as_secs_f64() / wall.as_secs_f64();
+        if share < 0.7 {
+            Some(false)
+        } else if share >= 0.9 {
+            Some(true)
+        } else {
+            None
+        }
+    }
+}
+
+/// The calling thread's CPU time (where the system tells it).
+#[cfg(target_os = "linux")]
+fn thread_cpu() -> Option<Duration> {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: `ts` is a valid timespec for the call to fill.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    (rc == 0).then(|| Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32))
+}
+
+#[cfg(not(target_os = "linux"))]
+fn thread_cpu() -> Option<Duration> {
+    None
 }
 
 /// Spins until `done()` or `spin` has passed.
@@ -271,6 +336,18 @@ mod tests {
             let total: u32 = by_thread.iter().map(|h| h.load(Ordering::Relaxed)).sum();
             assert_eq!(total, 2_000 * pieces as u32);
         }
+    }
+
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn a_caller_off_its_core_stops_the_spinning() {
+        let mut starved = Starved::new();
+        assert_eq!(starved.check(), None, "within the first window");
+        // Asleep for a window: no CPU time, as if other work had the core.
+        std::thread::sleep(WINDOW + Duration::from_millis(5));
+        assert_eq!(starved.check(), Some(false));
+        // The next window starts afresh.
+        assert_eq!(starved.check(), None);
     }
 
     #[test]
