@@ -31,6 +31,16 @@ pub(super) struct Step {
     new_rest: Map<u64, Collecting>,
 }
 
+/// The changes of part of a step's words (see `Step::seal`).
+pub(super) struct StepPart {
+    dec_before: Vec<(u32, u64)>,
+    dec_after: Vec<(u32, u64)>,
+    dec_rest: Vec<(u64, u64)>,
+    new_before: Vec<(u32, Collecting)>,
+    new_after: Vec<(u32, Collecting)>,
+    new_rest: Vec<(u64, Collecting)>,
+}
+
 impl Step {
     pub(super) fn new() -> Self {
         Step {
@@ -56,24 +66,37 @@ impl Step {
         self.new_after.reserve_ids(ids);
     }
 
-    /// Adds `later`'s changes, whose words all come after this step's.
-    pub(super) fn absorb(&mut self, later: &mut Step) {
-        for (x, d) in later.dec_before.drain() {
+    /// Takes this step's changes out (leaving it empty for the same
+    /// merge), to be added to another step by `absorb`.
+    pub(super) fn seal(&mut self) -> StepPart {
+        StepPart {
+            dec_before: self.dec_before.take(),
+            dec_after: self.dec_after.take(),
+            dec_rest: self.dec_rest.drain().collect(),
+            new_before: self.new_before.take(),
+            new_after: self.new_after.take(),
+            new_rest: self.new_rest.drain().collect(),
+        }
+    }
+
+    /// Adds the changes of `later`, whose words all come after this step's.
+    pub(super) fn absorb(&mut self, later: StepPart) {
+        for (x, d) in later.dec_before {
             *self.dec_before.entry(x, || 0) += d;
         }
-        for (y, d) in later.dec_after.drain() {
+        for (y, d) in later.dec_after {
             *self.dec_after.entry(y, || 0) += d;
         }
-        for (key, d) in later.dec_rest.drain() {
+        for (key, d) in later.dec_rest {
             *self.dec_rest.entry(key).or_insert(0) += d;
         }
-        for (x, c) in later.new_before.drain() {
+        for (x, c) in later.new_before {
             self.new_before.entry(x, Collecting::new).absorb(c);
         }
-        for (y, c) in later.new_after.drain() {
+        for (y, c) in later.new_after {
             self.new_after.entry(y, Collecting::new).absorb(c);
         }
-        for (key, c) in later.new_rest.drain() {
+        for (key, c) in later.new_rest {
             self.new_rest.entry(key).or_insert_with(Collecting::new).absorb(c);
         }
     }

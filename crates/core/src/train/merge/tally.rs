@@ -46,6 +46,14 @@ impl<T> Tally<T> {
         }
     }
 
+    /// Every `(id, value)` as a vector, emptying the tally (its slots are kept).
+    pub(super) fn take(&mut self) -> Vec<(u32, T)> {
+        for &(id, _) in &self.entries {
+            self.slot[id as usize] = 0;
+        }
+        std::mem::take(&mut self.entries)
+    }
+
     /// Every `(id, value)`, emptying the tally (its room is kept).
     pub(super) fn drain(&mut self) -> std::vec::Drain<'_, (u32, T)> {
         for &(id, _) in &self.entries {

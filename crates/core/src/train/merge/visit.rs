@@ -1,6 +1,8 @@
 //! One merge applied to the words of its list, on one thread or several.
 
 use super::*;
+use super::step::StepPart;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 /// One merge `(a, b) -> r`, applied word by word.
@@ -77,60 +79,33 @@ impl<F: Fn(u32, u32) -> bool> Merge<F> {
     }
 }
 
-/// What shared merges keep between them: the other threads' steps, and
-/// how fast each thread's share went (see `Sharing::cuts`).
+/// What shared merges keep between them: one scratch step per thread
+/// (its tallies are as long as the ids; allocated once).
 #[derive(Default)]
 pub(super) struct Sharing {
-    spare: Vec<Step>,
-    /// Words per unit of time of each share, relative to the others.
-    speed: Vec<f64>,
+    scratch: Vec<Mutex<Step>>,
 }
 
-/// Merges from this many words on teach `Sharing` their shares' speeds
-/// (smaller ones are over too fast to time well).
+/// A shared merge's words are cut into pieces of at least this many words,
+/// and at most `PIECES_PER_THREAD` per thread: the threads claim pieces
+/// until none are left, so that a slow or late thread holds up the others
+/// by one piece at most. (The word table is ordered by length, so the later
+/// words of a merge are slower to visit; equal shares left the first of two
+/// threads waiting ~22% of the time on s10.)
 #[cfg(not(test))]
-const TIMED_WORDS: usize = 4096;
-/// Tests learn from tiny merges, so that their shares are cut unevenly.
+const PIECE_WORDS: usize = 64;
+/// Tests cut even tiny merges into many pieces.
 #[cfg(test)]
-const TIMED_WORDS: usize = 4;
+const PIECE_WORDS: usize = 1;
+const PIECES_PER_THREAD: usize = 4;
 
-impl Sharing {
-    /// Where `len` words are cut into one share per thread: in proportion
-    /// to the speeds the shares of earlier merges had. The word table is
-    /// ordered by length (it comes from the key-sorted count table), so the
-    /// later words of a merge are slower to visit: cut into equal counts,
-    /// the second of two shares took ~22% longer on s10, and the first
-    /// thread waited for it.
-    fn cuts(&mut self, len: usize, threads: usize) -> Vec<usize> {
-        self.speed.resize(threads, 1.0);
-        let total: f64 = self.speed.iter().sum();
-        let mut before = 0.0;
-        let mut cuts = vec![0];
-        for k in 1..threads {
-            before += self.speed[k - 1];
-            let cut = ((len as f64 * before / total) as usize).clamp(cuts[k - 1], len);
-            cuts.push(cut);
-        }
-        cuts.push(len);
-        cuts
-    }
-
-    /// Moves the speeds a fifth of the way towards those just measured
-    /// (`words[k]` visited in `seconds[k]`), relative to their mean.
-    fn learn(&mut self, words: &[usize], seconds: &[f64]) {
-        let measured: Vec<f64> = words.iter().zip(seconds).map(|(&w, &t)| if t > 0.0 { w as f64 / t } else { 0.0 }).collect();
-        if measured.iter().any(|&m| m <= 0.0 || !m.is_finite()) {
-            return;
-        }
-        let mean = measured.iter().sum::<f64>() / measured.len() as f64;
-        for (speed, m) in self.speed.iter_mut().zip(measured) {
-            *speed = 0.8 * *speed + 0.2 * (m / mean);
-        }
-    }
+/// How many pieces a merge of `len` words is cut into.
+fn pieces(len: usize, threads: usize) -> usize {
+    (len / PIECE_WORDS).clamp(1, threads * PIECES_PER_THREAD)
 }
 
-/// `merge.visit` on the crew's threads, each on a contiguous share of
-/// `list`; their count changes end up in `step` as if one thread had
+/// `merge.visit` on the crew's threads, in pieces of `list` that they
+/// claim in turn; their count changes end up in `step` as if one thread had
 /// visited the words in order.
 pub(super) fn merge_in_shares<S: Sym, F: Fn(u32, u32) -> bool + Sync>(
     merge: &Merge<F>,
@@ -142,46 +117,50 @@ pub(super) fn merge_in_shares<S: Sym, F: Fn(u32, u32) -> bool + Sync>(
     crew: &Crew,
 ) {
     let threads = crew.threads();
-    let cuts = sharing.cuts(list.len(), threads);
-    let spare = &mut sharing.spare;
-    spare.resize_with(threads - 1, Step::new);
-    for later in spare.iter_mut() {
-        later.begin(step.a, step.b, step.r, step.ids);
+    let n = pieces(list.len(), threads);
+    sharing.scratch.resize_with(threads, || Mutex::new(Step::new()));
+    for scratch in sharing.scratch.iter_mut() {
+        scratch.get_mut().unwrap_or_else(|e| e.into_inner()).begin(step.a, step.b, step.r, step.ids);
     }
-    // Share k: list[cuts[k]..cuts[k + 1]], whose symbols start at the
-    // offset of its first word and end before the next share's first word.
-    let steps = std::iter::once(&mut *step).chain(spare.iter_mut());
-    let mut shares = Vec::with_capacity(threads);
+    // Piece p: list[cut(p)..cut(p + 1)], whose symbols start at the offset
+    // of its first word and end before the next piece's first word.
+    let cut = |p: usize| list.len() * p / n;
+    let mut pieces = Vec::with_capacity(n);
     let mut rest = syms;
     let mut base = 0;
-    for (k, share_step) in steps.enumerate() {
-        let end = match list.get(cuts[k + 1]) {
-            Some(&w) if k + 1 < threads => words.offset(w as usize),
+    for p in 0..n {
+        let end = match list.get(cut(p + 1)) {
+            Some(&w) if p + 1 < n => words.offset(w as usize),
             _ => base + rest.len(),
         };
         let (mine, later) = std::mem::take(&mut rest).split_at_mut(end - base);
-        // Each share is taken once, by the thread of its number.
-        shares.push(Mutex::new(Some((&list[cuts[k]..cuts[k + 1]], mine, base, share_step))));
+        // Each piece is taken once, by the thread that claims its number.
+        pieces.push(Mutex::new(Some((&list[cut(p)..cut(p + 1)], mine, base))));
         rest = later;
         base = end;
     }
-    let seconds: Vec<Mutex<f64>> = (0..threads).map(|_| Mutex::new(0.0)).collect();
+    let parts: Vec<Mutex<Option<StepPart>>> = (0..n).map(|_| Mutex::new(None)).collect();
+    let next = AtomicUsize::new(0);
+    let scratch = &sharing.scratch;
     crew.run(&|k| {
-        let share = shares[k].lock().unwrap_or_else(|e| e.into_inner()).take();
-        if let Some((part, part_syms, part_base, part_step)) = share {
-            let start = std::time::Instant::now();
-            merge.visit(part, part_syms, part_base, words, part_step);
-            *seconds[k].lock().unwrap_or_else(|e| e.into_inner()) = start.elapsed().as_secs_f64();
+        let mut my_step = scratch[k].lock().unwrap_or_else(|e| e.into_inner());
+        loop {
+            let p = next.fetch_add(1, Ordering::Relaxed);
+            if p >= n {
+                return;
+            }
+            let piece = pieces[p].lock().unwrap_or_else(|e| e.into_inner()).take();
+            if let Some((part, part_syms, part_base)) = piece {
+                merge.visit(part, part_syms, part_base, words, &mut my_step);
+                *parts[p].lock().unwrap_or_else(|e| e.into_inner()) = Some(my_step.seal());
+            }
         }
     });
-    drop(shares);
-    for later in sharing.spare.iter_mut() {
-        step.absorb(later);
-    }
-    if list.len() >= TIMED_WORDS {
-        let counts: Vec<usize> = cuts.windows(2).map(|c| c[1] - c[0]).collect();
-        let seconds: Vec<f64> = seconds.into_iter().map(|t| t.into_inner().unwrap_or_else(|e| e.into_inner())).collect();
-        sharing.learn(&counts, &seconds);
+    drop(pieces);
+    for part in parts {
+        if let Some(part) = part.into_inner().unwrap_or_else(|e| e.into_inner()) {
+            step.absorb(part);
+        }
     }
 }
 
@@ -190,23 +169,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn shares_follow_the_speeds_measured() {
-        let mut sharing = Sharing::default();
-        assert_eq!(sharing.cuts(100, 2), vec![0, 50, 100]);
-        assert_eq!(sharing.cuts(0, 3), vec![0, 0, 0, 0]);
-        // The second share went at half the first's speed, again and again.
-        for _ in 0..50 {
-            sharing.learn(&[50, 50], &[1.0, 2.0]);
-        }
-        let cuts = sharing.cuts(300, 2);
-        assert!((195..=205).contains(&cuts[1]), "{cuts:?}");
-        // Nothing is learned from a share that took no time.
-        let before = sharing.speed.clone();
-        sharing.learn(&[10, 0], &[1.0, 0.0]);
-        assert_eq!(sharing.speed, before);
-        // Cuts stay in order and within the list whatever the speeds.
-        sharing.speed = vec![1e-9, 1.0, 1e9];
-        let cuts = sharing.cuts(7, 3);
-        assert!(cuts.windows(2).all(|c| c[0] <= c[1]) && cuts[3] == 7, "{cuts:?}");
+    fn pieces_are_bounded_by_words_and_threads() {
+        assert_eq!(pieces(0, 2), 1);
+        assert_eq!(pieces(1, 2), 1);
+        assert_eq!(pieces(3, 2), 3);
+        assert_eq!(pieces(1_000_000, 2), 2 * PIECES_PER_THREAD);
+        assert_eq!(pieces(1_000_000, 16), 16 * PIECES_PER_THREAD);
     }
 }
