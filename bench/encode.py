@@ -1064,6 +1064,8 @@ def summarize_fresh(rows: list[Row], memory: dict[str, dict]) -> list[dict]:
         runs = row.ok_runs
         s = {"tool": row.tool, "status": row.status or "ok", "note": row.note,
              **F.summarize_rounds([run["bytes"] / run["wall_s"] / 1e6 for run in runs])}
+        cpu = F.summarize_rounds([run["bytes"] / run["cpu_s"] / 1e6 for run in runs if run["cpu_s"] > 0])
+        s.update({f"cpu_{k}": v for k, v in cpu.items() if k in ("median", "min", "max")})
         mem = memory.get(row.tool, {})
         if "rss_growth_kib" in mem:
             s["cache_mib"] = mem["rss_growth_kib"] / 1024
@@ -1087,8 +1089,9 @@ def build_fresh_table(summaries: list[dict], versions: dict, args, markdown: boo
     for s in summaries:
         ratio = (f"{ref['median'] / s['median']:.2f}×" if "median" in s and "median" in ref else "–")
         spread = (f"{s['min']:.2f}–{s['max']:.2f}" if "median" in s else "–")
+        cpu = (f"{s['cpu_median']:.1f} ({s['cpu_min']:.1f}–{s['cpu_max']:.1f})" if "cpu_median" in s else "–")
         cells = [_tool_title(s["tool"], versions), _fmt(s.get("cold"), ".2f"),
-                 _fmt(s.get("median"), ".2f"), spread, ratio,
+                 _fmt(s.get("median"), ".2f"), spread, ratio, cpu,
                  _fmt(s.get("cache_mib"), ".1f"), _fmt(s.get("peak_mib"), ".0f"),
                  _fmt(s.get("bytes_per_token"), ".3f"),
                  _shorten(s["note"]) if s["note"] else ""]
@@ -1096,10 +1099,13 @@ def build_fresh_table(summaries: list[dict], versions: dict, args, markdown: boo
     title = (f"{FRESH}: {args.rounds} rounds of {args.round_lines:,} fresh lines each, one call per "
              f"line, 1 thread; cold = round 1; median (min–max) over rounds 2..{args.rounds}; "
              f"cache MiB = RSS growth of the tool's own process over the rounds (from after loading "
-             f"and one warm-up call); peak MiB = its process's peak RSS (model and lines included)")
-    table = H.format_table(["tool", "cold MB/s", "median MB/s", "min–max", "× bpeforge", "cache MiB",
-                            "peak MiB", "bytes/token", "note"], rows, markdown=markdown,
-                           right=[False, True, True, True, True, True, True, True, False])
+             f"and one warm-up call); peak MiB = its process's peak RSS (model and lines included); "
+             f"CPU-time MB/s = bytes over the process's CPU seconds, median (min–max) of the same "
+             f"rounds (steadier where the host takes the CPU away)")
+    table = H.format_table(["tool", "cold MB/s", "median MB/s", "min–max", "× bpeforge",
+                            "CPU-time MB/s (min–max)", "cache MiB", "peak MiB", "bytes/token", "note"],
+                           rows, markdown=markdown,
+                           right=[False, True, True, True, True, True, True, True, True, False])
     peers = {s["tool"]: s["median"] for s in summaries if s["tool"] in FRESH_PEERS and "median" in s}
     target_rows = []
     for name, need in FRESH_TARGETS:
