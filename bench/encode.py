@@ -1331,7 +1331,9 @@ def describe_setup(machine: dict, versions: dict, corpus: dict, setup: dict, arg
         f"{setup.get('text_bytes', 0):,} UTF-8 bytes",
         f"models (setup, not timed): {trained or 'none'}",
         f"settings: vocab={args.vocab}, vocab_size={args.vocab_size}, repeats={args.repeats}, "
-        f"threads={args.threads}, timeout={args.timeout:g} s",
+        f"threads={args.threads}, timeout={args.timeout:g} s"
+        + (f"; {FRESH}: rounds={args.rounds}, round_lines={args.round_lines:,}, first round at line "
+           f"{args.train_lines or 0:,} (after the training lines)" if FRESH in args.modes else ""),
     ])
 
 
