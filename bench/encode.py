@@ -44,6 +44,26 @@ Modes
   ``tk.decode_batch(ids_list)``, ``sp.decode(ids_list, num_threads=N)``.
   The id lists are made (untimed) by the same tool's batch encoder.
 
+* ``encode/fresh`` (1 thread; not in the default ``--modes``), one call per
+  line on text no tool has encoded before, the way users encode (see
+  ``bench/_fresh_rounds.py``): ``--rounds`` rounds (default 7) of
+  ``--round-lines`` lines (default 30,000), consecutive disjoint chunks of
+  the corpus that start after the first ``--train-lines`` lines (default
+  200,000 with this mode; a trained vocabulary trains on those only). Each
+  tool runs in its own process for the whole run, so what it keeps between
+  calls carries from round to round; the tools take turns in alternating
+  order (forward, then backward). Its table gives each tool's first round on
+  its own (cold), the median MB/s of the other rounds with min and max, and
+  the memory its caches hold after the run (the growth of its process's RSS
+  from after loading and one warm-up call to after the last round); then
+  bpeforge's median against the fastest peer's (target 1.1x) and
+  tiktoken's (target 3x). The corpus needs ``--train-lines + --rounds *
+  --round-lines`` lines: use multi-1m, e.g.::
+
+      python bench/encode.py --corpus /work/shared/corpora/multi-1m.txt.xz \\
+          --vocab o200k_base,cl100k_base --modes encode/fresh \\
+          --tools bpeforge,tiktoken,bpe-openai,fastokens,hf --markdown
+
 Every child gets ``RAYON_NUM_THREADS=N``, ``FASTOKENS_BPE_THREADS=N`` and
 ``TOKENIZERS_PARALLELISM=true`` in its environment (HF tokenizers' thread
 pool follows the first; fastokens has its own worker threads, which the
@@ -139,13 +159,16 @@ import importlib
 import json
 import os
 import resource
+import subprocess
 import sys
 import tempfile
+import threading
 import time
 import traceback
 from pathlib import Path
 from typing import Any, Callable
 
+import _fresh_rounds as F
 import _harness as H
 
 #: GPT-2's published pre-tokenization regex, exactly as in docs/SEMANTICS.md
@@ -165,6 +188,8 @@ CHECK_EXAMPLES = 3
 
 #: Model and data file names inside the models directory.
 LINES_FILE = "lines.json"  # the timed lines, exactly
+FRESH_LINES_FILE = "fresh-lines.json"  # the lines of every fresh round, in order
+TRAIN_FILE = "train-lines.txt"  # the lines a trained vocabulary trains on (with --train-lines)
 BPEFORGE_FILE = "bpeforge.json"
 TIKTOKEN_FILE = "bpeforge.tiktoken"
 HF_FILE = "hf-tokenizer.json"
@@ -394,6 +419,15 @@ def check_identical_ids(models: Path, lines: list[str], available: set[str]) -> 
     return report
 
 
+def _write_first_lines(corpus: Path, dest: Path, count: int) -> None:
+    """Copy the first ``count`` lines of ``corpus`` to ``dest``."""
+    with open(corpus, "rb") as src, open(dest, "wb") as out:
+        for i, raw in enumerate(src):
+            if i >= count:
+                break
+            out.write(raw)
+
+
 def _setup_step(name: str, steps: dict, fn: Callable[[], dict]) -> None:
     """Run one setup step; record its result or its failure."""
     try:
@@ -406,17 +440,30 @@ def _setup_step(name: str, steps: dict, fn: Callable[[], dict]) -> None:
 def setup_main(args: argparse.Namespace) -> int:
     """Child: write the timed lines, build every model, run the check."""
     corpus, models = Path(args.corpus), Path(args.workdir)
-    lines = load_lines(corpus, args.lines)
+    fresh = FRESH in args.modes
+    lines = load_lines(corpus, args.lines) if set(args.modes) - {FRESH} else []
     (models / LINES_FILE).write_text(json.dumps(lines), encoding="utf-8")
+    train_corpus = corpus
+    if args.train_lines:
+        train_corpus = models.parent / TRAIN_FILE
+        _write_first_lines(corpus, train_corpus, args.train_lines)
+    if fresh:
+        chunks = F.plan_chunks(args.train_lines or 0, args.round_lines, args.rounds)
+        fresh_lines = load_lines(corpus, chunks[-1].stop)[chunks[0].start:]
+        if len(fresh_lines) < chunks[-1].stop - chunks[0].start:
+            raise SystemExit(f"--corpus has {chunks[0].start + len(fresh_lines):,} lines: "
+                             f"--train-lines, --rounds and --round-lines need {chunks[-1].stop:,}")
+        (models / FRESH_LINES_FILE).write_text(json.dumps(fresh_lines), encoding="utf-8")
+        lines = lines or fresh_lines  # what the identical-ids check compares
     (models / VOCAB_FILE).write_text(json.dumps({"vocab": args.vocab}), encoding="utf-8")
     steps: dict = {}
     if args.vocab == "trained":
-        _setup_step("bpeforge", steps, lambda: _train_bpeforge(corpus, args.vocab_size, models))
+        _setup_step("bpeforge", steps, lambda: _train_bpeforge(train_corpus, args.vocab_size, models))
         if steps["bpeforge"]["status"] == "ok":
             _setup_step("tiktoken", steps, lambda: _write_tiktoken_ranks(models))
             _setup_step("hf", steps, lambda: _write_hf_tokenizer(models))
         _setup_step("sentencepiece", steps,
-                    lambda: _train_sentencepiece(corpus, args.vocab_size, models))
+                    lambda: _train_sentencepiece(train_corpus, args.vocab_size, models))
         steps["bpe-openai"] = {"status": "skipped",
                                "error": "bpe-openai loads only its built-in vocabularies"}
     else:
@@ -647,6 +694,17 @@ ALL_MODES = ("encode/line", "encode/long", "encode/batch", "decode/line", "decod
 ENCODE_MODES = ("encode/line", "encode/long", "encode/batch")
 #: One decode call over the whole corpus's ids (raw decode throughput).
 FLAT = "decode/flat"
+#: One call per line over fresh text, round after round (``_fresh_rounds``).
+FRESH = "encode/fresh"
+FRESH_ROUNDS = 7
+FRESH_ROUND_LINES = 30_000
+FRESH_TRAIN_LINES = 200_000
+#: Seconds a fresh worker may take to load or to answer one command.
+FRESH_REPLY_TIMEOUT = 600.0
+#: The peers of the fresh-text targets, and the targets (bpeforge's median over
+#: the fastest peer's, and over tiktoken's).
+FRESH_PEERS = ("tiktoken", "bpe-openai", "fastokens", "hf")
+FRESH_TARGETS = (("fastest peer", 1.1), ("tiktoken", 3.0))
 FLAT_MIN_SECONDS = 0.5
 
 TOOLS: dict[str, Tool] = {
@@ -779,6 +837,10 @@ def worker_main(args: argparse.Namespace) -> int:
         try:
             models = Path(args.workdir)
             adapter = ADAPTERS[args.worker].load(models)
+            if args.mode == FRESH:
+                lines = json.loads((models / FRESH_LINES_FILE).read_text(encoding="utf-8"))
+                F.worker_loop(adapter.encode, lines, args.round_lines)
+                return 0
             lines = json.loads((models / LINES_FILE).read_text(encoding="utf-8"))
             result.update(_measure(adapter, args.mode, lines, args.threads[0]))
         except Exception as exc:
@@ -861,6 +923,9 @@ def run_setup(corpus: Path, models: Path, args) -> dict:
                         "--result", str(result_path))
     argv += ["--lines", str(args.lines)] if args.lines else []
     argv += ["--vocab", args.vocab, "--check-lines", str(args.check_lines)]
+    argv += ["--modes", ",".join(args.modes), "--rounds", str(args.rounds),
+             "--round-lines", str(args.round_lines)]
+    argv += ["--train-lines", str(args.train_lines)] if args.train_lines else []
     child = H.run_child(argv, _child_env(max(args.threads)), args.timeout,
                         models.parent / "setup-logs")
     return _read_result(child, result_path, args.timeout)
@@ -903,6 +968,160 @@ def run_all(rows: list[Row], models: Path, args, tmp: Path) -> None:
             if row.status:
                 continue
             _log_run(row, run_job(row, repeat, models, args, tmp), done, total)
+
+
+def _ask_fresh(proc: subprocess.Popen, command: str | None, timeout: float) -> dict:
+    """Send ``command`` (if any) to a fresh worker; its reply, or a timeout."""
+    if command is not None:
+        try:
+            proc.stdin.write(command + "\n")
+            proc.stdin.flush()
+        except (BrokenPipeError, OSError):
+            return {"status": "crash", "error": "worker ended"}
+    box: list = []
+    reader = threading.Thread(target=lambda: box.append(F.read_reply(proc.stdout)), daemon=True)
+    reader.start()
+    reader.join(timeout)
+    return box[0] if box else {"status": "timeout", "error": f"no reply in {timeout:g} s"}
+
+
+def _fresh_failure(row: Row, reply: dict, result_path: Path, log: Path) -> None:
+    """Stop ``row`` with what its worker said (result file, else stderr)."""
+    try:
+        result = json.loads(result_path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        result = {}
+    if result.get("status") in ("missing", "error"):
+        row.stop(result["status"], result.get("error", ""))
+        return
+    tail = H._tail(log)
+    row.stop(reply.get("status", "error"), reply.get("error", "") + (f"; {tail.splitlines()[-1]}" if tail else ""))
+
+
+def run_fresh(rows: list[Row], models: Path, args, tmp: Path) -> dict[str, dict]:
+    """The fresh-text protocol (``_fresh_rounds``): one long-lived process per
+    tool, ``--rounds`` rounds in alternating tool order; each round's run is
+    appended to its row. Returns each tool's memory report."""
+    procs: dict[str, tuple[subprocess.Popen, Path, Path]] = {}
+    memory: dict[str, dict] = {}
+    try:
+        for row in rows:
+            if row.status:
+                continue
+            workdir = tmp / "jobs" / f"fresh-{row.tool}"
+            workdir.mkdir(parents=True, exist_ok=True)
+            result_path, log = workdir / "result.json", workdir / "stderr.txt"
+            argv = _script_argv("--worker", row.tool, "--mode", FRESH, "--threads", "1",
+                                "--workdir", str(models), "--result", str(result_path),
+                                "--round-lines", str(args.round_lines))
+            proc = subprocess.Popen(argv, env=_child_env(1), stdin=subprocess.PIPE,
+                                    stdout=subprocess.PIPE, stderr=open(log, "wb"),
+                                    text=True, start_new_session=True)
+            procs[row.tool] = (proc, result_path, log)
+        by_tool = {row.tool: row for row in rows}
+        for tool, (proc, result_path, log) in procs.items():
+            reply = _ask_fresh(proc, None, FRESH_REPLY_TIMEOUT)
+            if reply["status"] != "ready":
+                _fresh_failure(by_tool[tool], reply, result_path, log)
+            else:
+                memory[tool] = {"baseline_rss_kib": reply["baseline_rss_kib"]}
+        for r in range(args.rounds):
+            for tool in F.round_order(list(procs), r):
+                row = by_tool[tool]
+                if row.status:
+                    continue
+                proc, result_path, log = procs[tool]
+                load_before = os.getloadavg()[0]
+                reply = _ask_fresh(proc, f"round {r}", FRESH_REPLY_TIMEOUT)
+                if reply["status"] != "ok":
+                    _fresh_failure(row, reply, result_path, log)
+                    continue
+                reply.update(repeat=r + 1, loadavg_1min_before=load_before)
+                row.runs.append(reply)
+                print(f"[fresh round {r + 1}/{args.rounds}] {tool}: "
+                      f"{reply['bytes'] / reply['wall_s'] / 1e6:.2f} MB/s", file=sys.stderr, flush=True)
+        for tool, (proc, result_path, log) in procs.items():
+            if not by_tool[tool].status:
+                reply = _ask_fresh(proc, "done", FRESH_REPLY_TIMEOUT)
+                if reply["status"] == "done":
+                    memory[tool].update(reply)
+    finally:
+        for proc, _, _ in procs.values():
+            if proc.poll() is None:
+                H._kill_group(proc.pid)
+            proc.wait()
+    return memory
+
+
+def summarize_fresh(rows: list[Row], memory: dict[str, dict]) -> list[dict]:
+    """Each tool's fresh-round figures (``_fresh_rounds.summarize_rounds``),
+    its cache memory (RSS growth over the run) and bytes per token; a tool
+    whose token count differs from bpeforge's in some round says so."""
+    ref = next((r for r in rows if r.tool == "bpeforge"), None)
+    ref_tokens = {run["round"]: run["tokens"] for run in ref.runs} if ref else {}
+    out = []
+    for row in rows:
+        runs = row.ok_runs
+        s = {"tool": row.tool, "status": row.status or "ok", "note": row.note,
+             **F.summarize_rounds([run["bytes"] / run["wall_s"] / 1e6 for run in runs])}
+        cpu = F.summarize_rounds([run["bytes"] / run["cpu_s"] / 1e6 for run in runs if run["cpu_s"] > 0])
+        s.update({f"cpu_{k}": v for k, v in cpu.items() if k in ("median", "min", "max")})
+        mem = memory.get(row.tool, {})
+        if "rss_growth_kib" in mem:
+            s["cache_mib"] = mem["rss_growth_kib"] / 1024
+            s["rss_mib"] = mem["rss_kib"] / 1024
+            s["peak_mib"] = mem["hwm_kib"] / 1024
+        if runs:
+            s["bytes_per_token"] = sum(r["bytes"] for r in runs) / max(1, sum(r["tokens"] for r in runs))
+            differ = [run["round"] + 1 for run in runs
+                      if ref_tokens.get(run["round"], run["tokens"]) != run["tokens"]]
+            if differ:
+                s["note"] = s["note"] or f"token count differs from bpeforge's in round(s) {differ}"
+        out.append(s)
+    return out
+
+
+def build_fresh_table(summaries: list[dict], versions: dict, args, markdown: bool) -> str:
+    """The fresh-text table: per tool, cold round, median (min-max) of the
+    other rounds, ratio to bpeforge, cache memory; then the targets."""
+    ref = next((s for s in summaries if s["tool"] == "bpeforge"), {})
+    rows = []
+    for s in summaries:
+        ratio = (f"{ref['median'] / s['median']:.2f}×" if "median" in s and "median" in ref else "–")
+        spread = (f"{s['min']:.2f}–{s['max']:.2f}" if "median" in s else "–")
+        cpu = (f"{s['cpu_median']:.1f} ({s['cpu_min']:.1f}–{s['cpu_max']:.1f})" if "cpu_median" in s else "–")
+        cells = [_tool_title(s["tool"], versions), _fmt(s.get("cold"), ".2f"),
+                 _fmt(s.get("median"), ".2f"), spread, ratio, cpu,
+                 _fmt(s.get("cache_mib"), ".1f"), _fmt(s.get("peak_mib"), ".0f"),
+                 _fmt(s.get("bytes_per_token"), ".3f"),
+                 _shorten(s["note"]) if s["note"] else ""]
+        rows.append(cells)
+    title = (f"{FRESH}: {args.rounds} rounds of {args.round_lines:,} fresh lines each, one call per "
+             f"line, 1 thread; cold = round 1; median (min–max) over rounds 2..{args.rounds}; "
+             f"cache MiB = RSS growth of the tool's own process over the rounds (from after loading "
+             f"and one warm-up call); peak MiB = its process's peak RSS (model and lines included); "
+             f"CPU-time MB/s = bytes over the process's CPU seconds, median (min–max) of the same "
+             f"rounds (steadier where the host takes the CPU away)")
+    table = H.format_table(["tool", "cold MB/s", "median MB/s", "min–max", "× bpeforge",
+                            "CPU-time MB/s (min–max)", "cache MiB", "peak MiB", "bytes/token", "note"],
+                           rows, markdown=markdown,
+                           right=[False, True, True, True, True, True, True, True, True, False])
+    peers = {s["tool"]: s["median"] for s in summaries if s["tool"] in FRESH_PEERS and "median" in s}
+    target_rows = []
+    for name, need in FRESH_TARGETS:
+        if name == "tiktoken":
+            base, who = peers.get("tiktoken"), "tiktoken"
+        else:
+            who = max(peers, key=peers.get) if peers else None
+            base = peers.get(who)
+        value = ref["median"] / base if base and "median" in ref else None
+        target_rows.append([f"median / {name}" + (f" ({who})" if who and name != "tiktoken" else ""),
+                            _fmt(value, ".2f") + ("×" if value else ""), f">= {need:.2f}×",
+                            "not measured" if value is None else ("pass" if value >= need else
+                                                                   f"MISS by {(need / value - 1) * 100:.0f}%")])
+    targets = H.format_table(["target (bpeforge, fresh text)", "measured", "required", "result"],
+                             target_rows, markdown=markdown, right=[False, True, True, False])
+    return f"{title}\n{table}\n\n{targets}"
 
 
 def mark_unbuilt(rows: list[Row], setup: dict) -> None:
@@ -1112,7 +1331,9 @@ def describe_setup(machine: dict, versions: dict, corpus: dict, setup: dict, arg
         f"{setup.get('text_bytes', 0):,} UTF-8 bytes",
         f"models (setup, not timed): {trained or 'none'}",
         f"settings: vocab={args.vocab}, vocab_size={args.vocab_size}, repeats={args.repeats}, "
-        f"threads={args.threads}, timeout={args.timeout:g} s",
+        f"threads={args.threads}, timeout={args.timeout:g} s"
+        + (f"; {FRESH}: rounds={args.rounds}, round_lines={args.round_lines:,}, first round at line "
+           f"{args.train_lines or 0:,} (after the training lines)" if FRESH in args.modes else ""),
     ])
 
 
@@ -1135,7 +1356,7 @@ def _int_list(text: str) -> list[int]:
 def _mode_list(text: str) -> list[str]:
     """Parse and validate a comma-separated list of modes."""
     names = [x.strip() for x in text.split(",") if x.strip()]
-    known = ALL_MODES + (FLAT,)
+    known = ALL_MODES + (FLAT, FRESH)
     unknown = [n for n in names if n not in known]
     if unknown or not names:
         raise argparse.ArgumentTypeError(f"unknown mode(s) {unknown}; choose from {', '.join(known)}")
@@ -1174,7 +1395,15 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         "import the real rank file from the bpe-openai wheel")
     p.add_argument("--vocab-size", type=int, default=32_000)
     p.add_argument("--modes", type=_mode_list, default=list(ALL_MODES + (FLAT,)),
-                   help=f"comma-separated, from {', '.join(ALL_MODES + (FLAT,))} (default all)")
+                   help=f"comma-separated, from {', '.join(ALL_MODES + (FLAT, FRESH))} "
+                        f"(default all but {FRESH})")
+    p.add_argument("--train-lines", type=int,
+                   help=f"a trained vocabulary trains on the corpus's first N lines (default all; "
+                        f"{FRESH_TRAIN_LINES:,} with {FRESH}); {FRESH}'s rounds start after them")
+    p.add_argument("--rounds", type=int, default=FRESH_ROUNDS,
+                   help=f"{FRESH}: rounds (default {FRESH_ROUNDS}: one cold, the rest give the median)")
+    p.add_argument("--round-lines", type=int, default=FRESH_ROUND_LINES,
+                   help=f"{FRESH}: fresh lines per round (default {FRESH_ROUND_LINES:,})")
     p.add_argument("--check-lines", type=int, default=CHECK_LINES,
                    help=f"lines in the identical-ids check (default {CHECK_LINES:,}; 0: all timed lines)")
     p.add_argument("--repeats", type=int, default=3)
@@ -1189,7 +1418,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     # Internal: the setup child and the timed children.
     p.add_argument("--setup", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--worker", choices=list(TOOLS), help=argparse.SUPPRESS)
-    p.add_argument("--mode", choices=ALL_MODES + (FLAT,), help=argparse.SUPPRESS)
+    p.add_argument("--mode", choices=ALL_MODES + (FLAT, FRESH), help=argparse.SUPPRESS)
     p.add_argument("--workdir", help=argparse.SUPPRESS)
     p.add_argument("--result", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
@@ -1197,6 +1426,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         p.error("--corpus is required")
     if args.repeats < 1 or (args.lines is not None and args.lines < 1):
         p.error("--repeats and --lines must be >= 1")
+    if args.rounds < 2 or args.round_lines < 1 or (args.train_lines is not None and args.train_lines < 1):
+        p.error("--rounds must be >= 2, --round-lines and --train-lines >= 1")
+    if FRESH in args.modes and args.train_lines is None and not args.worker:
+        args.train_lines = FRESH_TRAIN_LINES
     if "bpeforge" not in args.tools:
         args.tools.insert(0, "bpeforge")  # the reference of every ratio
     if args.setup:
@@ -1227,6 +1460,9 @@ def run_vocab(vocab: str, args, machine: dict, versions: dict) -> tuple[dict, li
     returns the setup's result and the row summaries."""
     vargs = argparse.Namespace(**{**vars(args), "vocab": vocab})
     rows = make_rows(args.tools, args.threads, tuple(args.modes))
+    fresh_rows = ([Row(FRESH, 1, t) for t in args.tools if "encode/line" in TOOLS[t].modes]
+                  if FRESH in args.modes else [])
+    fresh_memory: dict = {}
     with tempfile.TemporaryDirectory(prefix="bpeforge-bench-encode-") as tmp_name:
         tmp = Path(tmp_name)
         models = tmp / "models"
@@ -1237,15 +1473,23 @@ def run_vocab(vocab: str, args, machine: dict, versions: dict) -> tuple[dict, li
         print(f"\n=== vocabulary: {vocab} ===", flush=True)
         print(describe_setup(machine, versions, stats, setup, vargs), flush=True)
         print(describe_check(setup), flush=True)
-        mark_unbuilt(rows, setup)
+        mark_unbuilt(rows + fresh_rows, setup)
         run_all(rows, models, vargs, tmp)
+        if fresh_rows:
+            fresh_memory = run_fresh(fresh_rows, models, vargs, tmp)
     summaries = [summarize(r) for r in rows]
-    print()
-    print(build_table(summaries, versions, args.markdown))
-    print()
-    print(build_targets(summaries, setup, args.markdown))
+    if rows:
+        print()
+        print(build_table(summaries, versions, args.markdown))
+        print()
+        print(build_targets(summaries, setup, args.markdown))
+    fresh_summaries = summarize_fresh(fresh_rows, fresh_memory)
+    if fresh_rows:
+        print()
+        print(build_fresh_table(fresh_summaries, versions, vargs, args.markdown))
     if args.json:
         report = vocab_report(vocab, machine, versions, stats, setup, rows, vargs)
+        report["fresh"] = [{**s, "runs": r.runs} for s, r in zip(fresh_summaries, fresh_rows)]
         _vocab_json_path(args.json, vocab, len(args.vocab)).write_text(
             json.dumps(report, indent=2, default=str), encoding="utf-8")
     return setup, summaries
@@ -1294,14 +1538,15 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     machine, versions = H.machine_info(), _versions(args.tools)
     results = {vocab: run_vocab(vocab, args, machine, versions) for vocab in args.vocab}
-    if len(results) > 1:
+    if len(results) > 1 and set(args.modes) - {FRESH}:
         print("\n=== all vocabularies ===\n")
         print(build_summary(results, args.markdown))
     elapsed = time.perf_counter() - started
     load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
-    print(f"\n(MB/s = median over {args.repeats} run(s) of UTF-8 bytes per second; "
-          f"× bpeforge = row time / bpeforge time, same mode and threads; "
-          f"total benchmark time {elapsed:.0f} s; load average at the end {load})")
+    if set(args.modes) - {FRESH}:
+        print(f"\n(MB/s = median over {args.repeats} run(s) of UTF-8 bytes per second; "
+              f"× bpeforge = row time / bpeforge time, same mode and threads)")
+    print(f"(total benchmark time {elapsed:.0f} s; load average at the end {load})")
     return 0
 
 

@@ -62,6 +62,27 @@ def test_in_order_equality_on_shared_corpus(tok: bpeforge.Tokenizer, corpus_slic
         assert ids == oracle_encode(tok, line), line
 
 
+def test_encode_cache_bound_changes_memory_never_ids(tok: bpeforge.Tokenizer, corpus_slice) -> None:
+    """``encode_cache_bytes`` bounds the piece cache ``encode`` keeps: ids
+    are the oracle's under every bound (off, the least, one that evicts all
+    the time, the default), and a bad bound names the parameter."""
+    lines = corpus_slice[:300] + CORPUS[:6]
+    default = tok.encode_cache_bytes
+    assert default >= 8 << 20
+    try:
+        for bound, held in [(0, 0), (65_536, 65_536), (100_000, 65_536), (1 << 20, 1 << 20), (None, default)]:
+            tok.encode_cache_bytes = bound
+            assert tok.encode_cache_bytes == held
+            for line in lines:
+                assert tok.encode_ordinary(line) == oracle_encode(tok, line), (bound, line)
+        for bad in (-1, 1000, 1.5, True, "1"):
+            with pytest.raises(bpeforge.ParameterError, match="encode_cache_bytes"):
+                tok.encode_cache_bytes = bad
+        assert tok.encode_cache_bytes == default
+    finally:
+        tok.encode_cache_bytes = None
+
+
 def test_special_token_cases(tok: bpeforge.Tokenizer) -> None:
     eot, s = tok.token_to_id("<|eot|>"), tok.token_to_id("<s>")
     allow = {"allowed_special": "all"}

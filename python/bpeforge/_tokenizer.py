@@ -318,6 +318,35 @@ class Tokenizer(_native.TokenizerBase):
         return self._native.vocab_size
 
     @property
+    def encode_cache_bytes(self) -> int:
+        """The most memory, in bytes, of the piece cache ``encode`` keeps
+        between calls (0: none).
+
+        ``encode`` remembers the ids of the pieces (pre-tokens) it has
+        encoded, so a piece met again is looked up instead of merged again;
+        it starts holding the vocabulary's one-token pieces. The cache is a
+        table of 64-byte slots made at the first call and grown as it fills,
+        up to this bound, and never beyond it: a new piece then takes the
+        place of one that shared its slot. Its default is 8 MiB, and 16 MiB
+        for vocabularies of 65,536 one-token pieces or more (``o200k_base``,
+        ``cl100k_base``). ``encode_batch`` keeps caches of its own (one per
+        thread, 8 MiB each), which this does not bound.
+
+        Set it to bound the memory (a larger cache keeps more of a long
+        tail of rare pieces; text in many languages has many): the value is
+        rounded down to a power of two of slots, at least 65,536 bytes;
+        ``0`` turns the cache off, ``None`` restores the default. Setting it
+        drops what the cache held. Ids never depend on it.
+        """
+        return self._native.encode_cache_bytes
+
+    @encode_cache_bytes.setter
+    def encode_cache_bytes(self, max_bytes: int | None) -> None:
+        if max_bytes is not None and (isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or max_bytes < 0):
+            raise ParameterError(f"encode_cache_bytes must be None or an int >= 0, got {max_bytes!r}")
+        self._native.set_encode_cache_bytes(max_bytes)
+
+    @property
     def scheme(self) -> str:
         """``"bytes"`` or ``"chars"``."""
         return self._native.scheme

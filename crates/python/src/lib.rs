@@ -256,6 +256,9 @@ struct NativeTokenizer {
     enc: Arc<Encoder>,
     /// `encode`'s piece cache, made at its first call.
     cache: Mutex<Option<Cache>>,
+    /// The bound of that cache's memory in bytes (`DEFAULT_CACHE_BOUND`:
+    /// the encoder's default; 0: no cache).
+    cache_bound: std::sync::atomic::AtomicUsize,
     /// The Python ints of the ids returned so far (see `ints`).
     ints: ints::IdInts,
 }
@@ -318,6 +321,37 @@ impl NativeTokenizer {
     fn from_snapshot(py: Python<'_>, data: &[u8]) -> PyResult<Self> {
         let enc = py.detach(|| Encoder::from_snapshot(data)).map_err(to_pyerr)?;
         Ok(Self::from_encoder(enc))
+    }
+
+    /// The most memory `encode`'s piece cache may hold, in bytes (0: none).
+    #[getter]
+    fn encode_cache_bytes(&self) -> usize {
+        match self.cache_bound.load(std::sync::atomic::Ordering::Relaxed) {
+            DEFAULT_CACHE_BOUND => self.enc.default_cache_bytes(),
+            0 => 0,
+            bytes => self.enc.new_cache_bounded(bytes).max_bytes(),
+        }
+    }
+
+    /// Bounds `encode`'s piece cache to `max_bytes` (None: the default;
+    /// 0: no cache); what it held is dropped.
+    #[pyo3(signature = (max_bytes))]
+    fn set_encode_cache_bytes(&self, max_bytes: Option<usize>) -> PyResult<()> {
+        let bound = match max_bytes {
+            None => DEFAULT_CACHE_BOUND,
+            Some(0) => 0,
+            Some(b) if b < bpeforge_core::encode::MIN_CACHE_BYTES => {
+                return Err(to_pyerr(Error::parameter(format!(
+                    "encode_cache_bytes must be 0 (no cache), None (the default) or at least {} bytes, got {b}",
+                    bpeforge_core::encode::MIN_CACHE_BYTES
+                ))))
+            }
+            Some(b) => b.min(DEFAULT_CACHE_BOUND - 1),
+        };
+        let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
+        self.cache_bound.store(bound, std::sync::atomic::Ordering::Relaxed);
+        *cache = None;
+        Ok(())
     }
 
     fn to_json<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
@@ -562,22 +596,35 @@ fn raw_u32(ids: &[u8]) -> PyResult<Vec<u32>> {
     Ok(ids.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect())
 }
 
+/// `NativeTokenizer::cache_bound`'s value for the encoder's default bound.
+const DEFAULT_CACHE_BOUND: usize = usize::MAX;
+
 impl NativeTokenizer {
     fn from_model(model: Model) -> PyResult<Self> {
         Ok(Self::from_encoder(Encoder::new(model).map_err(to_pyerr)?))
     }
 
     fn from_encoder(enc: Encoder) -> Self {
-        NativeTokenizer { enc: Arc::new(enc), cache: Mutex::new(None), ints: ints::IdInts::default() }
+        NativeTokenizer {
+            enc: Arc::new(enc),
+            cache: Mutex::new(None),
+            cache_bound: std::sync::atomic::AtomicUsize::new(DEFAULT_CACHE_BOUND),
+            ints: ints::IdInts::default(),
+        }
     }
 
     /// `encode` without dropout: through the piece cache, as a list of ids.
     fn encode_exact<'py>(&self, py: Python<'py>, text: &str, rule: &Specials) -> PyResult<Bound<'py, PyList>> {
         // The cache is made (seeded: see `Encoder::new_cache`) at the first
         // call, so a tokenizer that never encodes holds none.
+        let bound = self.cache_bound.load(std::sync::atomic::Ordering::Relaxed);
         let run = || match self.cache.try_lock() {
+            Ok(_) if bound == 0 => self.enc.encode_str(text, rule, None),
             Ok(mut c) => {
-                let cache = c.get_or_insert_with(|| self.enc.new_cache());
+                let cache = c.get_or_insert_with(|| match bound {
+                    DEFAULT_CACHE_BOUND => self.enc.new_cache(),
+                    bytes => self.enc.new_cache_bounded(bytes),
+                });
                 self.enc.encode_str(text, rule, Some(cache))
             }
             Err(_) => self.enc.encode_str(text, rule, None),

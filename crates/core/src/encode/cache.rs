@@ -41,24 +41,65 @@ const FIRST_SLOTS: usize = 1 << 10;
 /// table beyond the caches costs little.
 const MAX_SLOTS: usize = 1 << 17;
 /// The one cache a tokenizer keeps for `encode` (`Encoder::new_cache`)
-/// holds its seed in twice as many slots up to 16 MiB (see
-/// `long_lived_max_slots`): seeded with o200k_base's ~190k one-token pieces,
+/// was made to hold its seed in twice as many slots up to 16 MiB: seeded with o200k_base's ~190k one-token pieces,
 /// 131072 slots lost two in five of them to collisions and were full before
 /// any text. Per call over 50,000 held-apart lines (fresh tokenizers, the
 /// two builds alternating in one process, medians of 12-16 runs): o200k_base
 /// 3.7-5.4% less time, cl100k_base 1.7-4.4%. Batch threads keep `MAX_SLOTS`:
 /// copying a 16 MiB seed into each took more (o200k_base at 2 threads,
 /// 0.142 s against 0.132 s) than the larger table saved.
-const LONG_LIVED_MAX_SLOTS: usize = 1 << 18;
+///
+/// That was measured on lines that repeat. On fresh text (consecutive
+/// disjoint chunks of multi-1m, 7 rounds of 30,000 lines through one cache,
+/// `examples/encode_rounds`, thread CPU time, median of the 6 rounds after
+/// the first, medians of 6 runs alternating), a cache that keeps more of the
+/// long tail of pieces merges fewer afresh: against 16 MiB, o200k_base
+/// encoded 7% faster with 32 MiB, 12% with 64, 17% with 128; cl100k_base
+/// 9%, 13%, 14%. A vocabulary of `LARGE_SEED` one-token pieces or more
+/// now grows its cache to 64 MiB (starting from at most
+/// `LONG_LIVED_START_SLOTS`), the size fastokens' growing table of pieces
+/// reaches (2^21 entries of 32 bytes).
+const LONG_LIVED_MAX_SLOTS: usize = 1 << 20;
+
+/// A tokenizer's own cache starts with at most this many slots (16 MiB)
+/// and grows from there as it stores pieces: a 64 MiB table filled with
+/// the seed at the first call took a fifth of a 7-round run's time in
+/// zeroing new pages on this project's VM.
+const LONG_LIVED_START_SLOTS: usize = 1 << 18;
+
+/// Seeds from which a tokenizer's own cache grows to `LONG_LIVED_MAX_SLOTS`.
+const LARGE_SEED: usize = 1 << 16;
 
 /// The most slots of a tokenizer's own cache seeded with `seeds` pieces:
-/// twice the seed (a power of two), at least a batch thread's `MAX_SLOTS`,
-/// at most `LONG_LIVED_MAX_SLOTS`. A small vocabulary's cache grows no
-/// larger than before: letting the trained 32k vocabulary's grow to 16 MiB
-/// changed nothing measurable (its first 50,000 lines in fresh processes,
-/// 6 each: 0.255 against 0.252 s) for 8 MiB more memory.
+/// `LONG_LIVED_MAX_SLOTS` from `LARGE_SEED` seeds up; else twice the seed
+/// (a power of two), at least a batch thread's `MAX_SLOTS`. A small
+/// vocabulary's cache grows no larger than before: letting the trained 32k
+/// vocabulary's grow to 16 MiB changed nothing measurable (its first 50,000
+/// lines in fresh processes, 6 each: 0.255 against 0.252 s) for 8 MiB more
+/// memory.
 fn long_lived_max_slots(seeds: usize) -> usize {
+    if seeds >= LARGE_SEED {
+        return LONG_LIVED_MAX_SLOTS;
+    }
     spread(seeds, 2).clamp(MAX_SLOTS, LONG_LIVED_MAX_SLOTS)
+}
+
+/// Bytes of one slot of a cache.
+pub const SLOT_BYTES: usize = std::mem::size_of::<Slot>();
+
+/// The least memory a cache may be bounded to (`FIRST_SLOTS` slots: 64 KiB).
+pub const MIN_CACHE_BYTES: usize = FIRST_SLOTS * SLOT_BYTES;
+
+/// The most slots within `max_bytes`: a power of two, at least `FIRST_SLOTS`.
+fn slots_for_bytes(max_bytes: usize) -> usize {
+    let slots = (max_bytes / SLOT_BYTES).max(FIRST_SLOTS);
+    1 << (usize::BITS - 1 - slots.leading_zeros())
+}
+
+/// The memory a tokenizer's own cache holds at most by default, for a
+/// vocabulary of `seeds` one-token pieces (`long_lived_max_slots`).
+pub fn default_cache_bytes(seeds: usize) -> usize {
+    long_lived_max_slots(seeds) * SLOT_BYTES
 }
 
 /// A tokenizer's own cache starts with this many slots per seed (up to its
@@ -117,6 +158,11 @@ impl Cache {
     }
 
     /// An empty cache that grows to `max_slots` (a power of two).
+    /// The most memory its slots may take (they are allocated as it grows).
+    pub fn max_bytes(&self) -> usize {
+        self.max_slots * SLOT_BYTES
+    }
+
     pub(super) fn with_max_slots(max_slots: usize) -> Self {
         debug_assert!(max_slots.is_power_of_two() && max_slots >= FIRST_SLOTS);
         Cache { slots: HugeTable::default(), stores: 0, max_slots }
@@ -125,11 +171,15 @@ impl Cache {
     /// The cache a tokenizer keeps for its calls of `encode`, seeded with
     /// `pieces` (see `seeded`), up to `long_lived_max_slots`.
     /// It starts with `SEED_SPREAD` times as many slots as seeds (at most
-    /// its full size), so that from about 16k one-token pieces up it never
-    /// grows while encoding.
-    pub(super) fn seeded_long_lived<'a>(pieces: impl ExactSizeIterator<Item = (&'a [u8], u32)>) -> Self {
-        let max_slots = long_lived_max_slots(pieces.len());
-        let slots = spread(pieces.len(), SEED_SPREAD).clamp(FIRST_SLOTS, max_slots);
+    /// its full size, and at most `LONG_LIVED_START_SLOTS`), and grows as it
+    /// stores pieces.
+    ///
+    /// `max_bytes` bounds its memory instead (`slots_for_bytes`); `None`
+    /// keeps the default (`long_lived_max_slots`: 8 MiB, or 64 MiB for a
+    /// vocabulary of 65,536 one-token pieces or more).
+    pub(super) fn seeded_long_lived<'a>(pieces: impl ExactSizeIterator<Item = (&'a [u8], u32)>, max_bytes: Option<usize>) -> Self {
+        let max_slots = max_bytes.map_or_else(|| long_lived_max_slots(pieces.len()), slots_for_bytes);
+        let slots = spread(pieces.len(), SEED_SPREAD).clamp(FIRST_SLOTS, max_slots.min(LONG_LIVED_START_SLOTS));
         Cache::seeded(pieces, slots, max_slots)
     }
 
@@ -384,8 +434,9 @@ mod tests {
         // A seed larger than the limit is cut to it, and what it keeps is right.
         let pieces: Vec<(Vec<u8>, u32)> = (0..MAX_SLOTS as u32).map(|n| (format!("s{n}").into_bytes(), n)).collect();
         let seed = || pieces.iter().map(|(b, id)| (b.as_slice(), *id));
-        let (small, large) = (Cache::seeded_for_batch(seed()), Cache::seeded_long_lived(seed()));
-        assert_eq!((small.slots.len(), large.slots.len()), (MAX_SLOTS, LONG_LIVED_MAX_SLOTS));
+        let (small, large) = (Cache::seeded_for_batch(seed()), Cache::seeded_long_lived(seed(), None));
+        assert_eq!((small.slots.len(), large.slots.len()), (MAX_SLOTS, LONG_LIVED_START_SLOTS));
+        assert_eq!(large.max_slots, LONG_LIVED_MAX_SLOTS);
         let kept = |cache: &Cache| pieces.iter().filter(|(b, id)| cache.get(&k(b)) == Some(&[*id][..])).count();
         assert!(kept(&large) > kept(&small), "{} {}", kept(&large), kept(&small));
         assert!(pieces.iter().all(|(b, id)| [None, Some(&[*id][..])].contains(&large.get(&k(b)))));
@@ -393,15 +444,41 @@ mod tests {
         // start (it never grows during a batch), a tokenizer's own eight
         // times the seed; a seed of a 32k vocabulary's size fills its whole.
         let few = || pieces[..1000].iter().map(|(b, id)| (b.as_slice(), *id));
-        let (batch, own) = (Cache::seeded_for_batch(few()), Cache::seeded_long_lived(few()));
+        let (batch, own) = (Cache::seeded_for_batch(few()), Cache::seeded_long_lived(few(), None));
         assert_eq!((batch.slots.len(), own.slots.len()), (MAX_SLOTS, 8192));
-        let trained = Cache::seeded_long_lived(pieces[..31_000].iter().map(|(b, id)| (b.as_slice(), *id)));
+        let trained = Cache::seeded_long_lived(pieces[..31_000].iter().map(|(b, id)| (b.as_slice(), *id)), None);
         assert_eq!((trained.slots.len(), trained.max_slots), (MAX_SLOTS, MAX_SLOTS));
         // A tokenizer's own cache: larger only where its seed needs it.
         assert_eq!(long_lived_max_slots(0), MAX_SLOTS);
         assert_eq!(long_lived_max_slots(30_000), MAX_SLOTS);
+        assert_eq!(long_lived_max_slots(60_000), 1 << 17);
         assert_eq!(long_lived_max_slots(100_000), LONG_LIVED_MAX_SLOTS);
         assert_eq!(long_lived_max_slots(200_000), LONG_LIVED_MAX_SLOTS);
+    }
+
+    /// A bound in bytes: the largest power of two of slots within it (at
+    /// least `MIN_CACHE_BYTES`), kept as the cache grows.
+    #[test]
+    fn a_bound_in_bytes_limits_the_slots() {
+        assert_eq!(SLOT_BYTES, 64);
+        assert_eq!(slots_for_bytes(0), FIRST_SLOTS);
+        assert_eq!(slots_for_bytes(64 << 20), 1 << 20);
+        assert_eq!(slots_for_bytes((64 << 20) - 1), 1 << 19);
+        let pieces: Vec<(Vec<u8>, u32)> = (0..50_000u32).map(|n| (format!("s{n}").into_bytes(), n)).collect();
+        let seed = || pieces.iter().map(|(b, id)| (b.as_slice(), *id));
+        let mut small = Cache::seeded_long_lived(seed(), Some(1 << 20));
+        assert_eq!((small.slots.len(), small.max_bytes()), (1 << 14, 1 << 20));
+        for n in 0..100_000u32 {
+            small.put(&k(format!("p{n}").as_bytes()), &[n]);
+        }
+        assert_eq!(small.slots.len() * SLOT_BYTES, 1 << 20);
+        let large = Cache::seeded_long_lived(seed(), Some(128 << 20));
+        assert_eq!(large.slots.len(), LONG_LIVED_START_SLOTS);
+        assert_eq!(large.max_bytes(), 128 << 20);
+        let kept = |cache: &Cache| pieces.iter().filter(|(b, id)| cache.get(&k(b)) == Some(&[*id][..])).count();
+        assert!(kept(&large) > 40_000 && kept(&large) > kept(&small), "{} {}", kept(&large), kept(&small));
+        assert!(pieces.iter().all(|(b, id)| [None, Some(&[*id][..])].contains(&large.get(&k(b)))));
+        assert_eq!(Cache::seeded_long_lived(seed(), None).max_bytes(), default_cache_bytes(pieces.len()));
     }
 
     /// The pool seeds once; its last keepable cache (one per core) is the

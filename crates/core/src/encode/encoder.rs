@@ -145,7 +145,18 @@ impl Encoder {
     /// The piece cache a tokenizer keeps for its many calls of encoding,
     /// seeded with `seed_pieces`.
     pub fn new_cache(&self) -> Cache {
-        Cache::seeded_long_lived(self.seed_pieces().into_iter())
+        Cache::seeded_long_lived(self.seed_pieces().into_iter(), None)
+    }
+
+    /// `new_cache` holding at most `max_bytes` of slots (rounded down to a
+    /// power of two of 64-byte slots, at least `cache::MIN_CACHE_BYTES`).
+    pub fn new_cache_bounded(&self, max_bytes: usize) -> Cache {
+        Cache::seeded_long_lived(self.seed_pieces().into_iter(), Some(max_bytes))
+    }
+
+    /// The memory `new_cache`'s cache may hold at most.
+    pub fn default_cache_bytes(&self) -> usize {
+        super::cache::default_cache_bytes(self.seed_pieces().len())
     }
 
     /// A seeded cache of a batch thread's size (`CachePool` copies it for

@@ -43,7 +43,7 @@ mod tables;
 pub mod file;
 
 pub use batch::{Block, BlockIds, FlatIds, Text};
-pub use cache::Cache;
+pub use cache::{Cache, MIN_CACHE_BYTES};
 pub use dropout::Dropout;
 
 use crate::model::Model;
