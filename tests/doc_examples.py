@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import lzma
 import re
+import shutil
 import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
@@ -81,7 +82,8 @@ def _language(line: str) -> str:
 def write_example_files(folder: Path) -> None:
     """The files the examples name, cut from the bundled sample corpus:
     corpus.txt, corpus.txt.xz, corpus.jsonl (``text``, ``lang``),
-    corpus.langs.txt (one tag per line of corpus.txt) and bitext.tsv."""
+    corpus.langs.txt (one tag per line of corpus.txt) and bitext.tsv; and
+    parallel.tsv, the parallel sample of tests/data (key, language, text)."""
     import bpeforge
 
     lines = [line for line in bpeforge.sample_corpus().read_text(encoding="utf-8").splitlines() if line.strip()]
@@ -96,3 +98,4 @@ def write_example_files(folder: Path) -> None:
             f.write(json.dumps({"text": line, "lang": lang}, ensure_ascii=False) + "\n")
     pairs = [f"{a}\t{b}" for a, b in zip(lines[0::2], lines[1::2])]
     (folder / "bitext.tsv").write_text("\n".join(pairs) + "\n", encoding="utf-8")
+    shutil.copyfile(Path(__file__).parent / "data" / "parallel-sample.tsv", folder / "parallel.tsv")
