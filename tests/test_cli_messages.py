@@ -183,16 +183,17 @@ def test_exported_and_imported_models_compare_equal(tmp_path) -> None:
         assert back == tok and hash(back) == hash(tok), name
         assert back.encode_batch(TEXTS) == tok.encode_batch(TEXTS), name
     # What decides ids still counts: another vocabulary is not equal.
-    assert bpeforge.train_from_iterator(TEXTS, vocab_size=299, special_tokens=["<|endoftext|>"],
-                                        progress=False) != byte_level
+    fewer = bpeforge.train_from_iterator(TEXTS, vocab_size=byte_level.vocab_size - 1,
+                                         special_tokens=["<|endoftext|>"], progress=False)
+    assert fewer.vocab_size < byte_level.vocab_size and fewer != byte_level
 
 
 def test_sentencepiece_export_states_every_requirement_at_once(tmp_path) -> None:
-    tok = bpeforge.train_from_iterator(TEXTS, vocab_size=300, progress=False)  # bytes, gpt2: two misses
+    tok = bpeforge.train_from_iterator(TEXTS, vocab_size=300, progress=False)  # bytes, o200k: two misses
     with pytest.raises(ParameterError) as e:
         tok.to_sentencepiece(tmp_path / "x.model")
     msg = str(e.value)
-    assert "scheme is 'bytes'" in msg and "pre-tokenizer is gpt2" in msg
+    assert "scheme is 'bytes'" in msg and "pre-tokenizer is o200k" in msg
     assert "chars scheme" in msg and "whitespace or none pre-tokenizer" in msg and "end_of_word_suffix" in msg
     assert 'scheme="chars"' in msg and 'pretokenizer="whitespace"' in msg
     for doc in (bpeforge.Tokenizer.to_sentencepiece.__doc__, bpeforge.interop.to_sentencepiece.__doc__):
