@@ -211,13 +211,14 @@ def read_texts(path: PathLike, text_field: str | None = None, *, errors: str = "
 
         return column_texts(path, text_field), None
     handle = open_text(path, errors=errors)
-    lines = (_strip_eol(x) for x in handle)
+    lines = (strip_eol(x) for x in handle)
     if text_field is None:
         return lines, handle
     return _json_texts(lines, path, text_field), handle
 
 
-def _strip_eol(line: str) -> str:
+def strip_eol(line: str) -> str:
+    """``line`` without its ``\n`` or ``\r\n`` end (as the engine cuts lines)."""
     if line.endswith("\n"):
         line = line[:-1]
         if line.endswith("\r"):

@@ -10,18 +10,10 @@ import random
 from collections.abc import Iterable, Iterator
 from typing import Any, Union
 
-from .._io import open_text, read_texts
+from .._io import open_text, read_texts, strip_eol
 from ..errors import ParameterError
 
 PathLike = Union[str, "os.PathLike[str]"]
-
-
-def _strip_eol(line: str) -> str:
-    if line.endswith("\n"):
-        line = line[:-1]
-        if line.endswith("\r"):
-            line = line[:-1]
-    return line
 
 
 def _iter_lines(source: PathLike | Iterable[str], what: str,
@@ -32,7 +24,7 @@ def _iter_lines(source: PathLike | Iterable[str], what: str,
             raise ParameterError(f"{what} {path}: no such file")
         if what != "corpus":  # a language file: one tag per line
             handle = open_text(path, errors="replace")
-            return (_strip_eol(x) for x in handle), path, handle
+            return (strip_eol(x) for x in handle), path, handle
         # The corpus is read as training reads it (plain, JSON lines,
         # Parquet/Arrow): structured input without text_field is refused.
         texts, handle = read_texts(path, text_field, errors="replace")
