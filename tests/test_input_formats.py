@@ -93,6 +93,19 @@ def test_content_says_the_format(files) -> None:
     assert got.kind == "jsonl" and got.fields == ("text", "lang")
 
 
+def test_a_name_that_says_json_lines_wins_over_bytes_that_look_like_arrow(tmp_path) -> None:
+    """The fuzzer's case: a .jsonl starting with Arrow's stream marker is
+    JSON lines, so its bad records are named by line (and skippable), not
+    an unreadable Arrow file."""
+    path = tmp_path / "x.jsonl"
+    path.write_bytes(b"\xff" * 40 + b'\n{"text": "fine"}\n')
+    assert _input_formats.detect(path).kind == "jsonl"
+    with pytest.raises(bpeforge.InputError, match="line 1"):
+        bpeforge.train(path, text_field="text", vocab_size=260, progress=False)
+    tok = bpeforge.train(path, text_field="text", vocab_size=260, on_bad_record="skip", progress=False)
+    assert tok.metadata["corpus"]["bad_records"] == 1
+
+
 @pytest.mark.parametrize("head", [
     '{not json} but prose in braces\nmore text\n',
     '{"a": 1}\nand then ordinary text\n',          # one record, then prose: text

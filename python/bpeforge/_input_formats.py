@@ -7,10 +7,11 @@ it, so a file is never read one way by one command and another way by the
 next. The engine reads the line formats (plain text, JSON lines, TSV) and the
 compressions below; pyarrow reads the container formats (Parquet, Arrow).
 
-Formats, and how each is recognised:
+Formats, and how each is recognised. A name that says a format decides it;
+the first bytes decide only for names that say none (``.txt``, no suffix):
 
 * **Parquet**: the name ends in ``.parquet`` or ``.pq``, or the file starts
-  with Parquet's magic bytes ``PAR1`` (whatever its name, e.g. a ``.txt``).
+  with Parquet's magic bytes ``PAR1`` (e.g. a ``.txt``).
 * **Arrow IPC** (file or stream; Feather v2): the name ends in ``.arrow``,
   ``.feather`` or ``.ipc``, or the file starts with ``ARROW1`` or with the
   stream format's ``0xFFFFFFFF`` marker.
@@ -109,15 +110,17 @@ def detect(path: str | os.PathLike[str]) -> InputFormat:
     if stem.endswith(ARROW_SUFFIXES):
         return InputFormat(path, ARROW, comp, f"its name ends in {_suffix(path, ARROW_SUFFIXES, comp)}")
     head = _head(path, comp)
+    fields = _json_fields(head) if head is not None else None
+    if stem.endswith(JSON_LINES_SUFFIXES):
+        # Named JSON lines even if its bytes look like a container: such a
+        # file is read as JSON lines, and its bad records named by line.
+        return InputFormat(path, JSON_LINES, comp, f"its name ends in {_suffix(path, JSON_LINES_SUFFIXES, comp)}",
+                           fields or ())
     if comp is None and head is not None:
         if head.startswith(b"PAR1"):
             return InputFormat(path, PARQUET, None, "it starts with Parquet's magic bytes PAR1")
         if head.startswith((b"ARROW1", b"\xff\xff\xff\xff")):
             return InputFormat(path, ARROW, None, "it starts with the Arrow IPC format's magic bytes")
-    fields = _json_fields(head) if head is not None else None
-    if stem.endswith(JSON_LINES_SUFFIXES):
-        return InputFormat(path, JSON_LINES, comp, f"its name ends in {_suffix(path, JSON_LINES_SUFFIXES, comp)}",
-                           fields or ())
     if fields is not None:
         return InputFormat(path, JSON_LINES, comp, "its first lines are JSON objects", fields)
     return InputFormat(path, TEXT, comp, "")
