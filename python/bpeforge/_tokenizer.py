@@ -288,7 +288,9 @@ class Tokenizer(_native.TokenizerBase):
 
     Ids: special tokens first, then the base symbols (the 256 bytes in byte
     order, or the character alphabet), then one id per merge in the order
-    learned. A Tokenizer is immutable and safe to share between threads.
+    learned. What decides ids never changes once a Tokenizer is made, and it
+    is safe to share between threads; the one setting is the memory bound of
+    ``encode``'s cache (:attr:`encode_cache_bytes`), which never changes ids.
     """
 
     __slots__ = ("_native", "_merges", "_specials", "_textual", "_lengths", "_texts", "_default_rules")
@@ -327,9 +329,9 @@ class Tokenizer(_native.TokenizerBase):
         it starts holding the vocabulary's one-token pieces. The cache is a
         table of 64-byte slots made at the first call and grown as it fills,
         up to this bound, and never beyond it: a new piece then takes the
-        place of one that shared its slot. Its default is 8 MiB, and 16 MiB
-        for vocabularies of 65,536 one-token pieces or more (``o200k_base``,
-        ``cl100k_base``). ``encode_batch`` keeps caches of its own (one per
+        place of one that shared its slot. Its default is 8 MiB, and 64 MiB
+        (starting at 16 MiB) for vocabularies of 65,536 one-token pieces or
+        more (``o200k_base``, ``cl100k_base``). ``encode_batch`` keeps caches of its own (one per
         thread, 8 MiB each), which this does not bound.
 
         Set it to bound the memory (a larger cache keeps more of a long
