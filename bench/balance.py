@@ -86,17 +86,19 @@ def bpeforge_encoder(corpus: Path, langs: Path, vocab: int, temperature: float |
     return (lambda lines: [len(x) for x in tok.encode_batch(lines)]), seconds
 
 
-def sentencepiece_encoder(corpus: Path, vocab: int, workdir: Path):
+def sentencepiece_encoder(corpus: Path, vocab: int, workdir: Path, *, coverage: float = 1.0, name: str = "sp"):
+    """SentencePiece BPE with byte fallback trained on ``corpus`` (written to
+    ``workdir/NAME.model``): a token counter and the training seconds."""
     import sentencepiece as spm
 
     t = time.perf_counter()
     spm.SentencePieceTrainer.train(
-        input=str(corpus), model_prefix=str(workdir / "sp"), vocab_size=vocab, model_type="bpe",
-        character_coverage=1.0, byte_fallback=True, input_sentence_size=0, max_sentence_length=1 << 20,
+        input=str(corpus), model_prefix=str(workdir / name), vocab_size=vocab, model_type="bpe",
+        character_coverage=coverage, byte_fallback=True, input_sentence_size=0, max_sentence_length=1 << 20,
         normalization_rule_name="identity", num_threads=os.cpu_count() or 1, minloglevel=2,
     )
     seconds = time.perf_counter() - t
-    sp = spm.SentencePieceProcessor(model_file=str(workdir / "sp.model"))
+    sp = spm.SentencePieceProcessor(model_file=str(workdir / f"{name}.model"))
     return (lambda lines: [len(x) for x in sp.encode(lines)]), seconds
 
 

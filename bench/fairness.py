@@ -95,17 +95,10 @@ def bpeforge_row(corpus: Path, vocab: int, **kw):
 
 
 def sentencepiece_row(corpus: Path, vocab: int, workdir: Path):
-    import sentencepiece as spm
+    from balance import sentencepiece_encoder
 
-    t = time.perf_counter()
-    spm.SentencePieceTrainer.train(
-        input=str(corpus), model_prefix=str(workdir / "sp-fair"), vocab_size=vocab, model_type="bpe",
-        character_coverage=0.9995, byte_fallback=True, input_sentence_size=0, max_sentence_length=1 << 20,
-        normalization_rule_name="identity", num_threads=os.cpu_count() or 1, minloglevel=2,
-    )
-    seconds = time.perf_counter() - t
-    sp = spm.SentencePieceProcessor(model_file=str(workdir / "sp-fair.model"))
-    return (lambda texts: [len(x) for x in sp.encode(texts)]), seconds, None
+    count, seconds = sentencepiece_encoder(corpus, vocab, workdir, coverage=0.9995, name="sp-fair")
+    return count, seconds, None
 
 
 def hf_row(corpus: Path, vocab: int):
