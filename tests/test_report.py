@@ -78,7 +78,7 @@ def written(rep: rp.Report, tmp_path_factory: pytest.TempPathFactory) -> tuple[P
     """``rep`` written once (drawing the PNGs is the slow part)."""
     parent = tmp_path_factory.mktemp("written")
     out = parent / "rep"
-    return out, rep.write(out)
+    return out, rp.write_directory(rep, out)
 
 
 @pytest.fixture(scope="module")
@@ -393,15 +393,15 @@ def test_write_files_and_page(rep: rp.Report, written: tuple[Path, dict[str, str
 def test_write_replaces_a_report_but_not_other_directories(tiny: rp.Report, tmp_path: Path) -> None:
     rep = tiny
     out = tmp_path / "rep"
-    rep.write(out)
+    rp.write_directory(rep, out)
     (out / "stale.png").write_bytes(b"x")
-    rep.write(out)  # an earlier report: replaced whole
+    rp.write_directory(rep, out)  # an earlier report: replaced whole
     assert not (out / "stale.png").exists() and (out / "index.html").exists()
     other = tmp_path / "precious"
     other.mkdir()
     (other / "thesis.tex").write_text("keep", encoding="utf-8")
     with pytest.raises(OutputError, match="refusing"):
-        rep.write(other)
+        rp.write_directory(rep, other)
     assert os.listdir(other) == ["thesis.tex"]
     assert not [n for n in os.listdir(tmp_path) if n.startswith(".")]
 
@@ -515,7 +515,7 @@ def test_language_pngs_read_without_the_page(rep: rp.Report) -> None:
     from matplotlib.text import Text
 
     def drawn(fig_id: str) -> str:
-        return " ".join(t.get_text() for t in rep.figures[fig_id].render(dpi=40).findobj(Text))
+        return " ".join(t.get_text() for t in rp.render(rep.figures[fig_id], dpi=40).findobj(Text))
 
     marked = [f for f in ("lang_bytes_per_token", "lang_fertility", "lang_vocab_share")
               if any("†" in c for p in rep.figures[f].panels for c in (p.categories or []))]

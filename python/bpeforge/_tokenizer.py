@@ -20,12 +20,11 @@ from typing import TYPE_CHECKING, Any, Literal, Union, overload
 
 from . import _arrow, _input_formats, _native
 from ._extras import require
-from .errors import ModelFormatError, ParameterError
+from .errors import ParameterError
 from ._bytelevel import token_text
-from ._io import check_output, model_format
+from ._io import check_output
 from ._offsets import token_offsets
 from ._progress import Progress, native_progress
-from .interop import huggingface_export, sentencepiece_export, tiktoken_export
 from .options import DEFAULT_PRETOKENIZER, Regex, TrainOptions, _text_field, check_pretokenizer, option_docs, paths
 
 _BYTE_TOKEN = re.compile(r"<0x[0-9A-F]{2}>")
@@ -237,39 +236,6 @@ def _keywords(call: dict[str, Any], *skip: str) -> dict[str, Any]:
 
 
 train.__doc__ = (train.__doc__ or "").replace("{options}", option_docs())
-
-
-def load(path: PathLike) -> Tokenizer:
-    """Load a model saved by :meth:`Tokenizer.save` (``.gz`` names are gunzipped).
-
-    The file is validated completely; a wrong, truncated or hostile file
-    raises :class:`bpeforge.ModelFormatError` naming the file and the problem.
-
-    Other tools' files load too, through the importers (their ids kept): a
-    Hugging Face ``tokenizer.json`` (or its folder), a SentencePiece
-    ``.model``, and a ``.tiktoken`` rank file with the ``.json`` that
-    :meth:`Tokenizer.to_tiktoken` writes beside it (other rank files need
-    their pattern: :func:`bpeforge.from_tiktoken`).
-    """
-    path = os.fspath(path)
-    foreign = model_format(path)
-    if foreign == "huggingface":
-        from .interop import from_huggingface
-
-        return from_huggingface(path)
-    if foreign == "sentencepiece":
-        from .interop import from_sentencepiece
-
-        return from_sentencepiece(path)
-    if foreign == "tiktoken":
-        if not os.path.exists(path + ".json"):
-            raise ModelFormatError(f"{path} is a tiktoken rank file without its pattern ({path}.json is missing): "
-                                   "load it with bpeforge.from_tiktoken(path, pattern=...) or `bpeforge import "
-                                   "--from tiktoken PATH --pattern P --output MODEL`")
-        from .interop import from_tiktoken
-
-        return from_tiktoken(path)
-    return Tokenizer(_native.NativeTokenizer.load(path))
 
 
 def pretokenize(text: str, preset: str | Regex = DEFAULT_PRETOKENIZER) -> list[str]:
@@ -765,6 +731,8 @@ class Tokenizer(_native.TokenizerBase):
         anything else is refused unless ``overwrite=True``. See
         :func:`bpeforge.interop.to_huggingface`. Returns the ``tokenizer.json``
         written."""
+        from .interop import huggingface_export  # the interop package imports this module (see its docstring)
+
         return huggingface_export.to_huggingface(self, path, bos_token=bos_token, eos_token=eos_token,
                                                  pad_token=pad_token, unk_token=unk_token, overwrite=overwrite)
 
@@ -772,6 +740,8 @@ class Tokenizer(_native.TokenizerBase):
         """Write a ``.tiktoken`` rank file and ``path + ".json"`` (pattern,
         special tokens); load them with :func:`bpeforge.interop.tiktoken_encoding`.
         Bytes scheme only. Returns both paths."""
+        from .interop import tiktoken_export  # the interop package imports this module (see its docstring)
+
         return tiktoken_export.to_tiktoken(self, path, name=name)
 
     def to_sentencepiece(
@@ -783,6 +753,8 @@ class Tokenizer(_native.TokenizerBase):
         ``bpeforge.train(files, scheme="chars", pretokenizer="whitespace")``.
         Any other model is refused with one error listing every requirement
         it misses (see :func:`bpeforge.interop.to_sentencepiece`)."""
+        from .interop import sentencepiece_export  # the interop package imports this module (see its docstring)
+
         return sentencepiece_export.to_sentencepiece(self, path, whitespace=whitespace, control_tokens=control_tokens)
 
     def with_special_tokens(self, tokens: Iterable[str]) -> Tokenizer:

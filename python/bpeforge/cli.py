@@ -27,7 +27,8 @@ from ._normalizers import name_of as normalizer_name
 from ._extras import require
 from ._input_formats import plan as input_plan
 from ._io import check_output, open_text, same_file, write_atomic
-from ._tokenizer import Tokenizer, id_dtype, load, train
+from ._load import load
+from ._tokenizer import Tokenizer, id_dtype, train
 from .errors import BpeforgeError, OutputError, ParameterError
 from .options import NAMES as OPTION_NAMES
 from .options import TrainOptions
@@ -598,7 +599,7 @@ def _add_interop_commands(sub: Any) -> None:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from .report import build_report
+    from .report import build_report, write_directory
 
     t0 = time.perf_counter()
     rep = build_report(
@@ -617,7 +618,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         text_field=args.text_field,
         **_parallel_report_args(args),
     )
-    files = rep.write(args.output)
+    files = write_directory(rep, args.output)
     if not args.quiet:
         for note in rep.notes:
             print(f"bpeforge: note: {note}", file=sys.stderr)

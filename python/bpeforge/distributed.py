@@ -50,7 +50,8 @@ from . import _arrow, _native
 from ._input_formats import compression, is_columnar, plan_training
 from ._input_formats import plan as _input_plan
 from ._io import write_atomic
-from ._tokenizer import PathLike, SpecialSet, Tokenizer, _progress_arg, load
+from ._load import load
+from ._tokenizer import PathLike, SpecialSet, Tokenizer, _progress_arg
 from .options import TrainOptions
 from .options import paths as _paths
 from .errors import BpeforgeError, ParameterError

@@ -38,18 +38,15 @@ style: one small function per foreign form):
   ``sentencepiece_export`` / ``sentencepiece_import`` and
   ``sentencepiece_proto`` (the protobuf, read and written).
 
-Layers, with no import cycle: the exporters (and ``_common``) do not import
-:mod:`bpeforge._tokenizer`, so ``Tokenizer.to_*`` call them directly; the
-importers build Tokenizers and import it. This package therefore imports the
-exporters eagerly and each importer module on first use of its name
-(``__getattr__`` below): importing an importer while ``bpeforge._tokenizer``
-is still loading would find it half-initialized.
+Layers, with no import cycle: ``_common`` and the exporters read a model
+view and do not import :mod:`bpeforge._tokenizer`; the importers build
+Tokenizers and import that class (only); :func:`bpeforge.load`
+(``bpeforge._load``) sits above both. ``Tokenizer.to_*`` import their
+exporter when called, as this package (which imports the importers) cannot
+load before the Tokenizer class exists.
 """
 
 from __future__ import annotations
-
-import importlib
-from typing import TYPE_CHECKING, Any
 
 from ._common import (
     CL100K_PATTERN,
@@ -62,13 +59,11 @@ from ._common import (
     _key_bytes,
 )
 from .huggingface_export import huggingface_json, to_huggingface
+from .huggingface_import import from_huggingface
 from .sentencepiece_export import sentencepiece_model_proto, to_sentencepiece
+from .sentencepiece_import import from_sentencepiece
 from .tiktoken_export import tiktoken_encoding, to_tiktoken
-
-if TYPE_CHECKING:  # pragma: no cover - what __getattr__ returns, for type checkers
-    from .huggingface_import import from_huggingface
-    from .sentencepiece_import import from_sentencepiece
-    from .tiktoken_import import from_tiktoken
+from .tiktoken_import import from_tiktoken
 
 __all__ = [
     "InteropWarning",
@@ -87,26 +82,7 @@ __all__ = [
     "WHITESPACE",
 ]
 
-# The importers: public name -> module (they import bpeforge._tokenizer).
-_IMPORTERS = {
-    "from_huggingface": "huggingface_import",
-    "from_tiktoken": "tiktoken_import",
-    "from_sentencepiece": "sentencepiece_import",
-}
-
 # Not in __all__, but importable from here as before (SPACE_MARKER and
 # SUPERWORD_PATTERN by other modules, _key_bytes by tests).
 _KEPT = (SPACE_MARKER, SUPERWORD_PATTERN, _key_bytes)
 
-
-def __getattr__(name: str) -> Any:
-    module = _IMPORTERS.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value  # later lookups skip __getattr__
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_IMPORTERS))

@@ -1,16 +1,16 @@
 """See a vocabulary: figures about a BPE model on a corpus, as data, PNGs and one HTML page.
 
-    >>> from bpeforge.report import build_report
+    >>> from bpeforge.report import build_report, write_directory
     >>> rep = build_report("model.json", "corpus.txt.xz", langs="corpus.langs.txt.xz")  # doctest: +SKIP
     >>> rep.figures["compression"].to_dict()["panels"][0]["series"][0]["y"][:3]      # doctest: +SKIP
-    >>> rep.write("report/")                                                          # doctest: +SKIP
+    >>> write_directory(rep, "report/")                                               # doctest: +SKIP
 
 :func:`build_report` encodes a random sample of the corpus's lines with the
 model (and with a second model given as ``compare``) and returns a
 :class:`Report`: a dict of :class:`Figure` objects holding the plotted numbers
-(``Figure.to_dict()``, JSON-ready), each of which draws itself with matplotlib
-(``Figure.render()``; matplotlib is needed only for drawing: ``pip install
-'bpeforge[plot]'``). :meth:`Report.write` writes ``index.html`` (self-contained:
+(``Figure.to_dict()``, JSON-ready), which :func:`render` draws with matplotlib
+(:func:`png`: as PNG bytes; matplotlib is needed only for drawing: ``pip install
+'bpeforge[plot]'``). :func:`write_directory` writes ``index.html`` (self-contained:
 images embedded, no scripts, no external resources), one PNG and one JSON per
 figure, and ``report.json`` with everything; the directory appears atomically.
 
@@ -30,19 +30,22 @@ The package, one module per concern: ``build`` (:func:`build_report`, the
 steps), ``inputs`` (sampling the corpus, progress CSVs), ``models`` (loading
 and encoding), ``stats`` (the compression curve and line sizes), ``scripts``
 (Unicode scripts, from the Script property), ``figures`` and ``languages``
-(the figures as data), ``data`` (Figure, Panel, Series, Report), ``draw``
-(matplotlib), ``page`` (the HTML) and ``output`` (the atomic directory).
+(the figures as data), ``data`` (Figure, Panel, Series, Report: numbers only),
+then what reads them: ``draw`` (matplotlib), ``page`` (the HTML) and ``output``
+(the atomic directory).
 """
 
 from __future__ import annotations
 
 from .build import DEFAULT_CURVE_LINES, DEFAULT_CURVE_POINTS, DEFAULT_SAMPLE, DEFAULT_TOP_LANGS, build_report, write_report
 from .data import Figure, Panel, Report, Series
-from .draw import COLORS
+from .draw import COLORS, png, render
 from .inputs import read_progress_csv
 from .inputs import sample_lines as _sample_lines
 from .languages import CHANGE_MIN_LINES
 from .models import load_model
+from .output import write_directory
+from .page import html_page
 from .scripts import BYTES, COMMON, MIXED, NO_SPACE_SCRIPTS, SPECIAL, char_script, token_script
 
 __all__ = [
@@ -52,6 +55,10 @@ __all__ = [
     "Report",
     "build_report",
     "write_report",
+    "write_directory",
+    "render",
+    "png",
+    "html_page",
     "load_model",
     "token_script",
     "char_script",

@@ -18,6 +18,7 @@ from .figures import fig_compression, fig_pair_frequency, fig_progress, fig_scri
 from .inputs import sample_lines
 from .languages import fig_language_change, language_figures
 from .models import Model, default_label, encode_lines, load_model, token_texts
+from .output import write_directory
 from .parallel import (DEFAULT_REFERENCE, PremiumTable, count_parallel, premium_figure, premium_rows,
                        premiums_from_counts, read_parallel)
 from .stats import compression_curve, line_stats, model_summary
@@ -130,9 +131,9 @@ def build_report(
 
 
 def write_report(output: PathLike, model: Tokenizer | PathLike, corpus: PathLike | Iterable[str], **kwargs: Any) -> Report:
-    """:func:`build_report` then :meth:`Report.write` to ``output``; returns the report."""
+    """:func:`build_report` then :func:`write_directory` to ``output``; returns the report."""
     rep = build_report(model, corpus, **kwargs)
-    rep.write(output)
+    write_directory(rep, output)
     return rep
 
 

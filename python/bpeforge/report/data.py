@@ -1,22 +1,17 @@
 """The report as data: :class:`Series`, :class:`Panel` and :class:`Figure`
 hold the plotted numbers (``to_dict()`` is JSON-ready), :class:`Report` all
-of it. Drawing, the page and writing to disk are in their own modules."""
+of it. Drawing (``draw``), the page (``page``) and writing to disk
+(``output``) are in their own modules, which read these classes; the classes
+know none of them."""
 
 from __future__ import annotations
 
-import io
 import json
-import os
 from dataclasses import dataclass, field
 from collections.abc import Sequence
-from typing import Any, Union
+from typing import Any
 
 from .._native import __version__
-from .draw import render
-from .output import json_default, write_directory
-from .page import html_page
-
-PathLike = Union[str, "os.PathLike[str]"]
 
 COLORS = ("#1f6fb4", "#e8743b", "#2ca02c", "#9467bd")
 
@@ -77,7 +72,8 @@ class Panel:
 
 @dataclass
 class Figure:
-    """A figure: its numbers (``to_dict()``), and a drawing of them (``render()``, ``png()``)."""
+    """A figure: its numbers (``to_dict()``); :func:`bpeforge.report.render` and
+    :func:`bpeforge.report.png` draw them."""
 
     id: str
     title: str
@@ -97,23 +93,14 @@ class Figure:
             "panels": [p.to_dict() for p in self.panels], "data": self.data,
         }
 
-    def render(self, dpi: int = 100) -> Any:
-        """A ``matplotlib.figure.Figure`` (Agg canvas; pyplot's global state is not touched)."""
-        return render(self, dpi)
-
-    def png(self, dpi: int = 100) -> bytes:
-        """The figure as PNG bytes."""
-        fig = self.render(dpi)
-        buf = io.BytesIO()
-        fig.savefig(buf, format="png", dpi=dpi)
-        return buf.getvalue()
-
 
 @dataclass
 class Report:
     """Everything the report shows: ``figures`` (id -> :class:`Figure`, in page
     order), the models' summaries, the sample's description and a
-    per-language table (when there is a language file)."""
+    per-language table (when there is a language file).
+    :func:`bpeforge.report.write_directory` writes it out;
+    :func:`bpeforge.report.html_page` is its page."""
 
     title: str
     models: list[dict[str, Any]]
@@ -137,16 +124,11 @@ class Report:
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), ensure_ascii=False, default=json_default)
 
-    def html(self, pngs: dict[str, bytes] | None = None) -> str:
-        """The self-contained page (PNGs embedded as data: URIs)."""
-        if pngs is None:
-            pngs = {fid: f.png() for fid, f in self.figures.items()}
-        return html_page(self, pngs)
 
-    def write(self, output: PathLike, *, overwrite: bool = True) -> dict[str, str]:
-        """Write ``index.html``, ``<figure>.png``, ``<figure>.json`` and
-        ``report.json`` into the directory ``output``, atomically: they are
-        written to a temporary directory beside it, which then replaces it.
-        An existing ``output`` is replaced only if it is empty or an earlier
-        report (it has ``report.json``). Returns {name: path} of the files."""
-        return write_directory(self, os.fspath(output), overwrite)
+def json_default(o: Any) -> Any:
+    """numpy scalars and arrays as plain JSON values."""
+    if hasattr(o, "tolist"):
+        return o.tolist()
+    if hasattr(o, "item"):
+        return o.item()
+    raise TypeError(f"Object of type {type(o).__name__} is not JSON serializable")

@@ -4,6 +4,7 @@ here: ``pip install 'bpeforge[plot]'``."""
 
 from __future__ import annotations
 
+import io
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ParameterError
@@ -23,7 +24,16 @@ def _need_matplotlib() -> Any:
     return matplotlib, agg.FigureCanvasAgg, figure.Figure
 
 
-def render(fig_data: Figure, dpi: int) -> Any:
+def png(fig_data: Figure, dpi: int = 100) -> bytes:
+    """The figure as PNG bytes."""
+    buf = io.BytesIO()
+    render(fig_data, dpi).savefig(buf, format="png", dpi=dpi)
+    return buf.getvalue()
+
+
+def render(fig_data: Figure, dpi: int = 100) -> Any:
+    """A ``matplotlib.figure.Figure`` of the figure's panels (Agg canvas;
+    pyplot's global state is not touched)."""
     _, FigureCanvasAgg, MplFigure = _need_matplotlib()
     panels = fig_data.panels
     n = len(panels)

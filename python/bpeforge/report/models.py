@@ -11,7 +11,8 @@ from typing import Any, Union
 
 from .. import interop
 from .._io import model_format
-from .._tokenizer import Tokenizer, load
+from .._load import load
+from .._tokenizer import Tokenizer
 from ..errors import ParameterError
 
 PathLike = Union[str, "os.PathLike[str]"]

@@ -1,4 +1,4 @@
-"""Writing a report directory atomically, and the JSON encoding of its numbers."""
+"""Writing a report directory atomically: its page, PNGs and JSON files."""
 
 from __future__ import annotations
 
@@ -6,25 +6,23 @@ import json
 import os
 import shutil
 import tempfile
-from typing import TYPE_CHECKING, Any
+from typing import Union
 
 from ..errors import OutputError
+from .data import Report, json_default
+from .draw import png as figure_png
+from .page import html_page
 
-if TYPE_CHECKING:  # pragma: no cover
-    from .data import Report
-
-
-def json_default(o: Any) -> Any:
-    """numpy scalars and arrays as plain JSON values."""
-    if hasattr(o, "tolist"):
-        return o.tolist()
-    if hasattr(o, "item"):
-        return o.item()
-    raise TypeError(f"Object of type {type(o).__name__} is not JSON serializable")
+PathLike = Union[str, "os.PathLike[str]"]
 
 
-def write_directory(rep: Report, output: str, overwrite: bool) -> dict[str, str]:
-    output = os.path.abspath(output)
+def write_directory(rep: Report, output: PathLike, *, overwrite: bool = True) -> dict[str, str]:
+    """Write ``index.html``, ``<figure>.png``, ``<figure>.json`` and
+    ``report.json`` of ``rep`` into the directory ``output``, atomically: they
+    are written to a temporary directory beside it, which then replaces it.
+    An existing ``output`` is replaced only if it is empty or an earlier
+    report (it has ``report.json``). Returns {name: path} of the files."""
+    output = os.path.abspath(os.fspath(output))
     parent = os.path.dirname(output) or "."
     if os.path.exists(output):
         if not os.path.isdir(output):
@@ -48,7 +46,7 @@ def write_directory(rep: Report, output: str, overwrite: bool) -> dict[str, str]
     try:
         pngs: dict[str, bytes] = {}
         for fid, f in rep.figures.items():
-            png = f.png()
+            png = figure_png(f)
             pngs[fid] = png
             with open(os.path.join(tmp, f"{fid}.png"), "wb") as fh:
                 fh.write(png)
@@ -59,7 +57,7 @@ def write_directory(rep: Report, output: str, overwrite: bool) -> dict[str, str]
         with open(os.path.join(tmp, "report.json"), "w", encoding="utf-8") as fh:
             fh.write(rep.to_json())
         with open(os.path.join(tmp, "index.html"), "w", encoding="utf-8") as fh:
-            fh.write(rep.html(pngs))
+            fh.write(html_page(rep, pngs))
         files["report.json"] = "report.json"
         files["index.html"] = "index.html"
         os.chmod(tmp, 0o755)

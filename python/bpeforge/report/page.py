@@ -10,6 +10,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from .._native import __version__
+from .draw import png
 
 if TYPE_CHECKING:  # pragma: no cover
     from .data import Figure, Report
@@ -72,9 +73,13 @@ def _png_size(png: bytes) -> tuple[int, int]:
     return 0, 0
 
 
-def html_page(rep: Report, pngs: dict[str, bytes]) -> str:
-    """The whole page: header and contents, then one section each for the
-    models, the sample, every figure and the languages table."""
+def html_page(rep: Report, pngs: dict[str, bytes] | None = None) -> str:
+    """The self-contained page (PNGs embedded as data: URIs; drawn here
+    unless given as ``pngs``, figure id -> PNG bytes): header and contents,
+    then one section each for the models, the sample, every figure and the
+    languages table."""
+    if pngs is None:
+        pngs = {fid: png(f) for fid, f in rep.figures.items()}
     out: list[str] = []
     w = out.append
     _head(w, rep)
