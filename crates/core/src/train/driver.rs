@@ -25,33 +25,16 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::time::Instant;
 
-/// The merge loop and model assembly, given word counts.
-pub fn train_from_counts(
+/// One training stage: the named steps from word counts to a model and its
+/// record (SuperBPE runs two of them, `superbpe`).
+pub(super) fn train_stage(
     counts: WordCounts,
-    config: &TrainConfig,
-    observer: &mut dyn Observer,
-    inputs: serde_json::Value,
-    count: PhaseTime,
-) -> Result<Model> {
-    let (mut model, stats) = train_with_stats(counts, config, observer, inputs, count)?;
-    model.metadata = stats.to_metadata();
-    Ok(model)
-}
-
-/// `train_from_counts`, returning the record apart from the model (SuperBPE
-/// reads its stages' numbers from it).
-pub(crate) fn train_with_stats(
-    mut counts: WordCounts,
     config: &TrainConfig,
     observer: &mut dyn Observer,
     inputs: serde_json::Value,
     count: PhaseTime,
 ) -> Result<(Model, TrainStats)> {
     config.validate()?;
-    if let Some(sb) = &config.superbpe {
-        let units = counts.superword.take().ok_or_else(|| Error::training("SuperBPE needs stage-2 counts"))?;
-        return super::superbpe::train(counts, *units, config, sb, observer, inputs, count);
-    }
     let counted = check_counts(&counts, &inputs)?;
     observer.counted(&counted.stats, counted.word_types, &count);
     let specials = config.all_special_tokens();
@@ -368,6 +351,7 @@ fn describe_inputs(inputs: &serde_json::Value) -> String {
 mod tests {
     //! The driver's steps on small hand-made counts.
     use super::*;
+    use crate::train::train_from_counts;
     use crate::error::ErrorKind;
     use crate::model::Scheme;
     use crate::observe::Silent;

@@ -3,13 +3,14 @@
 //! * `config`: `TrainConfig` (typed settings, validated in one place) and
 //!   `TrainOptions` (the flat option list shared with Python).
 //! * `counting`: word types from chunks, per the config.
-//! * `driver`: `train_from_counts`, the named steps from counts to a model.
+//! * `from_counts`: `train_from_counts`, one stage or SuperBPE's two.
+//! * `superbpe`: the two-stage SuperBPE run (two driver stages).
+//! * `driver`: one stage, the named steps from counts to a model.
 //! * `words`: the base vocabulary and word table per scheme.
 //! * `merge`: the O(M log N) merge loop. (Over 600 lines, and
 //!   `learn_merges` over 80: the lazy-heap loop and its proof are one
 //!   argument; another branch is rewriting it, so it moved unchanged.)
 //! * `extend`: resuming a model (replayed merges, external ids).
-//! * `superbpe`: the two-stage SuperBPE run.
 //! * `stats`: the typed record that becomes the model's metadata.
 //!
 //! Training from files (with language balancing) starts one level up, in
@@ -18,6 +19,7 @@
 pub mod config;
 mod counting;
 mod driver;
+mod from_counts;
 mod extend;
 pub mod merge;
 pub mod stats;
@@ -27,6 +29,6 @@ mod words;
 pub use config::{LangSource, LanguageBalance, Parity, SuperBpe, TrainConfig, TrainOptions};
 pub(crate) use counting::{count_words_mode, CountMode, POLL_SECONDS};
 pub use counting::{count_words, count_words_weighted};
-pub use driver::train_from_counts;
+pub use from_counts::train_from_counts;
 pub use merge::TokenLimits;
 pub use stats::TrainStats;

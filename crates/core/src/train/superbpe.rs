@@ -4,7 +4,7 @@
 //! the paper's limits. The model encodes with the stage-2 pre-tokenizer, as
 //! SuperBPE tokenizers do.
 
-use super::driver::train_with_stats;
+use super::driver::train_stage;
 use super::merge::TokenLimits;
 use super::stats::{SuperBpeStats, Timings, TrainStats};
 use super::{SuperBpe, TrainConfig};
@@ -33,7 +33,7 @@ pub(crate) fn train(
     stage1.vocab_size = sb.transition;
     stage1.checkpoint = None;
     let stats = words.stats.clone();
-    let (mut model, s1) = train_with_stats(words, &stage1, observer, inputs.clone(), count)?;
+    let (mut model, s1) = train_stage(words, &stage1, observer, inputs.clone(), count)?;
     model.metadata = s1.to_metadata();
     release_free_memory();
     let stage1_pretokenizer = model.pretokenizer.clone();
@@ -44,7 +44,7 @@ pub(crate) fn train(
     stage2.resume_from = Some(model);
     stage2.token_limits = TokenLimits { max_words: sb.max_words, colon_rule: sb.colon_rule };
     units.stats = stats;
-    let (model, s2) = train_with_stats(units, &stage2, observer, inputs, PhaseTime::default())?;
+    let (model, s2) = train_stage(units, &stage2, observer, inputs, PhaseTime::default())?;
     let mut combined = s1.clone();
     combined.superbpe = Some(SuperBpeStats {
         transition: sb.transition,

@@ -1,0 +1,43 @@
+//! Training from word counts: one stage (`driver`), or SuperBPE's two
+//! (`superbpe`, which runs the driver's stage twice). Both are steps this
+//! module calls; neither calls back up.
+
+use super::driver::train_stage;
+use super::stats::TrainStats;
+use super::TrainConfig;
+use crate::clock::PhaseTime;
+use crate::count::WordCounts;
+use crate::error::{Error, Result};
+use crate::model::Model;
+use crate::observe::Observer;
+
+/// The merge loop and model assembly, given word counts.
+pub fn train_from_counts(
+    counts: WordCounts,
+    config: &TrainConfig,
+    observer: &mut dyn Observer,
+    inputs: serde_json::Value,
+    count: PhaseTime,
+) -> Result<Model> {
+    let (mut model, stats) = train_with_stats(counts, config, observer, inputs, count)?;
+    model.metadata = stats.to_metadata();
+    Ok(model)
+}
+
+/// `train_from_counts`, returning the record apart from the model.
+fn train_with_stats(
+    mut counts: WordCounts,
+    config: &TrainConfig,
+    observer: &mut dyn Observer,
+    inputs: serde_json::Value,
+    count: PhaseTime,
+) -> Result<(Model, TrainStats)> {
+    match &config.superbpe {
+        Some(sb) => {
+            config.validate()?;
+            let units = counts.superword.take().ok_or_else(|| Error::training("SuperBPE needs stage-2 counts"))?;
+            super::superbpe::train(counts, *units, config, sb, observer, inputs, count)
+        }
+        None => train_stage(counts, config, observer, inputs, count),
+    }
+}
