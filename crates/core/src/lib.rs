@@ -1,7 +1,14 @@
 //! bpeforge-core: byte-pair-encoding training and encoding, without Python.
 //!
-//! Read top-down (each module depends only on the ones below it):
+//! The module map, top-down. A module uses only modules on the bullets
+//! below its own, never one on its own bullet or above
+//! (`tests/module_map.rs` checks every `crate::` path against this list,
+//! and that submodules use each other without a circle):
 //!
+//! * [`api`]: the core as programs built on it (the Python bindings) see
+//!   it, re-exported from the modules below.
+//! * [`shard`]: one shard of a distributed count (a Ray task), counted
+//!   exactly as the pipeline counts those texts.
 //! * [`pipeline`]: training from files end to end ([`train_files`]): language
 //!   tags, counting, then the plain driver or a balancing method.
 //! * [`balance`]: language balancing (temperature weights, parity rounds);
@@ -10,28 +17,37 @@
 //!   counting for training, the driver as named steps, the word table, the
 //!   merge loop ([`train::merge`]), extending a model, SuperBPE, and the
 //!   typed record that becomes a model's metadata.
-//! * [`encode`]: exact encoding, batches on threads, BPE-dropout, decoding,
-//!   and streaming files into ids.
-//! * [`model`]: the model file (loading checks every field).
-//! * [`count`], [`input`], [`pretok`]: counting word types, reading
-//!   (compressed) inputs, the pre-tokenizers and the special-token splitter.
-//!   (`pretok` is over 600 lines: the presets and their published-regex
-//!   equivalence tests belong together.)
-//! * [`observe`], [`steps`] and [`progress`]: what a caller sees (progress,
-//!   Ctrl-C), the merge phase's setup steps, and the progress printer;
-//!   [`util`]: the hash map, thread counts and joins; [`ordered`]: work on
-//!   threads fed and drained in order by the calling thread;
-//!   [`error`]: the one error type.
+//! * [`encode`], [`progress`], [`steps`]: exact encoding, batches on threads,
+//!   BPE-dropout, decoding, and streaming files into ids; the progress
+//!   printer; the merge phase's setup steps, with their progress.
+//! * [`model`], [`count`]: the model file (loading checks every field);
+//!   counting word types.
+//! * [`normalize`], [`observe`]: SentencePiece's normalizers; what a caller
+//!   sees (progress, Ctrl-C).
+//! * [`budget`], [`input`], [`ordered`], [`pretok`]: the memory budget;
+//!   reading (compressed) inputs; work on threads fed and drained in order
+//!   by the calling thread; the pre-tokenizers and the special-token
+//!   splitter. (`pretok` is over 600 lines: the presets and their
+//!   published-regex equivalence tests belong together.)
+//! * [`atomic`], [`fields`], [`spill`], [`util`], `scan`: atomic output
+//!   files; texts inside structured lines; sorted runs of counts on disk;
+//!   the hash map, thread counts and joins; the presets' hand-written
+//!   scanners.
+//! * [`alloc`], [`clock`], [`count_stats`], [`error`], `mem`, [`ranks`]: the
+//!   allocator; phase times; what counting saw; the one error type; huge-page
+//!   arrays; merge lists from rank tables.
 //!
 //! The contract that training and encoding follow is written out in
 //! `docs/SEMANTICS.md`; the Python tests check it against a naive trainer.
 
 pub mod alloc;
+pub mod api;
 pub mod atomic;
 pub mod balance;
 pub mod budget;
 pub mod clock;
 pub mod count;
+pub mod count_stats;
 pub mod encode;
 pub mod error;
 pub mod fields;

@@ -4,7 +4,7 @@
 //! the progress printer can all name it without depending on each other.
 
 use crate::clock::PhaseTime;
-use crate::count::CountStats;
+use crate::count_stats::CountStats;
 use std::sync::Arc;
 
 /// Progress while counting (or encoding a file).

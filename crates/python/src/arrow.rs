@@ -5,13 +5,13 @@
 //! counting workers or a batch for the encoder.
 
 use crate::{finish, specials_rule, check_threads, to_pyerr, NativeTokenizer, PyObserver};
-use bpeforge_core::balance::{LangSource, LanguageTable};
-use bpeforge_core::error::Error;
-use bpeforge_core::encode::file::{encode_chunks, IdFormat};
-use bpeforge_core::input::{Chunk, Layout};
-use bpeforge_core::observe::{CountProgress, FileProgress, Observer};
-use bpeforge_core::pipeline::{self, CountPacer, CountScope};
-use bpeforge_core::train::TrainConfig;
+use bpeforge_core::api::{LangSource, LanguageTable};
+use bpeforge_core::api::Error;
+use bpeforge_core::api::{encode_chunks, IdFormat};
+use bpeforge_core::api::{Chunk, Layout};
+use bpeforge_core::api::{CountProgress, FileProgress, Observer};
+use bpeforge_core::api::{self, CountPacer, CountScope};
+use bpeforge_core::api::TrainConfig;
 use pyo3::exceptions::PyTypeError;
 use std::time::Instant;
 use pyo3::prelude::*;
@@ -160,13 +160,13 @@ fn count_arrow(
     observer: &mut PyObserver,
     scope: CountScope,
     files: Vec<(String, u64)>,
-) -> PyResult<Result<pipeline::Counted, Error>> {
+) -> PyResult<Result<api::Counted, Error>> {
     let iter = batches.try_iter()?;
     let mut files = ArrowFiles::new(files);
-    let watch = bpeforge_core::clock::Stopwatch::start(bpeforge_core::util::threads_or_default(config.threads));
+    let watch = bpeforge_core::api::Stopwatch::start(bpeforge_core::api::threads_or_default(config.threads));
     let start = watch.instant();
     let mut py_error: Option<PyErr> = None;
-    let feed = |sink: &mut dyn FnMut(Chunk) -> bpeforge_core::Result<()>, observer: &mut dyn Observer, lang_bytes: &mut [u64]| {
+    let feed = |sink: &mut dyn FnMut(Chunk) -> bpeforge_core::api::Result<()>, observer: &mut dyn Observer, lang_bytes: &mut [u64]| {
         let mut skipped = 0u64;
         let mut read = 0u64;
         let mut pacer = CountPacer::new(start);
@@ -189,7 +189,7 @@ fn count_arrow(
         }
         Ok(skipped)
     };
-    let counted = pipeline::count_fed(config, table, Vec::new(), watch, observer, scope, Box::new(feed));
+    let counted = api::count_fed(config, table, Vec::new(), watch, observer, scope, Box::new(feed));
     match (counted, py_error) {
         (Err(_), Some(e)) => Err(e),
         (counted, _) => Ok(counted),
@@ -219,7 +219,7 @@ pub fn train_arrow(
         Err(e) => return finish(Err(e), observer),
     };
     let inputs = serde_json::json!(inputs);
-    let result = py.detach(|| pipeline::train_counted(counted, &config, table.as_ref(), inputs, &mut observer));
+    let result = py.detach(|| api::train_counted(counted, &config, table.as_ref(), inputs, &mut observer));
     NativeTokenizer::from_model(finish(result, observer)?)
 }
 
@@ -326,7 +326,7 @@ pub fn encode_arrow_file(
     let iter = batches.try_iter()?;
     let read = Arc::new(AtomicU64::new(0));
     let mut py_error: Option<PyErr> = None;
-    let feed = |sink: &mut dyn FnMut(Chunk) -> bpeforge_core::Result<()>| {
+    let feed = |sink: &mut dyn FnMut(Chunk) -> bpeforge_core::api::Result<()>| {
         for item in iter {
             // Bad rows were refused in Python (a null text is an error here).
             match item.and_then(|b| b.extract::<Batch>()).and_then(|b| chunk_of(b, &mut [])) {

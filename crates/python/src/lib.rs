@@ -4,16 +4,16 @@
 //! converting arguments and releasing the GIL; they share the error mapping
 //! and the observer, so they stay one layer in one file, as tiktoken's py.rs.)
 
-use bpeforge_core::encode::{Cache, Encoder, FlatIds, Specials};
-use bpeforge_core::encode::file::{encode_file, IdFormat};
-use bpeforge_core::error::{Error, ErrorKind};
-use bpeforge_core::fields::{FieldSpec, Fields, OnBadRecord};
-use bpeforge_core::input::{Chunk, Layout};
-use bpeforge_core::model::Model;
-use bpeforge_core::pretok::{PreTokenizer, PreTokenizerSpec};
-use bpeforge_core::observe::CountProgress;
-use bpeforge_core::pipeline::CountPacer;
-use bpeforge_core::train::{self, TrainConfig, TrainOptions};
+use bpeforge_core::api::{Cache, Encoder, FlatIds, Specials};
+use bpeforge_core::api::{encode_file, IdFormat};
+use bpeforge_core::api::{Error, ErrorKind};
+use bpeforge_core::api::{FieldSpec, Fields, OnBadRecord};
+use bpeforge_core::api::{Chunk, Layout};
+use bpeforge_core::api::Model;
+use bpeforge_core::api::{PreTokenizer, PreTokenizerSpec};
+use bpeforge_core::api::CountProgress;
+use bpeforge_core::api::{CountPacer, CountScope, Observer};
+use bpeforge_core::api::{self, TrainConfig, TrainOptions};
 use pyo3::exceptions::{PyRuntimeError, PyTypeError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList, PyString};
@@ -34,7 +34,7 @@ use texts::Texts;
 /// large tables (see `bpeforge_core::alloc`). Only Rust's own allocations
 /// go through it; Python objects keep Python's allocator.
 #[global_allocator]
-static ALLOC: bpeforge_core::alloc::SplitAlloc = bpeforge_core::alloc::SplitAlloc;
+static ALLOC: bpeforge_core::api::SplitAlloc = bpeforge_core::api::SplitAlloc;
 
 /// Maps an engine error to the Python class of the same name in
 /// `bpeforge.errors` (the one place the hierarchy is declared).
@@ -67,7 +67,7 @@ fn to_pyerr(e: Error) -> PyErr {
 /// freed goes back to the system now, not whenever mimalloc would have
 /// purged it (a process that trained once should not keep its tables).
 fn finish<T>(result: Result<T, Error>, mut observer: PyObserver) -> PyResult<T> {
-    bpeforge_core::alloc::release_free_memory();
+    bpeforge_core::api::release_free_memory();
     match observer.take_failure() {
         Some(err) => Err(err),
         None => result.map_err(to_pyerr),
@@ -82,26 +82,26 @@ fn train_config(args: &Bound<'_, PyAny>) -> PyResult<TrainConfig> {
     options.into_config().map_err(to_pyerr)
 }
 
-/// `bpeforge_core::ranks::merge_splits`, for the tiktoken importer.
+/// `bpeforge_core::api::merge_splits`, for the tiktoken importer.
 #[pyfunction]
 fn merge_splits(py: Python<'_>, tokens: Vec<Vec<u8>>, ranks: Vec<u32>) -> PyResult<Vec<Option<usize>>> {
     if tokens.len() != ranks.len() {
         return Err(to_pyerr(Error::parameter("merge_splits: one rank per token is needed")));
     }
-    Ok(py.detach(|| bpeforge_core::ranks::merge_splits(&tokens, &ranks)))
+    Ok(py.detach(|| bpeforge_core::api::merge_splits(&tokens, &ranks)))
 }
 
-/// `bpeforge_core::ranks::unreachable_merges`, for the importers.
+/// `bpeforge_core::api::unreachable_merges`, for the importers.
 #[pyfunction]
 fn unreachable_merges(py: Python<'_>, base: usize, merges: Vec<(u32, u32)>) -> usize {
-    py.detach(|| bpeforge_core::ranks::unreachable_merges(base, &merges))
+    py.detach(|| bpeforge_core::api::unreachable_merges(base, &merges))
 }
 
 /// The default memory budget of a run started now (`max_memory=None`):
 /// a share of the memory available on this machine.
 #[pyfunction]
 fn default_memory_budget() -> u64 {
-    bpeforge_core::budget::default_budget()
+    bpeforge_core::api::default_budget()
 }
 
 /// The training option names the engine takes (`TrainOptions`' fields).
@@ -115,7 +115,7 @@ fn train_option_names() -> Vec<&'static str> {
 fn train_files(py: Python<'_>, paths: Vec<PathBuf>, args: &Bound<'_, PyAny>, progress: &Bound<'_, PyAny>) -> PyResult<NativeTokenizer> {
     let config = train_config(args)?;
     let mut observer = PyObserver::new(progress)?;
-    let result = py.detach(|| bpeforge_core::train_files(&paths, &config, &mut observer));
+    let result = py.detach(|| bpeforge_core::api::train_files(&paths, &config, &mut observer));
     NativeTokenizer::from_model(finish(result, observer)?)
 }
 
@@ -134,7 +134,7 @@ fn count_files<'py>(
     let mut observer = PyObserver::new(progress)?;
     let result = py.detach(|| {
         let raw = Arc::new(std::sync::atomic::AtomicU64::new(0));
-        train::count_words(&config, &mut observer, |sink, observer| {
+        api::count_words(&config, &mut observer, |sink, observer| {
             if observer.should_stop() {
                 return Err(Error::interrupted());
             }
@@ -143,11 +143,11 @@ fn count_files<'py>(
                     if paths.len() != 1 {
                         return Err(Error::parameter("byte_range needs exactly one input file"));
                     }
-                    bpeforge_core::input::read_range_chunks(&paths[0], &config.text_mode, start, end, raw.clone(), sink)
+                    bpeforge_core::api::read_range_chunks(&paths[0], &config.text_mode, start, end, raw.clone(), sink)
                 }
                 None => {
-                    bpeforge_core::input::total_size(&paths)?;
-                    bpeforge_core::input::read_chunks(&paths, &config.text_mode, raw.clone(), sink)
+                    bpeforge_core::api::total_size(&paths)?;
+                    bpeforge_core::api::read_chunks(&paths, &config.text_mode, raw.clone(), sink)
                 }
             }
         })
@@ -160,9 +160,11 @@ fn count_files<'py>(
 const ITER_CHUNK_BYTES: usize = 4 << 20;
 const ITER_CHUNK_ITEMS: usize = 65_536;
 
-/// Trains on a Python iterable of `str`: the calling thread pulls texts under
-/// the GIL while worker threads count earlier chunks without it. (Over 80
-/// lines: the pull loop keeps the Python error it met for after counting.)
+/// Trains on a Python iterable of `str`, through the pipeline's steps as for
+/// files (`count_fed`, then `train_counted`): the calling thread pulls texts
+/// under the GIL while worker threads count earlier chunks without it.
+/// (Over 80 lines: the pull loop keeps the Python error it met for after
+/// counting.)
 #[pyfunction]
 fn train_iterator(py: Python<'_>, texts: &Bound<'_, PyAny>, args: &Bound<'_, PyAny>, progress: &Bound<'_, PyAny>) -> PyResult<NativeTokenizer> {
     let config = train_config(args)?;
@@ -174,10 +176,10 @@ fn train_iterator(py: Python<'_>, texts: &Bound<'_, PyAny>, args: &Bound<'_, PyA
         ))
     })?;
     let source: Arc<str> = Arc::from("<iterator>");
-    let watch = bpeforge_core::clock::Stopwatch::start(bpeforge_core::util::threads_or_default(config.threads));
+    let watch = bpeforge_core::api::Stopwatch::start(bpeforge_core::api::threads_or_default(config.threads));
     let start = watch.instant();
     let mut py_error: Option<PyErr> = None;
-    let counts = train::count_words(&config, &mut observer, |sink, observer| {
+    let feed = |sink: &mut dyn FnMut(Chunk) -> bpeforge_core::api::Result<()>, observer: &mut dyn Observer, _: &mut [u64]| {
         let mut item_no: u64 = 0;
         let mut iter = iter;
         let mut pacer = CountPacer::new(start);
@@ -229,12 +231,13 @@ fn train_iterator(py: Python<'_>, texts: &Bound<'_, PyAny>, args: &Bound<'_, PyA
             }
             pacer.poll(observer, |t| CountProgress { raw_bytes_done: read, raw_bytes_total: None, elapsed: t, file: None })?;
             if exhausted {
-                return Ok(());
+                return Ok(0_u64);
             }
             let _ = py;
         }
-    });
-    let counts = match counts {
+    };
+    let counted = api::count_fed(&config, None, Vec::new(), watch, &mut observer, CountScope::Run, Box::new(feed));
+    let counted = match counted {
         Ok(c) => c,
         Err(e) => {
             if let Some(err) = py_error {
@@ -243,10 +246,7 @@ fn train_iterator(py: Python<'_>, texts: &Bound<'_, PyAny>, args: &Bound<'_, PyA
             return NativeTokenizer::from_model(finish(Err(e), observer)?);
         }
     };
-    let count = watch.elapsed();
-    let result = py.detach(|| {
-        train::train_from_counts(counts, &config, &mut observer, serde_json::json!(["<iterator>"]), count)
-    });
+    let result = py.detach(|| api::train_counted(counted, &config, None, serde_json::json!(["<iterator>"]), &mut observer));
     NativeTokenizer::from_model(finish(result, observer)?)
 }
 
@@ -282,7 +282,7 @@ fn specials_rule(enc: &Encoder, allowed: Option<Vec<usize>>, disallowed: Option<
 }
 
 fn check_threads(threads: Option<usize>) -> PyResult<usize> {
-    bpeforge_core::util::check_threads(threads).map_err(to_pyerr)
+    bpeforge_core::api::check_threads(threads).map_err(to_pyerr)
 }
 
 fn check_dropout(dropout: Option<f64>) -> PyResult<Option<f64>> {
@@ -340,10 +340,10 @@ impl NativeTokenizer {
         let bound = match max_bytes {
             None => DEFAULT_CACHE_BOUND,
             Some(0) => 0,
-            Some(b) if b < bpeforge_core::encode::MIN_CACHE_BYTES => {
+            Some(b) if b < bpeforge_core::api::MIN_CACHE_BYTES => {
                 return Err(to_pyerr(Error::parameter(format!(
                     "encode_cache_bytes must be 0 (no cache), None (the default) or at least {} bytes, got {b}",
-                    bpeforge_core::encode::MIN_CACHE_BYTES
+                    bpeforge_core::api::MIN_CACHE_BYTES
                 ))))
             }
             Some(b) => b.min(DEFAULT_CACHE_BOUND - 1),
@@ -659,7 +659,7 @@ fn cached_pretokenizer(preset: &str, reference: bool) -> PyResult<Arc<PreTokeniz
 
 /// The pieces a pre-tokenizer cuts `text` into.
 #[pyfunction]
-#[pyo3(signature = (text, preset=bpeforge_core::pretok::DEFAULT_PRETOKENIZER))]
+#[pyo3(signature = (text, preset=bpeforge_core::api::DEFAULT_PRETOKENIZER))]
 fn pretokenize<'t>(text: &'t str, preset: &str) -> PyResult<Vec<&'t str>> {
     cached_pretokenizer(preset, false)?.pieces(text).map_err(to_pyerr)
 }
@@ -667,7 +667,7 @@ fn pretokenize<'t>(text: &'t str, preset: &str) -> PyResult<Vec<&'t str>> {
 /// `pretokenize` on the regex path even for the presets: the reference the
 /// hand-written scanners are tested against (tests, fuzz, bench only).
 #[pyfunction]
-#[pyo3(signature = (text, preset=bpeforge_core::pretok::DEFAULT_PRETOKENIZER))]
+#[pyo3(signature = (text, preset=bpeforge_core::api::DEFAULT_PRETOKENIZER))]
 fn _pretokenize_reference<'t>(text: &'t str, preset: &str) -> PyResult<Vec<&'t str>> {
     cached_pretokenizer(preset, true)?.pieces(text).map_err(to_pyerr)
 }
@@ -675,7 +675,7 @@ fn _pretokenize_reference<'t>(text: &'t str, preset: &str) -> PyResult<Vec<&'t s
 /// The number of pieces, without building them as Python strings, with the
 /// GIL released: times the pre-tokenizer alone (bench/pretok.py).
 #[pyfunction]
-#[pyo3(signature = (text, preset=bpeforge_core::pretok::DEFAULT_PRETOKENIZER, reference=false))]
+#[pyo3(signature = (text, preset=bpeforge_core::api::DEFAULT_PRETOKENIZER, reference=false))]
 fn _pretokenize_count(py: Python<'_>, text: &str, preset: &str, reference: bool) -> PyResult<usize> {
     let p = cached_pretokenizer(preset, reference)?;
     py.detach(|| {
@@ -688,7 +688,7 @@ fn _pretokenize_count(py: Python<'_>, text: &str, preset: &str, reference: bool)
 /// Number of threads used when `threads=None`.
 #[pyfunction]
 fn default_threads() -> usize {
-    bpeforge_core::util::default_threads()
+    bpeforge_core::api::default_threads()
 }
 
 #[pymodule]
@@ -718,7 +718,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(script_of, m)?)?;
     m.add_class::<NativeTokenizer>()?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
-    m.add("DEFAULT_PRETOKENIZER", bpeforge_core::pretok::DEFAULT_PRETOKENIZER)?;
+    m.add("DEFAULT_PRETOKENIZER", bpeforge_core::api::DEFAULT_PRETOKENIZER)?;
     Ok(())
 }
 

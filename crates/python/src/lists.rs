@@ -11,9 +11,9 @@
 use crate::ints::{item_array, new_list, IdInts};
 use crate::progress::{BatchPacer, PyObserver};
 use crate::texts::Texts;
-use bpeforge_core::encode::{Block, BlockIds, Encoder, FlatIds, Specials};
-use bpeforge_core::error::{Error, Result};
-use bpeforge_core::ordered::Host;
+use bpeforge_core::api::{Block, BlockIds, Encoder, FlatIds, Specials};
+use bpeforge_core::api::{Error, Result};
+use bpeforge_core::api::Host;
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::ffi;
 use pyo3::prelude::*;

@@ -16,11 +16,11 @@
 //! exception, a `KeyboardInterrupt` delivered while it runs) is kept, stops
 //! the run at the engine's next poll, and is what the call raises.
 
-use bpeforge_core::clock::PhaseTime;
-use bpeforge_core::count::CountStats;
-use bpeforge_core::error::{Error, Result};
-use bpeforge_core::observe::{BalanceRound, CountProgress, EncodeStats, MergeProgress, Observer, StepProgress};
-use bpeforge_core::progress::{eta_seconds, MergeEta, ProgressFormat, ProgressPrinter, TextSink};
+use bpeforge_core::api::PhaseTime;
+use bpeforge_core::api::CountStats;
+use bpeforge_core::api::{Error, Result};
+use bpeforge_core::api::{BalanceRound, CountProgress, EncodeStats, MergeProgress, Observer, StepProgress};
+use bpeforge_core::api::{eta_seconds, MergeEta, ProgressFormat, ProgressPrinter, TextSink};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyString, PyTuple};
 use std::sync::{Arc, Mutex};
@@ -319,7 +319,7 @@ impl Observer for PyObserver {
             d.set_item("tokens", s.tokens)
         })
     }
-    fn dropped_for_memory(&mut self, dropped: &bpeforge_core::budget::Dropped, budget: u64, pretokens: u64) {
+    fn dropped_for_memory(&mut self, dropped: &bpeforge_core::api::Dropped, budget: u64, pretokens: u64) {
         if let Some(printer) = self.printer() {
             printer.dropped_for_memory(dropped, budget, pretokens)
         }

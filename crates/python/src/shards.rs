@@ -5,12 +5,11 @@
 //! table at once, and then trains exactly as the local file path does.
 
 use super::{finish, to_pyerr, train_config, NativeTokenizer, PyObserver};
-use bpeforge_core::balance::{self, LanguageTable};
-use bpeforge_core::count::WordCounts;
-use bpeforge_core::error::Error;
-use bpeforge_core::pipeline::{self, train_on_counts};
-use bpeforge_core::shard::{count_shard as count_one_shard, Shard};
-use bpeforge_core::train::TrainConfig;
+use bpeforge_core::api::{self, train_on_counts, LanguageTable};
+use bpeforge_core::api::WordCounts;
+use bpeforge_core::api::Error;
+use bpeforge_core::api::{count_shard as count_one_shard, Shard};
+use bpeforge_core::api::TrainConfig;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use std::path::PathBuf;
@@ -31,7 +30,7 @@ pub(crate) fn check_train_options(args: &Bound<'_, PyAny>) -> PyResult<()> {
 #[pyfunction]
 pub(crate) fn language_table(py: Python<'_>, paths: Vec<PathBuf>, args: &Bound<'_, PyAny>) -> PyResult<(Vec<String>, Vec<u64>, Vec<u64>)> {
     let config = train_config(args)?;
-    let table = py.detach(|| pipeline::language_table(&paths, &config)).map_err(to_pyerr)?;
+    let table = py.detach(|| api::language_table(&paths, &config)).map_err(to_pyerr)?;
     let Some((table, bytes)) = table else {
         return Err(to_pyerr(Error::parameter("language_table needs langs, file_languages or lang_field")));
     };
@@ -96,14 +95,14 @@ impl CountSum {
         }
         let factor = match weight {
             None => 1,
-            Some(w) if w > 0.0 && w <= balance::MAX_LANGUAGE_WEIGHT => {
-                (w * balance::WEIGHT_SCALE as f64).round().max(1.0) as u64
+            Some(w) if w > 0.0 && w <= api::MAX_LANGUAGE_WEIGHT => {
+                (w * api::WEIGHT_SCALE as f64).round().max(1.0) as u64
             }
             Some(w) => {
                 return Err(Error::parameter(format!(
                     "weights[{}] must be in (0, {}], got {w}",
                     self.parts,
-                    balance::MAX_LANGUAGE_WEIGHT
+                    api::MAX_LANGUAGE_WEIGHT
                 )))
             }
         };
@@ -117,7 +116,7 @@ impl CountSum {
     fn take(&mut self) -> Result<WordCounts, Error> {
         let mut total = self.total.take().ok_or_else(|| Error::parameter("this CountSum was already trained on"))?;
         if self.weighted == Some(true) {
-            total.rescale(balance::WEIGHT_SCALE);
+            total.rescale(api::WEIGHT_SCALE);
         }
         Ok(total)
     }
@@ -183,7 +182,7 @@ pub(crate) fn train_count_sum(
     };
     let mut observer = PyObserver::new(progress)?;
     let result = py.detach(|| {
-        let count = bpeforge_core::clock::PhaseTime::wall(seconds, bpeforge_core::util::threads_or_default(config.threads));
+        let count = bpeforge_core::api::PhaseTime::wall(seconds, bpeforge_core::api::threads_or_default(config.threads));
         train_on_counts(counts, table.as_ref(), &lang_bytes, &config, &mut observer, serde_json::json!(inputs), count)
     });
     NativeTokenizer::from_model(finish(result, observer)?)
@@ -212,8 +211,8 @@ pub(crate) fn train_counts(
         for (i, part) in parts.iter().enumerate() {
             sum.add_part(part, weights.as_ref().map(|w| w[i]))?;
         }
-        let count = bpeforge_core::clock::PhaseTime::wall(sum.seconds, bpeforge_core::util::threads_or_default(config.threads));
-        bpeforge_core::train::train_from_counts(sum.take()?, &config, &mut observer, serde_json::json!(inputs), count)
+        let count = bpeforge_core::api::PhaseTime::wall(sum.seconds, bpeforge_core::api::threads_or_default(config.threads));
+        bpeforge_core::api::train_from_counts(sum.take()?, &config, &mut observer, serde_json::json!(inputs), count)
     });
     NativeTokenizer::from_model(finish(result, observer)?)
 }

@@ -1,0 +1,45 @@
+//! The core as programs built on it see it: the Python bindings
+//! (`crates/python`) use this module and nothing else of the crate, as
+//! tiktoken's `py.rs` uses `CoreBPE`. Each name is re-exported from the one
+//! module that defines it; `tests/module_map.rs` checks that the bindings
+//! name nothing else.
+
+// Errors: one type, whose kinds map to Python's exception classes.
+pub use crate::error::{Error, ErrorKind, Result};
+
+// Training: from files, or from chunks fed by the caller (Python iterators,
+// Arrow data) through the same steps as files, and from the summed counts of
+// a distributed run.
+pub use crate::budget::{default_budget, Dropped};
+pub use crate::pipeline::{count_fed, language_table, train_counted, train_files, train_on_counts, CountPacer, CountScope, Counted};
+pub use crate::train::{count_words, train_from_counts, LangSource, TrainConfig, TrainOptions};
+
+// Language balancing's table and weight scale, for distributed runs.
+pub use crate::balance::{LanguageTable, MAX_LANGUAGE_WEIGHT, WEIGHT_SCALE};
+
+// Distributed counting: one shard's counts, and their sum.
+pub use crate::count::{CountStats, WordCounts};
+pub use crate::shard::{count_shard, Shard};
+
+// Reading inputs.
+pub use crate::fields::{FieldSpec, Fields, OnBadRecord};
+pub use crate::input::{read_chunks, read_range_chunks, total_size, Chunk, Layout};
+
+// Models, pre-tokenizers, and merge lists from rank tables.
+pub use crate::model::Model;
+pub use crate::pretok::{PreTokenizer, PreTokenizerSpec, DEFAULT_PRETOKENIZER};
+pub use crate::ranks::{merge_splits, unreachable_merges};
+
+// Encoding: texts, batches on threads fed in order, files and Arrow data.
+pub use crate::encode::file::{encode_chunks, encode_file, IdFormat};
+pub use crate::encode::{Block, BlockIds, Cache, Encoder, FlatIds, Specials, MIN_CACHE_BYTES};
+pub use crate::ordered::Host;
+
+// What a caller sees: progress, Ctrl-C, and the progress printer.
+pub use crate::clock::{PhaseTime, Stopwatch};
+pub use crate::observe::{BalanceRound, CountProgress, EncodeStats, FileProgress, MergeProgress, Observer, StepProgress};
+pub use crate::progress::{eta_seconds, MergeEta, ProgressFormat, ProgressPrinter, TextSink};
+
+// Threads, memory and cache hints.
+pub use crate::alloc::{release_free_memory, SplitAlloc};
+pub use crate::util::{check_threads, default_threads, prefetch, prefetch_ptr, threads_or_default};

@@ -1,0 +1,308 @@
+//! Counting's tests: keys, tables, merging, spilling, the binary form.
+//! (`partitions_keep_every_entry` is over 80 lines: one scenario, flushes
+//! in several orders, spilled and not, checked against one expectation.)
+
+use super::table::{mid_key, mid_key_bytes, short_key, MID_KEY, SHORT_KEY};
+use super::*;
+use crate::budget::{CountBudget, CountHistogram, Dropped};
+use crate::error::Result;
+use crate::input::{Chunk, Layout};
+use crate::pretok::{PreTokenizer, SpecialSplitter};
+use crate::spill::SpillDir;
+use std::collections::HashMap;
+
+fn snapshot(c: &WordCounts) -> HashMap<Vec<u8>, u64> {
+    let mut m = HashMap::new();
+    c.for_each(|k, v| {
+        assert!(m.insert(k.to_vec(), v).is_none(), "type listed twice: {k:?}");
+    });
+    m
+}
+
+/// `short_key` equals the plain layout (the bytes, zeros, the length in
+/// byte 15) for every length: spilled runs and packed tables sort by it.
+#[test]
+fn short_keys_are_the_bytes_and_the_length() {
+    let bytes: Vec<u8> = (1..=15u8).map(|b| b.wrapping_mul(37) | 0x80).collect();
+    for n in 1..=SHORT_KEY {
+        let mut plain = [0u8; 16];
+        plain[..n].copy_from_slice(&bytes[..n]);
+        plain[15] = n as u8;
+        assert_eq!(short_key(&bytes[..n]), u128::from_le_bytes(plain), "length {n}");
+        assert_eq!(short_key_bytes(&short_key(&bytes[..n])).1, n);
+    }
+}
+
+/// `mid_key` equals the plain layout (the bytes, zeros, the length in
+/// byte 31) for every length, and `mid_key_bytes` gives the piece back.
+#[test]
+fn mid_keys_are_the_bytes_and_the_length() {
+    let bytes: Vec<u8> = (1..=MID_KEY as u8).map(|b| b.wrapping_mul(37) | 0x80).collect();
+    for n in SHORT_KEY + 1..=MID_KEY {
+        let mut plain = [0u8; 32];
+        plain[..n].copy_from_slice(&bytes[..n]);
+        plain[31] = n as u8;
+        assert_eq!(mid_key(&bytes[..n]), plain, "length {n}");
+        assert_eq!(mid_key_bytes(&mid_key(&bytes[..n])), &bytes[..n]);
+    }
+}
+
+/// Pseudo-random pieces of 1..=40 bytes (short, mid and long keys, with
+/// repeats), through the pipelined adder, the plain `add`, `merge`,
+/// `prune` and the byte form, checked against a std HashMap.
+#[test]
+fn tables_agree_with_a_plain_map() {
+    let mut state = 7u64;
+    let mut next = || {
+        state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        state >> 33
+    };
+    let pieces: Vec<Vec<u8>> = (0..30_000)
+        .map(|_| {
+            let len = 1 + (next() % 40) as usize;
+            (0..len).map(|_| (next() % 3) as u8 * 100).collect()
+        })
+        .collect();
+    let mut expected: HashMap<Vec<u8>, u64> = HashMap::new();
+    let mut parts = vec![WordCounts::new(), WordCounts::new()];
+    for (i, p) in pieces.iter().cycle().take(100_000).enumerate() {
+        let n = 1 + (i % 3) as u64;
+        *expected.entry(p.clone()).or_insert(0) += n;
+        let part = &mut parts[i % 2];
+        if i % 5 == 0 {
+            part.add(p, n);
+        } else {
+            part.adder().add(p, n);
+        }
+    }
+    let mut total = parts.pop().unwrap();
+    total.merge(parts.pop().unwrap());
+    assert_eq!(total.len(), expected.len());
+    assert_eq!(snapshot(&total), expected);
+    let again = WordCounts::from_bytes(&total.to_bytes()).unwrap();
+    assert_eq!(snapshot(&again), expected);
+    let dropped = total.prune(3);
+    expected.retain(|_, v| *v >= 3);
+    assert_eq!(dropped, again.len() - expected.len());
+    assert_eq!(snapshot(&total), expected);
+}
+
+/// Counting with a budget so small that every few chunks spill (with
+/// and without SuperBPE's second table, 1 and 3 threads) equals the
+/// in-memory count exactly; and the merged runs can leave out the rarest
+/// types as `choose_min` decides.
+#[test]
+fn spilled_counts_equal_the_in_memory_count() {
+    use crate::pretok::PreTokenizerSpec;
+    let mut state = 11u64;
+    let mut next = || {
+        state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        state >> 33
+    };
+    let words: Vec<String> =
+        (0..20_000).map(|i| format!("w{}{}", i, "xyzzyplughfoo".repeat((i % 3) as usize))).collect();
+    let chunks: Vec<Vec<u8>> = (0..40)
+        .map(|_| {
+            let mut text = String::new();
+            for _ in 0..2_000 {
+                let w = &words[(next() % 20_000) as usize % (1 + (next() % 20_000) as usize)];
+                text.push_str(w);
+                text.push(if next() % 9 == 0 { '\n' } else { ' ' });
+            }
+            text.push('\n');
+            text.into_bytes()
+        })
+        .collect();
+    let pre = PreTokenizer::new(PreTokenizerSpec::Gpt2).unwrap();
+    let stage2 = PreTokenizer::new(PreTokenizerSpec::Superword).unwrap();
+    let specials = SpecialSplitter::new(&[]).unwrap();
+    for superword in [false, true] {
+        let counter = Counter {
+            pretokenizer: &pre,
+            specials: &specials,
+            allow_invalid_utf8: true,
+            superword: superword.then_some(&stage2),
+            lang_weights: None,
+            tag_languages: false,
+            normalizer: None,
+        };
+        let feed = |sink: &mut dyn FnMut(Chunk) -> Result<()>| {
+            for c in &chunks {
+                sink(Chunk { data: c.clone(), layout: Layout::Lines, source: "t".into(), first_line: 1, langs: Vec::new() })?;
+            }
+            Ok(())
+        };
+        let plain = count_parallel(&counter, 2, None, feed).unwrap();
+        for threads in [1, 3] {
+            let limits = CountLimits { budget: CountBudget { total: 1 << 20, worker_table: 64 << 10 }, choose_min: None };
+            let spilled = count_parallel(&counter, threads, Some(&limits), feed).unwrap();
+            assert!(spilled.memory.spill_runs >= 10, "{} runs", spilled.memory.spill_runs);
+            assert_eq!(snapshot(&spilled), snapshot(&plain));
+            assert_eq!(spilled.stats, plain.stats);
+            match (&spilled.superword, &plain.superword) {
+                (Some(a), Some(b)) => {
+                    assert_eq!(snapshot(a), snapshot(b));
+                    assert_eq!(a.stats, b.stats);
+                }
+                (None, None) => assert!(!superword),
+                _ => panic!("superword table lost"),
+            }
+        }
+        let choose = |h: &CountHistogram| -> Result<(u64, Option<Dropped>)> {
+            let (types, _, pieces) = h.kept(1);
+            let (kept, _, kept_pieces) = h.kept(3);
+            Ok((3, Some(Dropped { min_word_count: 3, types: types - kept, pretokens: pieces - kept_pieces })))
+        };
+        let limits = CountLimits { budget: CountBudget { total: 1 << 20, worker_table: 64 << 10 }, choose_min: Some(&choose) };
+        let pruned = count_parallel(&counter, 2, Some(&limits), feed).unwrap();
+        let mut expected = snapshot(&plain);
+        let before = expected.len();
+        expected.retain(|_, v| *v >= 3);
+        assert_eq!(snapshot(&pruned), expected);
+        assert_eq!(pruned.memory.types_left_out as usize, before - expected.len());
+        assert_eq!(pruned.memory.dropped.unwrap().types as usize, before - expected.len());
+    }
+}
+
+/// A chunk of lines, checked as UTF-8 once (`count_chunk_with`), counts
+/// as its lines do one by one; a chunk with invalid bytes is checked line
+/// by line: its bad bytes are kept (bytes scheme) or reported with their
+/// line (chars scheme).
+#[test]
+fn a_chunk_counts_as_its_lines_do() {
+    let pre = PreTokenizer::new(crate::pretok::PreTokenizerSpec::Gpt2).unwrap();
+    let specials = SpecialSplitter::new(&["<s>".to_string()]).unwrap();
+    let valid = "héllo wörld<s>日本語 text\r\n\nπ = 3.14 <s>\nend".as_bytes().to_vec();
+    let mut invalid = valid.clone();
+    invalid.splice(3..3, [0xFF, 0xC3]);
+    for allow_invalid_utf8 in [true, false] {
+        let counter = Counter {
+            pretokenizer: &pre,
+            specials: &specials,
+            allow_invalid_utf8,
+            superword: None,
+            lang_weights: None,
+            tag_languages: false,
+            normalizer: None,
+        };
+        for data in [&valid, &invalid] {
+            let chunk = Chunk { data: data.clone(), layout: Layout::Lines, source: "t".into(), first_line: 7, langs: Vec::new() };
+            let mut whole = WordCounts::new();
+            let result = counter.count_chunk_with(&chunk, &mut whole, None, &mut counter.scratch());
+            let mut by_line = WordCounts::new();
+            let mut failed = None;
+            chunk
+                .for_each_text(&mut |line, _| {
+                    counter.count_text(line, &mut by_line).map_err(|(at, _)| *failed.get_or_insert(at))
+                })
+                .ok();
+            match (data == &invalid && !allow_invalid_utf8, result) {
+                (true, Err(e)) => {
+                    assert_eq!(failed, Some(3));
+                    assert!(e.to_string().contains("t, line 7: invalid UTF-8 (byte 0xff at byte 4"), "{e}");
+                }
+                (false, Ok(())) => {
+                    assert_eq!(snapshot(&whole), snapshot(&by_line));
+                    assert_eq!(whole.stats, by_line.stats);
+                    assert!(whole.stats.specials == 2 && whole.len() > 8);
+                }
+                (_, other) => panic!("allow_invalid_utf8={allow_invalid_utf8}: {other:?}"),
+            }
+        }
+    }
+}
+
+/// Thread tables flushed into the shared partitions, several at once and
+/// several times each, and the partitions' concatenation (a packed
+/// table), spilled or not, see exactly the entries of the tables.
+#[test]
+fn partitions_keep_every_entry() {
+    use super::partitioned::Partitions;
+    for threads in [1u64, 2, 3] {
+        let mut expected: HashMap<Vec<u8>, u64> = HashMap::new();
+        let parts = Partitions::new();
+        std::thread::scope(|scope| {
+            let handles: Vec<_> = (0..threads)
+                .map(|t| {
+                    let parts = &parts;
+                    scope.spawn(move || {
+                        let mut local = WordCounts::new();
+                        let mut seen: HashMap<Vec<u8>, u64> = HashMap::new();
+                        for i in (t..300_000).step_by(threads as usize) {
+                            let key = format!("k{}{}", i % 170_001, if i % 5 == 0 { "-a-long-suffix-here" } else if i % 11 == 0 { "-and-a-suffix-longer-than-31-bytes" } else { "" });
+                            local.add(key.as_bytes(), i % 4 + 1);
+                            *seen.entry(key.into_bytes()).or_insert(0) += i % 4 + 1;
+                            if i % 40_000 == t {
+                                parts.flush(&mut local);
+                                assert!(local.is_empty());
+                            }
+                        }
+                        parts.flush(&mut local);
+                        seen
+                    })
+                })
+                .collect();
+            for h in handles {
+                for (k, v) in h.join().unwrap() {
+                    *expected.entry(k).or_insert(0) += v;
+                }
+            }
+        });
+        assert!(parts.held() > 0);
+        let total = parts.into_counts(CountStats::default());
+        assert!(total.short.packed && total.mid.packed);
+        assert_eq!(snapshot(&total), expected);
+    }
+    let mut expected: HashMap<Vec<u8>, u64> = HashMap::new();
+    let mut table = WordCounts::new();
+    for i in 0..200_000u64 {
+        let key = format!("k{}{}", i % 70_001, if i % 5 == 0 { "-a-long-suffix-here" } else { "" });
+        table.add(key.as_bytes(), i % 4 + 1);
+        *expected.entry(key.into_bytes()).or_insert(0) += i % 4 + 1;
+    }
+    let parts = Partitions::new();
+    parts.flush(&mut table);
+    let total = parts.into_counts(CountStats::default());
+    // A packed table still takes additions, short and mid keys alike (its
+    // tables become hash tables again).
+    let parts = Partitions::new();
+    parts.flush(&mut WordCounts::from_bytes(&total.to_bytes()).unwrap());
+    let mut grown = parts.into_counts(CountStats::default());
+    assert!(grown.short.packed && grown.mid.packed);
+    let mut more = expected.clone();
+    for key in [&b"k1"[..], b"k1-a-long-suffix-here", b"k3-a-new-mid-key"] {
+        grown.add(key, 5);
+        *more.entry(key.to_vec()).or_insert(0) += 5;
+    }
+    grown.adder().add(b"fresh", 2);
+    more.insert(b"fresh".to_vec(), 2);
+    let mut other = WordCounts::new();
+    other.add(b"k2", 1);
+    other.add(b"k2-a-long-suffix-here", 1);
+    *more.entry(b"k2".to_vec()).or_insert(0) += 1;
+    *more.entry(b"k2-a-long-suffix-here".to_vec()).or_insert(0) += 1;
+    grown.merge(other);
+    assert_eq!(snapshot(&grown), more);
+    let mut drained = HashMap::new();
+    total.drain_each(|k, v| {
+        assert!(drained.insert(k.to_vec(), v).is_none());
+    });
+    assert_eq!(drained, expected);
+    // Spilled partitions: one sorted run that merges back to the same counts.
+    let parts = Partitions::new();
+    let mut again = WordCounts::from_bytes(&total_bytes(&expected)).unwrap();
+    parts.flush(&mut again);
+    let dirs = SpillDirs { main: SpillDir::new().unwrap(), superword: None };
+    parts.spill_to(&dirs.main).unwrap();
+    assert_eq!(parts.held(), Partitions::new().held());
+    let merged = WordCounts::from_runs(&dirs, CountStats::default(), None, None).unwrap();
+    assert_eq!(snapshot(&merged), expected);
+}
+
+fn total_bytes(m: &HashMap<Vec<u8>, u64>) -> Vec<u8> {
+    let mut c = WordCounts::new();
+    for (k, &v) in m {
+        c.add(k, v);
+    }
+    c.to_bytes()
+}
