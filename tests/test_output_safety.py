@@ -178,13 +178,13 @@ def test_an_earlier_export_of_another_model_is_replaced(model_file, tmp_path) ->
 
 def test_a_report_never_replaces_a_folder_holding_its_input(model_file, tmp_path) -> None:
     pytest.importorskip("matplotlib")
-    from bpeforge.report import build_report
+    from bpeforge.report import build_report, write_directory
 
     tok = bpeforge.load(model_file)
     out = tmp_path / "rep"
     rep = build_report(tok, TEXTS, sample=0, curve_points=2, curve_lines=20)
-    rep.write(out)
+    write_directory(rep, out)
     (out / "corpus.txt").write_text("\n".join(TEXTS))
     with pytest.raises(OutputError, match="corpus.txt"):
-        rep.write(out)
+        write_directory(rep, out)
     assert (out / "corpus.txt").exists()

@@ -112,7 +112,7 @@ def test_premiums_of_a_bpeforge_model(model) -> None:
 
 
 def test_report_shows_parallel_premiums(model, tmp_path) -> None:
-    from bpeforge.report import build_report
+    from bpeforge.report import build_report, write_directory
 
     lines = [t for _, _, t in _rows()]
     rep = build_report(model, lines, parallel=SAMPLE, sample=200, curve_lines=50, curve_points=2, labels=["m"])
@@ -124,7 +124,7 @@ def test_report_shows_parallel_premiums(model, tmp_path) -> None:
     for lang, p in prem.items():
         assert p == pytest.approx(want[lang], abs=1e-4), lang
     assert list(prem.values()) == sorted(prem.values(), reverse=True)
-    files = rep.write(tmp_path / "rep")
+    files = write_directory(rep, tmp_path / "rep")
     html = Path(files["index.html"]).read_text(encoding="utf-8")
     assert "Parallel premiums table" in html and "parallel_premium.png" in html
     full = json.loads((tmp_path / "rep" / "report.json").read_text(encoding="utf-8"))
