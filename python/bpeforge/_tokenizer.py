@@ -13,7 +13,6 @@ import gc
 import json
 import os
 import random
-import re
 from collections.abc import Collection, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Literal, Union, overload
@@ -21,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Literal, Union, overload
 from . import _arrow, _input_formats, _native
 from ._extras import require
 from .errors import ModelFormatError, ParameterError
+from ._byte_tokens import is_byte_token
 from ._bytelevel import token_text
 from ._io import check_output, model_format
 from ._offsets import token_offsets
@@ -28,7 +28,6 @@ from ._progress import Progress, native_progress
 from .interop import huggingface_export, sentencepiece_export, tiktoken_export
 from .options import DEFAULT_PRETOKENIZER, Regex, TrainOptions, _text_field, check_pretokenizer, option_docs, paths
 
-_BYTE_TOKEN = re.compile(r"<0x[0-9A-F]{2}>")
 
 # ``encode``'s defaults, shown in its signature. A call that passes no
 # option never reaches Python (``_native.TokenizerBase.encode``); one that
@@ -302,7 +301,7 @@ class Tokenizer(_native.TokenizerBase):
         # The special tokens "all" names: byte fallback's <0xHH> tokens stand
         # for bytes and are never read from text (SentencePiece's BYTE pieces).
         fallback = json.loads(native.scheme_json).get("byte_fallback", False)
-        self._textual = [t for t in self._specials if not (fallback and _BYTE_TOKEN.fullmatch(t))]
+        self._textual = [t for t in self._specials if not (fallback and is_byte_token(t))]
         self._lengths: list[int] | None = None
         self._texts: list[str] | None = None
         # The engine's special-token rules for the default policy, made once:

@@ -122,6 +122,16 @@ pub fn byte_piece(b: u8) -> String {
     format!("<0x{b:02X}>")
 }
 
+/// The byte a `<0xHH>` token stands for (the inverse of [`byte_piece`]);
+/// None for any other name.
+pub fn piece_byte(name: &str) -> Option<u8> {
+    let hex = name.strip_prefix("<0x")?.strip_suffix('>')?;
+    if hex.len() == 2 && hex.bytes().all(|b| b.is_ascii_digit() || (b'A'..=b'F').contains(&b)) {
+        return u8::from_str_radix(hex, 16).ok();
+    }
+    None
+}
+
 impl Scheme {
     pub fn name(&self) -> &'static str {
         match self {
@@ -507,6 +517,17 @@ mod tests {
     //! `ModelFormat` error with a message naming the problem, never a panic.
     use super::*;
     use crate::error::ErrorKind;
+
+    #[test]
+    fn byte_piece_names_read_back_as_their_bytes_and_nothing_else_does() {
+        for b in 0..=255u8 {
+            assert_eq!(piece_byte(&byte_piece(b)), Some(b));
+        }
+        assert_eq!(byte_piece(0x0a), "<0x0A>");
+        for other in ["<0x0a>", "<0x0>", "<0x0AB>", "0x0A", "<0xGG>", "<unk>", ""] {
+            assert_eq!(piece_byte(other), None, "{other}");
+        }
+    }
 
     #[test]
     fn a_model_file_is_read_up_to_its_limit_and_no_further() {
