@@ -7,6 +7,8 @@ spaces as ``␣``, and other invisible characters by their escapes (``\\n``).
 
 from __future__ import annotations
 
+from ._byte_tokens import byte_token
+
 _VISIBLE = {" ": "␣", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 
@@ -16,7 +18,7 @@ def show_token(token: bytes) -> str:
     while pos < len(token):
         run, pos = _longest_valid(token, pos)
         if run is None:
-            out.append(f"<0x{token[pos]:02X}>")
+            out.append(byte_token(token[pos]))
             pos += 1
         else:
             out.append("".join(_visible(c) for c in run))

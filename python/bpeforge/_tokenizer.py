@@ -2,7 +2,7 @@
 and the `Tokenizer` they return. Algorithms live in the Rust core; this module
 only checks arguments, converts types and documents the contract.
 
-Why one file over 600 lines: it is one class's public surface (Tokenizer)
+Why this file is long: it is one class's public surface (Tokenizer)
 plus the training entry points, and most lines are their docstrings; the
 mechanisms it calls live elsewhere (options, _offsets, _display, _io, interop).
 """
@@ -13,7 +13,6 @@ import gc
 import json
 import os
 import random
-import re
 from collections.abc import Collection, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Literal, Union, overload
@@ -21,13 +20,13 @@ from typing import TYPE_CHECKING, Any, Literal, Union, overload
 from . import _arrow, _input_formats, _native
 from ._extras import require
 from .errors import ParameterError
+from ._byte_tokens import is_byte_token
 from ._bytelevel import token_text
 from ._io import check_output
 from ._offsets import token_offsets
 from ._progress import Progress, native_progress
 from .options import DEFAULT_PRETOKENIZER, Regex, TrainOptions, _text_field, check_pretokenizer, option_docs, paths
 
-_BYTE_TOKEN = re.compile(r"<0x[0-9A-F]{2}>")
 
 # ``encode``'s defaults, shown in its signature. A call that passes no
 # option never reaches Python (``_native.TokenizerBase.encode``); one that
@@ -268,7 +267,7 @@ class Tokenizer(_native.TokenizerBase):
         # The special tokens "all" names: byte fallback's <0xHH> tokens stand
         # for bytes and are never read from text (SentencePiece's BYTE pieces).
         fallback = json.loads(native.scheme_json).get("byte_fallback", False)
-        self._textual = [t for t in self._specials if not (fallback and _BYTE_TOKEN.fullmatch(t))]
+        self._textual = [t for t in self._specials if not (fallback and is_byte_token(t))]
         self._lengths: list[int] | None = None
         self._texts: list[str] | None = None
         # The engine's special-token rules for the default policy, made once:
@@ -749,8 +748,9 @@ class Tokenizer(_native.TokenizerBase):
     ) -> str:
         """Write a SentencePiece BPE ``.model``. Needs the chars scheme, the
         ``whitespace`` or ``none`` pre-tokenizer, the default ``▁`` word prefix
-        (no ``end_of_word_suffix``) and dense ids: e.g. a model from
-        ``bpeforge.train(files, scheme="chars", pretokenizer="whitespace")``.
+        (no ``end_of_word_suffix``), ``fuse_unk`` (or ``byte_fallback``) and
+        dense ids: e.g. a model from ``bpeforge.train(files, scheme="chars",
+        pretokenizer="whitespace", fuse_unk=True)``.
         Any other model is refused with one error listing every requirement
         it misses (see :func:`bpeforge.interop.to_sentencepiece`)."""
         from .interop import sentencepiece_export  # the interop package imports this module (see its docstring)
@@ -864,25 +864,19 @@ def _gc_paused() -> Iterator[None]:
     sets off a collection every 700 lists, and each walks all the young lists
     and their ids: 15% of ``encode_batch`` on 100k lines at 1 thread,
     all of it serial, under the GIL. Lists of ints make no cycles; reference
-    counting frees everything as before. The previous state is restored.
+    counting frees everything as before.
 
-    Afterwards the young generation holds all the new lists, and the next
-    allocation would set off a collection that walks every one of them and
-    their ids: 10-15% of a 50k-line batch at 1 thread, and serial after the
-    threads' work. ``gc.freeze()`` then ``gc.unfreeze()`` instead moves
-    every tracked object into the oldest generation (documented; two list
-    splices, no walk), as if they had survived the young collections: they
-    are examined at the next full collection. Skipped when the program has
-    frozen objects of its own, which ``unfreeze`` would release.
+    The collector is left as it was found: enabled again only if it was, and
+    nothing else changed. A library must not change the caller's collector
+    state: no object is frozen or moved between generations (the new lists
+    are young objects like any the caller makes, examined by the next young
+    collection, which this pause only postpones).
     """
     was_enabled = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
-        if gc.get_freeze_count() == 0:
-            gc.freeze()
-            gc.unfreeze()
         if was_enabled:
             gc.enable()
 

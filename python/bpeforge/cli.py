@@ -22,6 +22,7 @@ from typing import IO, Any
 from pathlib import Path
 
 from . import __version__, sample_corpus
+from ._byte_tokens import BYTE_TOKENS
 from ._display import show_token
 from ._normalizers import name_of as normalizer_name
 from ._extras import require
@@ -451,10 +452,10 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     w(f"model: {args.model}\n")
     w(f"  {tok!r}\n")
     scheme = tok._scheme_settings()
-    byte_tokens = {f"<0x{b:02X}>" for b in range(256)} if scheme.get("byte_fallback") else set()
+    byte_tokens = set(BYTE_TOKENS) if scheme.get("byte_fallback") else set()
     w(f"  special tokens: {[t for t in tok.special_tokens if t not in byte_tokens]}\n")
     if byte_tokens:
-        low, high = (tok.token_to_id(t) for t in ("<0x00>", "<0xFF>"))
+        low, high = (tok.token_to_id(t) for t in (BYTE_TOKENS[0], BYTE_TOKENS[-1]))
         w(f"  byte fallback: <0x00>..<0xFF> (ids {low}..{high})\n")
     for flag in ("fuse_unk", "dummy_prefix"):
         if scheme.get(flag):

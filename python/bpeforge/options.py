@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any, Union
 
 from . import _native
+from ._byte_tokens import is_byte_token
 from ._normalizers import NAMES as NORMALIZER_NAMES
 from ._normalizers import check_normalizer
 from .errors import ParameterError
@@ -560,7 +561,7 @@ class TrainOptions:
             "scheme": scheme["type"],
             "pretokenizer": pre.get("pattern", pre["type"]),
             "special_tokens": [t for t in model["special_tokens"] if t != scheme.get("unk_token")
-                               and not (scheme.get("byte_fallback") and _is_byte_token(t))],
+                               and not (scheme.get("byte_fallback") and is_byte_token(t))],
             "character_coverage": scheme.get("character_coverage", 1.0),
             "end_of_word_suffix": scheme.get("end_of_word_suffix"),
             "unk_token": scheme.get("unk_token", "<unk>"),
@@ -591,10 +592,6 @@ class TrainOptions:
         if given:
             raise ParameterError(f"{', '.join(given)}: not available {where} ({why}); no option is ever dropped "
                                  "silently, so this run is refused")
-
-
-def _is_byte_token(t: str) -> bool:
-    return len(t) == 6 and t.startswith("<0x") and t.endswith(">") and all(c in "0123456789ABCDEF" for c in t[3:5])
 
 
 def _records() -> list[tuple[str, Opt]]:

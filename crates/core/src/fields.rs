@@ -8,6 +8,7 @@
 //! checked: a malformed record is an error, not a guess), and the text is
 //! borrowed from the line unless it contains escapes.
 
+use crate::error::Error;
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -52,38 +53,47 @@ pub struct LangField {
 }
 
 impl Fields {
-    /// The language tag of a JSON record (`lang` set), or why there is none.
-    pub fn language_tag<'a>(&self, line: &'a [u8]) -> std::result::Result<Option<Cow<'a, str>>, String> {
+    /// The language tag of a JSON record (`lang` set), or why there is none
+    /// (an input error without the file and line: see [`bad_record`]).
+    pub fn language_tag<'a>(&self, line: &'a [u8]) -> crate::error::Result<Option<Cow<'a, str>>> {
         let Some(lang) = &self.lang else { return Ok(None) };
         let tag = json_field(line, &lang.path)?;
         if tag.trim().is_empty() {
-            return Err(format!("field {:?} is an empty language tag", lang.path.join(".")));
+            return Err(Error::input(format!("field {:?} is an empty language tag", lang.path.join("."))));
         }
         Ok(Some(tag))
     }
 
     /// The language id of a record, or why there is none (no tag, or a tag
     /// the languages pass did not see).
-    pub fn language(&self, line: &[u8]) -> std::result::Result<Option<u16>, String> {
+    pub fn language(&self, line: &[u8]) -> crate::error::Result<Option<u16>> {
         let (Some(lang), Some(tag)) = (&self.lang, self.language_tag(line)?) else { return Ok(None) };
-        lang.ids.get(tag.trim()).copied().map(Some).ok_or_else(|| format!("language tag {tag:?} changed while reading"))
+        lang.ids
+            .get(tag.trim())
+            .copied()
+            .map(Some)
+            .ok_or_else(|| Error::input(format!("language tag {tag:?} changed while reading")))
     }
 }
 
 impl Fields {
-    /// Parses `"a.b.c"` into a JSON path, refusing empty keys.
-    pub fn json_path(dotted: &str) -> std::result::Result<Vec<String>, String> {
+    /// Parses `"a.b.c"` into a JSON path, refusing empty keys; the error
+    /// names `option`, the parameter that gave the path (`text_field`, ...).
+    pub fn json_path(option: &str, dotted: &str) -> crate::error::Result<Vec<String>> {
         let keys: Vec<String> = dotted.split('.').map(str::to_string).collect();
         if keys.iter().any(|k| k.is_empty()) {
-            return Err(format!("text_field {dotted:?}: a dotted path of non-empty keys, e.g. \"text\" or \"meta.body\""));
+            return Err(Error::parameter(format!(
+                "{option} {dotted:?}: a dotted path of non-empty keys, e.g. \"text\" or \"meta.body\""
+            )));
         }
         Ok(keys)
     }
 
     /// Appends each text of `line` to `out` (one for JSON, one per column
     /// for TSV). A blank line has no text and is not an error. On a bad
-    /// record, returns why (for the error message) and appends nothing.
-    pub fn texts<'a>(&self, line: &'a [u8], out: &mut Vec<Cow<'a, [u8]>>) -> std::result::Result<(), String> {
+    /// record, returns why (an input error without the file and line: see
+    /// [`bad_record`]) and appends nothing.
+    pub fn texts<'a>(&self, line: &'a [u8], out: &mut Vec<Cow<'a, [u8]>>) -> crate::error::Result<()> {
         match &self.spec {
             FieldSpec::Json(path) => {
                 if line.iter().all(u8::is_ascii_whitespace) {
@@ -98,12 +108,12 @@ impl Fields {
                 let cells = || line.split(|&b| b == b'\t');
                 let n = cells().count();
                 if let Some(&missing) = columns.iter().find(|&&c| c >= n) {
-                    return Err(format!(
+                    return Err(Error::input(format!(
                         "column {} is missing (the line has {} tab-separated column{})",
                         missing + 1,
                         n,
                         if n == 1 { "" } else { "s" }
-                    ));
+                    )));
                 }
                 for &c in columns {
                     out.extend(cells().nth(c).map(Cow::Borrowed));
@@ -126,8 +136,8 @@ impl Fields {
 }
 
 /// The error for a line without its text (or language), naming where it is.
-pub fn bad_record(source: &str, line: u64, why: &str) -> crate::error::Error {
-    crate::error::Error::input(format!(
+pub fn bad_record(source: &str, line: u64, why: &Error) -> Error {
+    Error::input(format!(
         "{source}, line {line}: {why} (on_bad_record=\"skip\" skips such lines and counts them)"
     ))
 }
@@ -138,7 +148,12 @@ pub fn bad_record(source: &str, line: u64, why: &str) -> crate::error::Error {
 /// read: serde_json skips the other strings without checking them, so the
 /// line is checked once here, which also spares serde_json its per-string
 /// checks.
-pub fn json_field<'a>(line: &'a [u8], path: &[String]) -> std::result::Result<Cow<'a, str>, String> {
+pub fn json_field<'a>(line: &'a [u8], path: &[String]) -> crate::error::Result<Cow<'a, str>> {
+    json_field_why(line, path).map_err(Error::input)
+}
+
+/// [`json_field`]'s lookup, with why there is no string as plain text.
+fn json_field_why<'a>(line: &'a [u8], path: &[String]) -> std::result::Result<Cow<'a, str>, String> {
     let line = match simdutf8::basic::from_utf8(line) {
         Ok(text) => text,
         Err(_) => {
@@ -271,7 +286,7 @@ mod tests {
     use super::*;
 
     fn path(s: &str) -> Vec<String> {
-        Fields::json_path(s).unwrap()
+        Fields::json_path("text_field", s).unwrap()
     }
 
     #[test]
@@ -283,7 +298,11 @@ mod tests {
 
     #[test]
     fn bad_records_say_why() {
-        let err = |line: &[u8], p: &str| json_field(line, &path(p)).unwrap_err();
+        let err = |line: &[u8], p: &str| {
+            let e = json_field(line, &path(p)).unwrap_err();
+            assert_eq!(e.kind(), crate::error::ErrorKind::Input);
+            e.message().to_string()
+        };
         assert_eq!(err(br#"{"txt": "a"}"#, "text"), "no field \"text\"");
         assert_eq!(err(br#"{"text": 5}"#, "text"), "field \"text\" is a number, not a string");
         assert_eq!(err(br#"{"text": null}"#, "text"), "field \"text\" is null, not a string");
@@ -296,7 +315,9 @@ mod tests {
         // Invalid UTF-8 anywhere makes the record malformed, not only in the field read.
         assert_eq!(err(b"{\"text\": \"ok\", \"lang\": \"en\x8a\"}", "text"), "malformed JSON: invalid UTF-8 at byte 27");
         assert_eq!(err(b"{\"\xc3\": 1, \"text\": \"ok\"}", "text"), "malformed JSON: invalid UTF-8 at byte 3");
-        assert!(Fields::json_path("a..b").is_err());
+        let e = Fields::json_path("lang_field", "a..b").unwrap_err();
+        assert_eq!(e.kind(), crate::error::ErrorKind::Parameter);
+        assert!(e.message().starts_with("lang_field \"a..b\": a dotted path"), "{e}");
     }
 
     #[test]
@@ -308,6 +329,11 @@ mod tests {
         got.clear();
         let e = f.texts(b"only\tone", &mut got).unwrap_err();
         assert!(got.is_empty());
-        assert_eq!(e, "column 3 is missing (the line has 2 tab-separated columns)");
+        assert_eq!(e.message(), "column 3 is missing (the line has 2 tab-separated columns)");
+        assert_eq!(
+            bad_record("a.tsv", 7, &e).message(),
+            "a.tsv, line 7: column 3 is missing (the line has 2 tab-separated columns) \
+             (on_bad_record=\"skip\" skips such lines and counts them)"
+        );
     }
 }

@@ -17,6 +17,10 @@
 //! chars scheme), then one id per merge. Saving is atomic (temporary file in
 //! the same directory, then rename); loading validates every field and refuses
 //! hostile sizes before allocating for them.
+//!
+//! Why this file is long: it is one concern, the model file. Most lines are
+//! the loader's checks of every field (a malformed or hostile file is a
+//! clear error, never a panic) and their tests.
 
 use crate::util::Map;
 use crate::error::{Error, Result};
@@ -120,6 +124,16 @@ fn is_false(b: &bool) -> bool {
 /// The name of byte `b`'s token under byte fallback (SentencePiece's `<0x%02X>`).
 pub fn byte_piece(b: u8) -> String {
     format!("<0x{b:02X}>")
+}
+
+/// The byte a `<0xHH>` token stands for (the inverse of [`byte_piece`]);
+/// None for any other name.
+pub fn piece_byte(name: &str) -> Option<u8> {
+    let hex = name.strip_prefix("<0x")?.strip_suffix('>')?;
+    if hex.len() == 2 && hex.bytes().all(|b| b.is_ascii_digit() || (b'A'..=b'F').contains(&b)) {
+        return u8::from_str_radix(hex, 16).ok();
+    }
+    None
 }
 
 impl Scheme {
@@ -507,6 +521,17 @@ mod tests {
     //! `ModelFormat` error with a message naming the problem, never a panic.
     use super::*;
     use crate::error::ErrorKind;
+
+    #[test]
+    fn byte_piece_names_read_back_as_their_bytes_and_nothing_else_does() {
+        for b in 0..=255u8 {
+            assert_eq!(piece_byte(&byte_piece(b)), Some(b));
+        }
+        assert_eq!(byte_piece(0x0a), "<0x0A>");
+        for other in ["<0x0a>", "<0x0>", "<0x0AB>", "0x0A", "<0xGG>", "<unk>", ""] {
+            assert_eq!(piece_byte(other), None, "{other}");
+        }
+    }
 
     #[test]
     fn a_model_file_is_read_up_to_its_limit_and_no_further() {

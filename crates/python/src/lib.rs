@@ -485,7 +485,7 @@ impl NativeTokenizer {
         let rule = specials_rule(&self.enc, allowed, disallowed)?;
         let fields = match text_field {
             Some(f) => Some(Fields {
-                spec: FieldSpec::Json(Fields::json_path(f).map_err(|e| to_pyerr(Error::parameter(e)))?),
+                spec: FieldSpec::Json(Fields::json_path("text_field", f).map_err(to_pyerr)?),
                 on_bad_record: OnBadRecord::Error,
                 lang: None,
             }),

@@ -14,6 +14,7 @@ import json
 import os
 from typing import TYPE_CHECKING, Any, Union
 
+from .._byte_tokens import BYTE_TOKENS
 from .._bytelevel import char_to_byte, token_text
 from ..errors import ParameterError
 
@@ -169,7 +170,7 @@ class ModelView:
         """Internal indexes of byte fallback's ``<0x00>``..``<0xFF>`` tokens."""
         if not self.json["scheme"].get("byte_fallback"):
             return set()
-        names = {f"<0x{b:02X}>" for b in range(256)}
+        names = set(BYTE_TOKENS)
         return {i for i, t in enumerate(self.specials) if t in names}
 
     @property

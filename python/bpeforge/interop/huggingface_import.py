@@ -9,11 +9,11 @@ import base64
 import itertools
 import json
 import os
-import re
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from .. import _normalizers
+from .._byte_tokens import BYTE_TOKENS, is_byte_token
 from .._tokenizer import Tokenizer
 from ..errors import ModelFormatError, ParameterError
 from ._builder import Builder, foreign_file_errors, unreachable_tokens
@@ -75,6 +75,9 @@ def from_huggingface(source: Any, *, ignore_normalizer: bool = False) -> Tokeniz
       unless ``ignore_normalizer=True`` (ids then match on text the normalizer
       leaves unchanged).
     """
+    # Why this function is long: its docstring lists every pipeline it
+    # understands and every difference that can remain; the body is the
+    # import's steps in order, each a helper of this module.
     doc, where = _load_hf(source)
     model = _bpe_model(doc, where)
     vocab: dict[str, int] = {str(k): int(v) for k, v in model["vocab"].items()}
@@ -389,20 +392,17 @@ def _kept_spaces_mapping(model: dict[str, Any], vocab: Mapping[str, int], where:
             raise ParameterError(f"{where}: the token {key!r} spans a space after a word; bpeforge cannot cut "
                                  "this model's text into words without changing its ids")
     digits = set("0123456789")
-    split_digits = all(len(k) == 1 or not digits & set(k) for k in vocab if not _BYTE_KEY.fullmatch(k))
+    split_digits = all(len(k) == 1 or not digits & set(k) for k in vocab if not is_byte_token(k))
     scheme = {"type": "chars", "unk_token": model.get("unk_token") or "<unk>", "end_of_word_suffix": None,
               "character_coverage": 1.0, "dummy_prefix": True}
     pattern = SP_WORDS_DIGITS_PATTERN if split_digits else SP_WORDS_PATTERN
     return scheme, {"type": "regex", "pattern": pattern, "isolated": True}, False
 
 
-_BYTE_KEY = re.compile(r"<0x[0-9A-F]{2}>")
-
-
 def _add_byte_tokens(b: Builder, vocab: Mapping[str, int], special_text: set[str], where: str) -> None:
     """byte_fallback's 256 tokens ``<0x00>``..``<0xFF>``: all present, ids in
     byte order (as every converted SentencePiece model has them)."""
-    names = [f"<0x{x:02X}>" for x in range(256)]
+    names = BYTE_TOKENS
     missing = [n for n in names if n not in vocab]
     if missing:
         raise ModelFormatError(f"{where}: byte_fallback needs the 256 tokens <0x00>..<0xFF>; {missing[0]} "

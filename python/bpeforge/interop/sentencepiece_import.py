@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from .. import _normalizers
+from .._byte_tokens import BYTE_TOKENS
 from .._tokenizer import Tokenizer
 from ..errors import ModelFormatError, ParameterError
 from ._builder import Builder, foreign_file_errors
@@ -106,7 +107,7 @@ def _byte_pieces(m: Any, where: str) -> list[int]:
     found = [(p.piece, i) for i, p in enumerate(m.pieces) if p.type == S.BYTE]
     if not found and not m.trainer_spec.byte_fallback:
         return []
-    names = [f"<0x{b:02X}>" for b in range(256)]
+    names = list(BYTE_TOKENS)
     if [name for name, _ in found] != names:
         have = [name for name, _ in found]
         problem = ("missing " + next(n for n in names if n not in have) if set(names) - set(have)

@@ -42,10 +42,14 @@ fn offset(unit: u32) -> usize {
     ((unit >> 10) << ((unit & (1 << 9)) >> 6)) as usize
 }
 
+/// A malformed charsmap: a model-format error naming the field.
+fn broken(why: String) -> Error {
+    Error::model(format!("precompiled_charsmap: {why}"))
+}
+
 impl Charsmap {
     /// Parses and checks a blob.
     pub fn parse(blob: &[u8]) -> Result<Self> {
-        let broken = |why: String| Error::model(format!("precompiled_charsmap: {why}"));
         if blob.len() <= 4 {
             return Err(broken(format!(
                 "{} bytes is too short for a charsmap",
@@ -72,7 +76,7 @@ impl Charsmap {
             units,
             strings: body[trie_size..].to_vec(),
         };
-        map.check_values().map_err(broken)?;
+        map.check_values()?;
         Ok(map)
     }
 
@@ -80,17 +84,17 @@ impl Charsmap {
     /// a value at `i ^ offset(unit_i)` after matching a unit `i` with the
     /// leaf flag, and only units whose label fits a byte ever match; so
     /// checking those units' values covers every lookup, in one pass.
-    fn check_values(&self) -> std::result::Result<(), String> {
+    fn check_values(&self) -> Result<()> {
         for (i, &u) in self.units.iter().enumerate() {
             if u >> 31 != 0 || !has_leaf(u) {
                 continue;
             }
             let at = i ^ offset(u);
             let Some(&leaf) = self.units.get(at) else {
-                return Err(format!(
+                return Err(broken(format!(
                     "unit {i} points to unit {at}, past the trie's {} units",
                     self.units.len()
-                ));
+                )));
             };
             self.replacement_at(value(leaf) as usize)?;
         }
@@ -98,21 +102,21 @@ impl Charsmap {
     }
 
     /// The NUL-terminated replacement string at `start`.
-    fn replacement_at(&self, start: usize) -> std::result::Result<&str, String> {
+    fn replacement_at(&self, start: usize) -> Result<&str> {
         let rest = self
             .strings
             .get(start..)
             .filter(|r| !r.is_empty())
             .ok_or_else(|| {
-                format!(
+                broken(format!(
                     "a replacement offset {start} is past the {} bytes of replacement strings",
                     self.strings.len()
-                )
+                ))
             })?;
         let len = memchr::memchr(0, rest)
-            .ok_or_else(|| format!("the replacement at offset {start} is not NUL-terminated"))?;
+            .ok_or_else(|| broken(format!("the replacement at offset {start} is not NUL-terminated")))?;
         std::str::from_utf8(&rest[..len])
-            .map_err(|_| format!("the replacement at offset {start} is not UTF-8"))
+            .map_err(|_| broken(format!("the replacement at offset {start} is not UTF-8")))
     }
 
     /// The longest key that prefixes `input` (among the first `MAX_MATCHES`

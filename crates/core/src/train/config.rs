@@ -543,7 +543,7 @@ impl TrainOptions {
         let mut text_mode = text_mode(self.documents, self.separator, self.text_field, self.columns, &self.on_bad_record)?;
         if let (Some(field), TextMode::Fields(f)) = (&self.lang_field, &mut text_mode) {
             if matches!(f.spec, FieldSpec::Json(_)) {
-                let path = Fields::json_path(field).map_err(|e| Error::parameter(e.replace("text_field", "lang_field")))?;
+                let path = Fields::json_path("lang_field", field)?;
                 f.lang = Some(LangField { path, ids: Default::default() });
             }
         }
@@ -632,7 +632,7 @@ fn text_mode(
         return Err(Error::parameter(format!("{} each choose how texts are read: give one of them", given.join(" and "))));
     }
     let spec = match (text_field, columns) {
-        (Some(field), _) => FieldSpec::Json(Fields::json_path(&field).map_err(Error::parameter)?),
+        (Some(field), _) => FieldSpec::Json(Fields::json_path("text_field", &field)?),
         (None, Some(cols)) => {
             if cols.is_empty() || cols.contains(&0) {
                 return Err(Error::parameter(format!(

@@ -300,10 +300,7 @@ fn sentencepiece_surface(model: &Model, i: usize) -> Option<Vec<u8>> {
         return Some(" \u{2047} ".as_bytes().to_vec());
     }
     if *byte_fallback {
-        let hex = name.strip_prefix("<0x")?.strip_suffix('>')?;
-        if hex.len() == 2 && hex.bytes().all(|b| b.is_ascii_digit() || (b'A'..=b'F').contains(&b)) {
-            return u8::from_str_radix(hex, 16).ok().map(|b| vec![b]);
-        }
+        return crate::model::piece_byte(name).map(|b| vec![b]);
     }
     None
 }
