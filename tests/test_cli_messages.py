@@ -195,12 +195,13 @@ def test_sentencepiece_export_states_every_requirement_at_once(tmp_path) -> None
     msg = str(e.value)
     assert "scheme is 'bytes'" in msg and "pre-tokenizer is o200k" in msg
     assert "chars scheme" in msg and "whitespace or none pre-tokenizer" in msg and "end_of_word_suffix" in msg
-    assert 'scheme="chars"' in msg and 'pretokenizer="whitespace"' in msg
+    assert 'scheme="chars"' in msg and 'pretokenizer="whitespace"' in msg and "fuse_unk=True" in msg
     for doc in (bpeforge.Tokenizer.to_sentencepiece.__doc__, bpeforge.interop.to_sentencepiece.__doc__):
         assert "chars" in doc and "whitespace" in doc and "none" in doc
     r = subprocess.run([sys.executable, "-m", "bpeforge", "export", "-m", str(_saved(tok, tmp_path)), "--to",
                         "sentencepiece", "-o", str(tmp_path / "x.model")], capture_output=True, text=True, timeout=60)
-    assert r.returncode == 1 and "--scheme \"chars\" and --pretokenizer \"whitespace\"" in r.stderr, r.stderr
+    assert r.returncode == 1 and '--scheme "chars", --pretokenizer "whitespace" (or "none") and --fuse-unk' in r.stderr
+    assert "fuse_unk" not in r.stderr, r.stderr
 
 
 def _saved(tok: bpeforge.Tokenizer, folder: Path) -> Path:

@@ -107,12 +107,13 @@ def mixed(texts) -> list[str]:
     return _with_specials(texts)
 
 
-def _train(texts, scheme="bytes", pretokenizer="gpt2", suffix=None, coverage=1.0, specials=SPECIALS, vocab=None):
+def _train(texts, scheme="bytes", pretokenizer="gpt2", suffix=None, coverage=1.0, specials=SPECIALS, vocab=None,
+           fuse_unk=False):
     if vocab is None:
         vocab = 4000 if scheme == "bytes" else (16000 if suffix else 10000)
     kw = dict(vocab_size=vocab, scheme=scheme, pretokenizer=pretokenizer, special_tokens=specials, progress=False)
     if scheme == "chars":
-        kw.update(character_coverage=coverage, end_of_word_suffix=suffix)
+        kw.update(character_coverage=coverage, end_of_word_suffix=suffix, fuse_unk=fuse_unk)
     return bpeforge.train_from_iterator(list(texts), **kw)
 
 
@@ -264,8 +265,9 @@ SP_SPECIALS = ["<s>", "</s>", "<mask>"]
 
 
 @lru_cache(maxsize=8)
-def _sp_source_model(n: int, pretokenizer: str, coverage: float) -> bpeforge.Tokenizer:
-    return _train(_read(n), "chars", pretokenizer, coverage=coverage, specials=SP_SPECIALS, vocab=12000)
+def _sp_source_model(n: int, pretokenizer: str, coverage: float, fuse_unk: bool = True) -> bpeforge.Tokenizer:
+    return _train(_read(n), "chars", pretokenizer, coverage=coverage, specials=SP_SPECIALS, vocab=12000,
+                  fuse_unk=fuse_unk)
 
 
 def check_sp_export(tok, texts, tmp_path, whitespace="all"):
@@ -309,16 +311,33 @@ def test_sentencepiece_export_proto(texts):
 
 
 def test_sentencepiece_export_unknown_runs(tmp_path):
-    """Named difference: SentencePiece merges a run of unknown characters
-    into one <unk>; bpeforge gives one per character. Collapsing runs of
-    <unk> in bpeforge's ids must leave no differing line."""
+    """SentencePiece always makes a run of unknown characters one <unk>. A
+    model trained with fuse_unk exports exactly (coverage 0.9995 leaves runs
+    of unknown characters); one trained without it would give other ids
+    there, so its export is refused, naming fuse_unk, and writes nothing."""
     texts = _read(QUICK_LINES)
     tok = _sp_source_model(QUICK_LINES, "whitespace", 0.9995)
     sp, ours, theirs = check_sp_export(tok, texts, tmp_path)
-    bad = _differing(ours, theirs)
-    assert bad, "expected lines with runs of unknown characters at coverage 0.9995"
-    for i in bad:
-        assert _collapse_unk(ours[i], 0) == theirs[i], _explain([i], list(texts), ours, theirs, "beyond <unk> runs")
+    assert any(_collapse_unk(ids, 0) != ids for ids in _unfused(tok, texts)), "no run of unknown characters"
+    _assert_same(ours, theirs, texts, f"sentencepiece vs bpeforge, unknown runs ({tok!r})")
+    unfused = _sp_source_model(QUICK_LINES, "whitespace", 0.9995, fuse_unk=False)
+    with pytest.raises(ParameterError, match="trained without fuse_unk .*fuse_unk=True") as e:
+        unfused.to_sentencepiece(tmp_path / "unfused.model")
+    assert "SentencePiece always makes a run of unknown characters one <unk>" in str(e.value)
+    assert not (tmp_path / "unfused.model").exists()
+    # byte_fallback needs no fuse_unk: no character is unknown.
+    with_bytes = bpeforge.train_from_iterator(texts, vocab_size=8000, scheme="chars", pretokenizer="whitespace",
+                                              character_coverage=0.9995, byte_fallback=True, special_tokens=SP_SPECIALS,
+                                              progress=False)
+    sp, ours, theirs = check_sp_export(with_bytes, texts, tmp_path)
+    _assert_same(ours, theirs, texts, "sentencepiece vs bpeforge, byte fallback")
+
+
+def _unfused(tok: bpeforge.Tokenizer, texts) -> list[list[int]]:
+    """``tok``'s ids with one <unk> per unknown character (its fuse_unk off)."""
+    model = json.loads(tok.to_json())
+    model["scheme"]["fuse_unk"] = False
+    return bpeforge.Tokenizer.from_json(json.dumps(model)).encode_batch(texts, disallowed_special=())
 
 
 def test_sentencepiece_export_space_only(tmp_path):
@@ -710,7 +729,7 @@ def test_full_corpus_exports(request, tmp_path):
                      coverage=0.9995, vocab=48000 if rest else 32000)
         check_hf_export(tok, mixed, tmp_path, transformers=config == ("whitespace",))
     for pre in ("whitespace", "none"):
-        tok = _train(texts, "chars", pre, coverage=1.0, specials=SP_SPECIALS, vocab=32000)
+        tok = _train(texts, "chars", pre, coverage=1.0, specials=SP_SPECIALS, vocab=32000, fuse_unk=True)
         sp, ours, theirs = check_sp_export(tok, texts, tmp_path)
         _assert_same(ours, theirs, texts, f"sentencepiece export, {pre}, whole corpus")
 

@@ -778,8 +778,9 @@ class Tokenizer(_native.TokenizerBase):
     ) -> str:
         """Write a SentencePiece BPE ``.model``. Needs the chars scheme, the
         ``whitespace`` or ``none`` pre-tokenizer, the default ``▁`` word prefix
-        (no ``end_of_word_suffix``) and dense ids: e.g. a model from
-        ``bpeforge.train(files, scheme="chars", pretokenizer="whitespace")``.
+        (no ``end_of_word_suffix``), ``fuse_unk`` (or ``byte_fallback``) and
+        dense ids: e.g. a model from ``bpeforge.train(files, scheme="chars",
+        pretokenizer="whitespace", fuse_unk=True)``.
         Any other model is refused with one error listing every requirement
         it misses (see :func:`bpeforge.interop.to_sentencepiece`)."""
         return sentencepiece_export.to_sentencepiece(self, path, whitespace=whitespace, control_tokens=control_tokens)

@@ -38,8 +38,10 @@ def sentencepiece_model_proto(tok: Tokenizer, *, whitespace: str = "all", contro
 
 #: What a model needs to export to SentencePiece, said in full by every refusal.
 SP_REQUIREMENTS = ("SentencePiece export needs the chars scheme, the whitespace or none pre-tokenizer, the "
-                   "default ▁ word prefix (no end_of_word_suffix) and dense ids 0..n-1 (not an imported "
-                   'numbering with gaps): train with scheme="chars" and pretokenizer="whitespace" (or "none")')
+                   "default ▁ word prefix (no end_of_word_suffix), unknown characters fused (fuse_unk) or "
+                   "spelled in bytes (byte_fallback), and dense ids 0..n-1 (not an imported numbering with "
+                   'gaps): train with scheme="chars", pretokenizer="whitespace" (or "none") and fuse_unk=True '
+                   "(or byte_fallback=True)")
 
 
 def _check_exportable(v: ModelView, whitespace: str) -> None:
@@ -57,6 +59,10 @@ def _check_exportable(v: ModelView, whitespace: str) -> None:
     if not v.keeps_spaces and v.preset not in ("whitespace", "none"):
         problems.append(f"its pre-tokenizer is {v.preset if v.preset != 'regex' else 'a custom regex'} "
                         "(SentencePiece has no regex pre-tokenizer)")
+    scheme = v.json["scheme"]
+    if v.scheme == "chars" and not scheme.get("fuse_unk") and not scheme.get("byte_fallback"):
+        problems.append("it was trained without fuse_unk (SentencePiece always makes a run of unknown characters "
+                        "one <unk>, where this model gives one per character, so the ids would differ)")
     n = len(v.tokens)
     if sorted(v.ext[i] for i in range(n)) != list(range(n)):
         problems.append("its ids have gaps (an imported numbering)")
@@ -184,10 +190,12 @@ def to_sentencepiece(
     every miss): the chars scheme (``scheme="chars"``), the ``whitespace`` or
     ``none`` pre-tokenizer (SentencePiece has no regex pre-tokenizer; a model
     imported from SentencePiece keeps its own), the default ``▁`` word prefix
-    (no ``end_of_word_suffix``), dense ids ``0..n-1`` and distinct token
-    texts. For example::
+    (no ``end_of_word_suffix``), ``fuse_unk=True`` or ``byte_fallback=True``
+    (SentencePiece always makes a run of unknown characters one ``<unk>``;
+    without either, bpeforge gives one per character and the ids would
+    differ), dense ids ``0..n-1`` and distinct token texts. For example::
 
-        tok = bpeforge.train(files, scheme="chars", pretokenizer="whitespace", vocab_size=8000)
+        tok = bpeforge.train(files, scheme="chars", pretokenizer="whitespace", fuse_unk=True, vocab_size=8000)
         tok.to_sentencepiece("m.model")
 
     Pieces are in bpeforge id order: ``<unk>`` (UNKNOWN), the special tokens
@@ -204,11 +212,9 @@ def to_sentencepiece(
 
     ``sentencepiece.SentencePieceProcessor(model_file=path).encode(text)``
     gives ``tok.encode(text, allowed_special=<the USER_DEFINED ones>)``,
-    except that (1) SentencePiece merges a run of unknown characters into one
-    ``<unk>`` where bpeforge, without ``fuse_unk`` (or ``byte_fallback``),
-    gives one per character; (2) SentencePiece adds
-    the ``▁`` prefix only at the start of the text, not after a special token
-    in the middle of it; (3) CONTROL tokens' text is never matched in text.
+    except that (1) SentencePiece adds the ``▁`` prefix only at the start of
+    the text, not after a special token in the middle of it; (2) CONTROL
+    tokens' text is never matched in text.
     """
     m = sentencepiece_model_proto(tok, whitespace=whitespace, control_tokens=control_tokens)
     path = os.fspath(path)
