@@ -54,7 +54,7 @@ def write_seeds(d: str) -> None:
     kw = dict(min_frequency=1, progress=False)
     b = bpeforge.train_from_iterator(texts, vocab_size=320, special_tokens=["<s>"], **kw)
     c = bpeforge.train_from_iterator(texts, vocab_size=2450, scheme="chars", pretokenizer="whitespace",
-                                     character_coverage=0.99, **kw)
+                                     character_coverage=0.99, fuse_unk=True, **kw)
     # Byte fallback and fused unknowns (the Llama-style importer paths).
     f = bpeforge.train_from_iterator(texts, vocab_size=2800, scheme="chars", pretokenizer="whitespace",
                                      character_coverage=0.99, byte_fallback=True, fuse_unk=True, **kw)

@@ -175,7 +175,7 @@ def test_load_recognises_other_tools_files(tok, tmp_path, capsys) -> None:
         assert bpeforge.load(path).encode(text, allowed_special="all") == tok.encode(text, allowed_special="all")
         assert cli.main(["inspect", str(path), "--merges", "1", "--vocab", "1"]) == 0
     chars = bpeforge.train(bpeforge.sample_corpus(), vocab_size=3000, scheme="chars", pretokenizer="whitespace",
-                           character_coverage=0.995, progress=False)
+                           character_coverage=0.995, fuse_unk=True, progress=False)
     chars.to_sentencepiece(tmp_path / "sp.model")
     assert bpeforge.load(tmp_path / "sp.model").encode("hello world") == chars.encode("hello world")
     (tmp_path / "bare.tiktoken").write_bytes((tmp_path / "m.tiktoken").read_bytes())

@@ -430,7 +430,7 @@ def test_importers_refuse_bad_companions(tmp_path, case) -> None:
         call = lambda: interop.from_tiktoken(path)  # noqa: E731
     else:
         chars = bpeforge.train_from_iterator(["hello world"] * 5, vocab_size=20, scheme="chars",
-                                             pretokenizer="whitespace", progress=False)
+                                             pretokenizer="whitespace", fuse_unk=True, progress=False)
         m = interop.sentencepiece_model_proto(chars)
         m.normalizer_spec.precompiled_charsmap = b"\x10\x00\x00\x00garbage"
         (tmp_path / "m.model").write_bytes(m.SerializeToString())
