@@ -250,43 +250,51 @@ def _first_event_only(action):
 
 
 def test_batch_leaves_the_collector_as_it_was(tok: bpeforge.Tokenizer) -> None:
-    """encode_batch pauses the collector and moves the new lists to the
-    oldest generation (gc.freeze + gc.unfreeze) instead of leaving them to
-    a young collection; the collector's state, and objects the program froze
-    itself, are as before."""
+    """encode_batch pauses the collector while it builds the lists, and
+    leaves it as it was: enabled or not as before, no object moved between
+    generations (the caller's young objects and the new lists stay young),
+    objects the program froze still frozen. Checked with the collector
+    paused by the test, so that no collection of its own moves anything."""
     import gc
 
     texts = CORPUS * 40
     assert gc.isenabled()
     ids = tok.encode_batch(texts, threads=2)
-    assert gc.isenabled() and gc.get_freeze_count() == 0
+    assert gc.isenabled()
     gc.disable()
     try:
-        assert tok.encode_batch(texts) == ids
-        assert not gc.isenabled()
+        young = [[1], [2]]
+        assert _generation(young) == 0
+        got = tok.encode_batch(texts)
+        assert got == ids and not gc.isenabled()
+        assert _generation(young) == 0 and _generation(got) == 0 and _generation(got[0]) == 0
+        kept = [[1], [2]]
+        gc.freeze()
+        try:
+            assert tok.encode_batch(texts) == ids
+            # Left alone. Not the freeze count: frozen objects of other code
+            # (another thread, pytest) may be freed meanwhile and lower it.
+            assert _is_frozen(kept) and all(_is_frozen(inner) for inner in kept)
+        finally:
+            gc.unfreeze()
+        assert not _is_frozen(kept)
     finally:
         gc.enable()
-    kept = [[1], [2]]
-    gc.freeze()
-    try:
-        assert _is_frozen(kept)
-        assert tok.encode_batch(texts) == ids
-        # Left alone. Not the freeze count: frozen objects of other code
-        # (another thread, pytest) may be freed meanwhile and lower it.
-        assert _is_frozen(kept) and all(_is_frozen(inner) for inner in kept)
-    finally:
-        gc.unfreeze()
-    assert not _is_frozen(kept)
-    del kept
+
+
+def _generation(obj: object) -> int | None:
+    """The generation (0 young .. 2 oldest) the collector keeps ``obj`` in;
+    None when frozen."""
+    import gc
+
+    assert gc.is_tracked(obj)
+    return next((g for g in range(3) if any(o is obj for o in gc.get_objects(g))), None)
 
 
 def _is_frozen(obj: object) -> bool:
     """Whether the collector keeps ``obj`` in the permanent generation:
     tracked, yet in none of the three generations it collects."""
-    import gc
-
-    assert gc.is_tracked(obj)
-    return not any(any(o is obj for o in gc.get_objects(generation)) for generation in range(3))
+    return _generation(obj) is None
 
 
 def test_id_lists_own_a_reference_to_each_shared_int(tok: bpeforge.Tokenizer) -> None:
@@ -303,19 +311,29 @@ def test_id_lists_own_a_reference_to_each_shared_int(tok: bpeforge.Tokenizer) ->
     # The most frequent id above CPython's small ints.
     merged = max((i for i in set(first) if i > 256), key=first.count)
     held = first.count(merged)
-    before = sys.getrefcount(first[first.index(merged)])
-    lists = [tok.encode(text), *tok.encode_batch([text, text], threads=2)]
-    int_object = first[first.index(merged)]
-    assert all(lst == first for lst in lists)
-    assert all(lst[lst.index(merged)] is int_object for lst in lists)
-    assert sys.getrefcount(int_object) == before + 1 + 3 * held  # + the local name
-    # Lists are ordinary: tracked, mutable, and independent of later calls.
-    assert all(gc.is_tracked(lst) for lst in lists)
-    lists[0][0] = -1
-    lists[0].append(merged)
-    assert tok.encode(text) == first
-    del lists
-    assert sys.getrefcount(int_object) == before + 1
+    # Garbage of earlier tests (lists of ids in reference cycles) may hold the
+    # same int object: the counts below are exact only if no collection frees
+    # such garbage meanwhile, so collect it first and pause the collector.
+    gc.collect()
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        before = sys.getrefcount(first[first.index(merged)])
+        lists = [tok.encode(text), *tok.encode_batch([text, text], threads=2)]
+        int_object = first[first.index(merged)]
+        assert all(lst == first for lst in lists)
+        assert all(lst[lst.index(merged)] is int_object for lst in lists)
+        assert sys.getrefcount(int_object) == before + 1 + 3 * held  # + the local name
+        # Lists are ordinary: tracked, mutable, and independent of later calls.
+        assert all(gc.is_tracked(lst) for lst in lists)
+        lists[0][0] = -1
+        lists[0].append(merged)
+        assert tok.encode(text) == first
+        del lists
+        assert sys.getrefcount(int_object) == before + 1
+    finally:
+        if was_enabled:
+            gc.enable()
     assert all(type(i) is int for i in first)
 
 

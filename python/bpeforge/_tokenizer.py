@@ -892,25 +892,19 @@ def _gc_paused() -> Iterator[None]:
     sets off a collection every 700 lists, and each walks all the young lists
     and their ids: 15% of ``encode_batch`` on 100k lines at 1 thread,
     all of it serial, under the GIL. Lists of ints make no cycles; reference
-    counting frees everything as before. The previous state is restored.
+    counting frees everything as before.
 
-    Afterwards the young generation holds all the new lists, and the next
-    allocation would set off a collection that walks every one of them and
-    their ids: 10-15% of a 50k-line batch at 1 thread, and serial after the
-    threads' work. ``gc.freeze()`` then ``gc.unfreeze()`` instead moves
-    every tracked object into the oldest generation (documented; two list
-    splices, no walk), as if they had survived the young collections: they
-    are examined at the next full collection. Skipped when the program has
-    frozen objects of its own, which ``unfreeze`` would release.
+    The collector is left as it was found: enabled again only if it was, and
+    nothing else changed. A library must not change the caller's collector
+    state: no object is frozen or moved between generations (the new lists
+    are young objects like any the caller makes, examined by the next young
+    collection, which this pause only postpones).
     """
     was_enabled = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
-        if gc.get_freeze_count() == 0:
-            gc.freeze()
-            gc.unfreeze()
         if was_enabled:
             gc.enable()
 
