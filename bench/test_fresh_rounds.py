@@ -1,6 +1,7 @@
 """Bookkeeping of the fresh-text protocol (``bench/_fresh_rounds.py``).
 
-Run with ``python -m pytest bench/test_fresh_rounds.py``.
+Part of the test command (pyproject.toml lists bench/ in testpaths); alone:
+``python -m pytest bench/test_fresh_rounds.py``.
 """
 
 from __future__ import annotations
