@@ -180,3 +180,18 @@ def small_models(bpeforge_mod):
         ref = reference_train(SMALL_CORPUS, **kw)
         out[preset] = (tok, ref)
     return out
+
+
+# ---- a local Ray instance ----
+
+
+@pytest.fixture(scope="module")
+def ray_instance():
+    """A real local Ray (2 CPUs) for one test module, shut down after it;
+    skips, naming the extra, when Ray is not installed."""
+    ray = pytest.importorskip("ray", reason="Ray is not installed: pip install 'bpeforge[ray]' to test bpeforge.distributed")
+    if ray.is_initialized():  # pragma: no cover - another module left one running
+        ray.shutdown()
+    ray.init(num_cpus=2, include_dashboard=False, logging_level="WARNING")
+    yield ray
+    ray.shutdown()

@@ -161,17 +161,10 @@ def test_datasets_map_with_processes(tok) -> None:
     assert out["input_ids"] == _encode_all(tok) * 4
 
 
-def test_ray_task(tok) -> None:
-    ray = pytest.importorskip("ray", reason="Ray is a test extra")
-    started = not ray.is_initialized()
-    if started:
-        ray.init(num_cpus=2, include_dashboard=False, logging_level="WARNING")
-    try:
-        encode = ray.remote(lambda t, texts: [t.encode(x) for x in texts])
-        assert ray.get(encode.remote(tok, TEXTS)) == _encode_all(tok)
-    finally:
-        if started:
-            ray.shutdown()
+def test_ray_task(tok, ray_instance) -> None:
+    ray = ray_instance
+    encode = ray.remote(lambda t, texts: [t.encode(x) for x in texts])
+    assert ray.get(encode.remote(tok, TEXTS)) == _encode_all(tok)
 
 
 # ---- equality, length, vocabulary ------------------------------------------------

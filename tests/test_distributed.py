@@ -22,13 +22,8 @@ from bpeforge import distributed  # noqa: E402  (after the skip: needs nothing f
 SPECIAL = "<|endoftext|>"
 
 
-@pytest.fixture(scope="module", autouse=True)
-def ray_instance():
-    if ray.is_initialized():  # pragma: no cover - another module left one running
-        ray.shutdown()
-    ray.init(num_cpus=2, include_dashboard=False, logging_level="WARNING")
-    yield
-    ray.shutdown()
+# Every test here runs on conftest's local Ray.
+pytestmark = pytest.mark.usefixtures("ray_instance")
 
 
 @pytest.fixture(scope="module")

@@ -198,16 +198,6 @@ def test_cli_option_reaches_the_engine(name, samples, monkeypatch) -> None:
     assert {k for k in NAMES if engine[k] != defaults[k]} == {k for k, (f, _) in samples.items() if set(f) <= set(flags)}
 
 
-@pytest.fixture(scope="module")
-def ray_instance():
-    ray = pytest.importorskip("ray", reason="Ray is not installed: pip install 'bpeforge[ray]'")
-    if ray.is_initialized():  # pragma: no cover
-        ray.shutdown()
-    ray.init(num_cpus=2, include_dashboard=False, logging_level="WARNING")
-    yield
-    ray.shutdown()
-
-
 @pytest.mark.parametrize("name", NAMES)
 def test_cli_option_reaches_the_engine_with_ray(name, samples, json_sample, monkeypatch,
                                                 ray_instance) -> None:
