@@ -15,12 +15,12 @@ import pytest
 
 import bpeforge
 from bpeforge.errors import ParameterError
+from conftest import shared_corpus
 from bpeforge.report.parallel import (count_parallel, parallel_premiums, premium_markdown, premiums_from_counts,
                                       read_parallel)
 
 DATA = Path(__file__).resolve().parent / "data"
 SAMPLE = DATA / "parallel-sample.tsv"
-PARALLEL_DEV = Path(__file__).resolve().parents[2] / "shared" / "corpora" / "parallel-dev.tsv.xz"
 
 
 def _rows() -> list[tuple[str, str, str]]:
@@ -153,9 +153,7 @@ def test_cli_report_parallel(model, tmp_path) -> None:
 def test_parallel_dev_premiums_of_the_default_are_fair_to_marked_scripts(tmp_path) -> None:
     """On the whole parallel-dev set: a model with the default pre-tokenizer
     costs the scripts whose vowels are marks less than one with gpt2's."""
-    if not PARALLEL_DEV.exists():
-        pytest.skip(f"needs the shared corpus {PARALLEL_DEV} (../shared/corpora/parallel-dev.tsv.xz)")
-    pset = read_parallel(PARALLEL_DEV)
+    pset = read_parallel(shared_corpus("parallel-dev.tsv.xz"))
     corpus = tmp_path / "c.txt"
     per_lang = defaultdict(list)
     for lang, by_key in pset.texts.items():
