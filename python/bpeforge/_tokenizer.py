@@ -2,7 +2,7 @@
 and the `Tokenizer` they return. Algorithms live in the Rust core; this module
 only checks arguments, converts types and documents the contract.
 
-Why one file over 600 lines: it is one class's public surface (Tokenizer)
+Why this file is long: it is one class's public surface (Tokenizer)
 plus the training entry points, and most lines are their docstrings; the
 mechanisms it calls live elsewhere (options, _offsets, _display, _io, interop).
 """

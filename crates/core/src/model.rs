@@ -17,6 +17,10 @@
 //! chars scheme), then one id per merge. Saving is atomic (temporary file in
 //! the same directory, then rename); loading validates every field and refuses
 //! hostile sizes before allocating for them.
+//!
+//! Why this file is long: it is one concern, the model file. Most lines are
+//! the loader's checks of every field (a malformed or hostile file is a
+//! clear error, never a panic) and their tests.
 
 use crate::util::Map;
 use crate::error::{Error, Result};

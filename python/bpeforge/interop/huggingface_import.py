@@ -75,6 +75,9 @@ def from_huggingface(source: Any, *, ignore_normalizer: bool = False) -> Tokeniz
       unless ``ignore_normalizer=True`` (ids then match on text the normalizer
       leaves unchanged).
     """
+    # Why this function is long: its docstring lists every pipeline it
+    # understands and every difference that can remain; the body is the
+    # import's steps in order, each a helper of this module.
     doc, where = _load_hf(source)
     model = _bpe_model(doc, where)
     vocab: dict[str, int] = {str(k): int(v) for k, v in model["vocab"].items()}

@@ -185,6 +185,12 @@ impl Observer for Rounds<'_> {
 /// model with `language_balance` metadata (weights, premiums, rounds).
 /// Each round: weights -> combined counts -> the driver -> measured premiums
 /// -> report; then stop (converged or last round) or step the weights.
+///
+/// Why this function is long: the rounds share their state (weights, model,
+/// costs, premiums, the search), and each step is already a call
+/// (`combine`, `train_from_counts`, `measure`, `premiums`, `Search`); what
+/// remains is the round's report and the `language_balance` metadata,
+/// which name every setting of the run.
 #[allow(clippy::too_many_arguments)]
 pub fn train_parity(
     tagged: WordCounts,

@@ -145,6 +145,15 @@ fn learn(
 /// How many words ahead to prefetch while merging.
 const PREFETCH_AHEAD: usize = 8;
 
+/// The merge loop: the best pair off the heap (thawing cold pairs when it
+/// runs dry or a cold pair may count more), checked, merged in its words,
+/// and the count changes applied, until `max_merges` or no pair is left.
+///
+/// Why this function is long: it is the one hot loop of training, and its
+/// state (heap, pair index, cold pairs, token tables, the crew) stays local
+/// so each merge costs no indirection; every step is already a call
+/// (`build_index`, `Cold::thaw`, `Merge::visit`, `merge_in_shares`,
+/// `Step::apply`), and what remains is their order.
 #[allow(clippy::too_many_arguments)]
 fn run<S: Sym>(
     mut syms: Vec<S>,
