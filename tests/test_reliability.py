@@ -355,14 +355,6 @@ def test_huge_count_array_in_small_gz_is_refused_cheaply(tmp_path) -> None:
 # ---------------------------------------------------------------------------
 
 
-def _interop():
-    try:
-        from bpeforge import interop
-    except ImportError:
-        pytest.skip("bpeforge.interop is not available")
-    return interop
-
-
 def _xf(reason: str):
     # INTEROP-1..9 are fixed (importers turn any parsing failure of a foreign
     # file into ModelFormatError): the marks are kept as labels only, so each
@@ -395,9 +387,9 @@ IMPORTER_CASES = [
 )
 def test_importers_refuse_garbage(tmp_path, importer, name, data) -> None:
     """A malformed file: a BpeforgeError naming the problem, nothing else."""
-    interop = _interop()
-    if not hasattr(interop, importer):
-        pytest.skip(f"interop.{importer} is not there yet")
+    from bpeforge import interop
+
+    assert hasattr(interop, importer)
     p = tmp_path / {"from_huggingface": "tokenizer.json", "from_tiktoken": "v.tiktoken",
                     "from_sentencepiece": "m.model"}[importer]
     p.write_bytes(data)
@@ -420,9 +412,8 @@ def test_importers_refuse_garbage(tmp_path, importer, name, data) -> None:
     ],
 )
 def test_importers_refuse_bad_companions(tmp_path, case) -> None:
-    interop = _interop()
-    if not all(hasattr(interop, f) for f in ("from_tiktoken", "from_sentencepiece")):
-        pytest.skip("importers not there yet")
+    from bpeforge import interop
+
     tok = bpeforge.train_from_iterator(["hello world"] * 5, vocab_size=260, progress=False)
     if case.startswith("sidecar"):
         path, side = tok.to_tiktoken(tmp_path / "v.tiktoken")
