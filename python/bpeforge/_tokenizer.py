@@ -47,18 +47,6 @@ SpecialSet = Union[Literal["all"], Collection[str]]
 __all__ = ["Tokenizer", "train", "train_from_iterator", "train_from_dataset", "load", "pretokenize"]
 
 
-def _progress_arg(progress: bool | str) -> str:
-    """``progress`` as a format name for the process's stderr (the
-    distributed trainer prints its own lines there)."""
-    if progress is True:
-        return "auto"
-    if progress is False or progress is None:
-        return "off"
-    if isinstance(progress, str):
-        return progress
-    raise ParameterError(f"progress must be True, False, 'auto', 'human', 'json' or 'off', got {progress!r}")
-
-
 def train(
     files: PathLike | Sequence[PathLike],
     *,
