@@ -65,7 +65,7 @@ def _open_zstd(path: str) -> IO[bytes]:
 
 #: The opener of each compression suffix (:data:`bpeforge._input_formats.COMPRESSIONS`,
 #: the engine's list; .zst/.zstd need the optional zstandard package).
-_OPENERS: dict[str, Callable[[str], IO[bytes]]] = {
+_OPENERS: dict[str, Callable[[str], Any]] = {
     ".gz": lambda path: gzip.open(path, "rb"),
     ".xz": lambda path: lzma.open(path, "rb"),
     ".bz2": lambda path: bz2.open(path, "rb"),

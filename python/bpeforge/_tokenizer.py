@@ -91,7 +91,7 @@ def train(
 ) -> Tokenizer:
     """Train a BPE vocabulary on one or more text files.
 
-    Files may be plain or compressed (``.gz``, ``.xz``, ``.bz2``, ``.zst``). By
+    Files may be plain or compressed (any suffix of ``bpeforge._input_formats.COMPRESSIONS``). By
     default each line is one text; ``documents=True`` makes each file one text,
     and ``separator="..."`` cuts texts at that string instead of at newlines.
     Structured lines: ``text_field="text"`` reads JSON lines (the text is that

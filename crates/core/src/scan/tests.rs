@@ -247,9 +247,10 @@ fn every_code_point_in_context() {
 #[test]
 fn invalid_utf8_runs() {
     let engines: Vec<_> = all()
-        .iter()
+        .into_iter()
         .map(|(spec, _)| {
-            (spec, PreTokenizer::new(spec.clone()).unwrap(), PreTokenizer::regex_reference(spec.clone()).unwrap())
+            let (scan, reference) = (PreTokenizer::new(spec.clone()).unwrap(), PreTokenizer::regex_reference(spec.clone()).unwrap());
+            (spec, scan, reference)
         })
         .collect();
     let mut g = Gen::new(0x5EED_0004);
