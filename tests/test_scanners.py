@@ -20,7 +20,7 @@ from reference import CL100K_PATTERN, GPT2_PATTERN, O200K_PATTERN, SUPERWORD_PAT
 bpeforge = pytest.importorskip("bpeforge", reason="bpeforge is not built/installed (maturin develop)")
 from bpeforge import _native  # noqa: E402
 
-# The presets with a regex, from the engine's one table (crates/core/src/pretok.rs PRESETS).
+# The presets with a regex, from the engine's one table (crates/core/src/pretok/presets.rs PRESETS).
 SCANNED = tuple(p["name"] for p in _native.PRESETS if p["pattern"] is not None)
 
 # What the patterns single out: whitespace of every kind and CRLF runs,

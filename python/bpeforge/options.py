@@ -43,11 +43,13 @@ __all__ = ["TrainOptions", "Regex", "PRESETS", "DEFAULT_PRETOKENIZER", "add_cli_
 DEFAULT_PRETOKENIZER: str = _native.DEFAULT_PRETOKENIZER
 
 #: The pre-tokenizer presets, by their exact names (the Rust core's table:
-#: crates/core/src/pretok.rs ``PRESETS``).
+#: crates/core/src/pretok/presets.rs ``PRESETS``).
 PRESETS: tuple[str, ...] = tuple(p["name"] for p in _native.PRESETS)
-# Names people type for a preset (wrong case, tiktoken's encoding names, short forms).
-_NEAR_MISSES = {"cl100k_base": "cl100k", "o200k_base": "o200k", "ws": "whitespace", "space": "whitespace",
-                "spaces": "whitespace", "gpt-2": "gpt2", "r50k_base": "gpt2", "p50k_base": "gpt2"}
+# Names people type for a preset (wrong case, tiktoken's encoding names, short forms): the
+# engine's aliases (which it takes; Python asks for the exact name) and a few more.
+_NEAR_MISSES = {**{a: p["name"] for p in _native.PRESETS for a in p["aliases"]}, "ws": "whitespace",
+                "space": "whitespace", "spaces": "whitespace", "gpt-2": "gpt2", "r50k_base": "gpt2",
+                "p50k_base": "gpt2"}
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ if TYPE_CHECKING:  # pragma: no cover
 PathLike = Union[str, "os.PathLike[str]"]
 
 # The published patterns of the regex presets, read from the Rust core's
-# table (crates/core/src/pretok.rs ``PRESETS``). ``superword`` is an
+# table (crates/core/src/pretok/presets.rs ``PRESETS``). ``superword`` is an
 # *isolated* split: the matches and the text between them are pieces, which
 # is exactly HF's Split(behavior="Isolated"), as the SuperBPE release uses.
 _PRESET_PATTERNS: dict[str, str] = {p["name"]: p["pattern"] for p in _native.PRESETS if p["pattern"] is not None}
