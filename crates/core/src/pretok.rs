@@ -648,7 +648,7 @@ mod tests {
                 assert_eq!(PreTokenizerSpec::from_name(alias), p.spec);
             }
             assert_eq!(p.spec.pattern(), p.regex.as_ref().map(|r| r.pattern));
-            assert_eq!(PreTokenizer::new(p.spec.clone()).is_ok(), true);
+            assert!(PreTokenizer::new(p.spec.clone()).is_ok());
             assert!(PreTokenizer::regex_reference(p.spec.clone()).is_ok());
         }
         assert!(preset(DEFAULT_PRETOKENIZER).is_some());
