@@ -1,5 +1,6 @@
 """Every CLI command reads its text inputs plain or compressed, the same way:
-.gz, .xz, .bz2 and .zst (the documentation promises them everywhere)."""
+every suffix of the engine's one list (``_native.COMPRESSIONS``: .gz, .xz,
+.bz2, .zst, .zstd; the documentation promises them everywhere)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import bpeforge
-from bpeforge import cli
+from bpeforge import _io, _native, cli
 
 LINES = bpeforge.sample_corpus().read_text(encoding="utf-8").splitlines()[:400]
 
@@ -30,7 +31,11 @@ def _compress(path: Path, data: bytes, kind: str) -> Path:
     return out
 
 
-@pytest.mark.parametrize("kind", ["gz", "xz", "bz2", "zst"])
+def test_python_opens_every_suffix_the_engine_reads() -> None:
+    assert set(_io._OPENERS) == set(_native.COMPRESSIONS) == set(bpeforge._input_formats.COMPRESSIONS)
+
+
+@pytest.mark.parametrize("kind", [c.lstrip(".") for c in _native.COMPRESSIONS])
 def test_every_command_reads_compressed_input(kind, tmp_path, capsys) -> None:
     text = ("\n".join(LINES) + "\n").encode("utf-8")
     plain = tmp_path / "corpus.txt"

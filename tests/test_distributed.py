@@ -3,9 +3,12 @@ training and encoding across shards give exactly what the local path gives."""
 
 from __future__ import annotations
 
+import contextlib
 import gzip
+import io
 import json
 import os
+import re
 import shutil
 from pathlib import Path
 
@@ -156,6 +159,26 @@ def test_train_progress_reports_shards(corpus, capfd):
     final = [e for e in events if e.get("shards_total") and e.get("done")]
     assert final and final[-1]["shards_done"] == final[-1]["shards_total"] > 1
     assert any(e.get("phase") == "merging" and e.get("done") for e in events)
+
+
+def test_progress_forms_are_a_local_runs(corpus, tmp_path):
+    """A callback gets the shards as events (then the merge loop's), and a
+    stream that is not fd 2 gets the printer's human lines: the same forms
+    and the same printer as a local run."""
+    events = []
+    distributed.train([corpus["big"]], vocab_size=300, shard_bytes=30_000, progress=events.append)
+    shards = [e for e in events if e.phase == "shards"]
+    assert shards[-1].finished and shards[-1].done == shards[-1].total > 1 and shards[-1].unit == "shards"
+    assert shards[-1].info["task"] == "counting" and shards[-1].info["bytes_done"] == shards[-1].info["bytes_total"]
+    assert [e.done for e in shards] == sorted(e.done for e in shards)
+    assert any(e.phase == "merging" and e.finished for e in events)
+    out = io.StringIO()
+    with contextlib.redirect_stderr(out):
+        model = bpeforge.train([corpus["small"]], vocab_size=300, progress=False)
+        distributed.encode(model, [corpus["big"]], tmp_path / "ids", shard_bytes=30_000, progress="human")
+    assert re.search(r"encoding on Ray: (\d+)/\1 shards, [\d.]+/[\d.]+ MB in [\d.]+s\n", out.getvalue()), out.getvalue()
+    with pytest.raises(bpeforge.ParameterError, match="'auto', 'human', 'json', 'off'"):
+        distributed.train([corpus["small"]], vocab_size=300, progress="loud")
 
 
 def test_missing_file_raises_input_error_naming_it(corpus, tmp_path):

@@ -52,3 +52,18 @@ def test_skip_markers_become_visible_notes() -> None:
     page = "Text.\n\n<!-- skip: needs a Ray cluster -->\n```bash\nray start\n```\n"
     out = docs_reference.on_page_markdown(page)
     assert "*Not run by the documentation tests: needs a Ray cluster.*" in out and "<!--" not in out
+
+
+def test_preset_table_and_compressions_come_from_the_engine() -> None:
+    from bpeforge import _native
+
+    table = docs_reference.presets_markdown()
+    for p in _native.PRESETS:
+        assert f"| `{p['name']}`" in table and p["about"].split(":")[0] in table, p["name"]
+    assert f"`{bpeforge.options.DEFAULT_PRETOKENIZER}` (default)" in table
+    assert docs_reference.compressions_markdown() == ", ".join(f"`{c}`" for c in _native.COMPRESSIONS)
+    guide = Path(__file__).resolve().parents[1] / "docs" / "guide"
+    for page, key in (("pretokenizers.md", "presets"), ("input-formats.md", "compressions")):
+        text = (guide / page).read_text(encoding="utf-8")
+        assert docs_reference.MARKERS[key] in text, page
+        assert docs_reference.MARKERS[key] not in docs_reference.on_page_markdown(text)

@@ -134,20 +134,13 @@ CHARS_CONFIGS = [("whitespace",), ("whitespace", "suffix"), ("gpt2",), ("none",)
 
 
 def test_patterns_equal_the_cores():
-    """interop's copies of the published patterns are the engine's."""
-    src = Path(__file__).resolve().parents[1] / "crates" / "core" / "src" / "pretok.rs"
-    if not src.exists():
-        pytest.skip("crates/core/src/pretok.rs not found")
-    rust = src.read_text(encoding="utf-8")
+    """interop's published patterns are the engine's (its PRESETS table)."""
+    from bpeforge import _native
 
-    def raw(name: str) -> str:
-        m = re.search(rf"pub const {name}: &str =\s*(r\".*?\";|concat!\(.*?\);)", rust, re.S)
-        assert m, name
-        return "".join(re.findall(r'r"(.*?)"', m.group(1), re.S))
-
-    assert interop.GPT2_PATTERN == raw("GPT2_PATTERN")
-    assert interop.CL100K_PATTERN == raw("CL100K_PATTERN")
-    assert interop.O200K_PATTERN == raw("O200K_PATTERN")
+    table = {p["name"]: p["pattern"] for p in _native.PRESETS}
+    assert interop.GPT2_PATTERN == table["gpt2"]
+    assert interop.CL100K_PATTERN == table["cl100k"]
+    assert interop.O200K_PATTERN == table["o200k"]
     assert interop.WHITESPACE == "".join(c for c in map(chr, range(0x3001)) if c.isspace())
 
 

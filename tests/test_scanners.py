@@ -14,13 +14,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import shared_corpus, stable_chars  # see conftest: Unicode version
-from reference import reference_pretokenize
+from conftest import _read_slice, shared_corpus, stable_chars  # see conftest: Unicode version
+from reference import CL100K_PATTERN, GPT2_PATTERN, O200K_PATTERN, SUPERWORD_PATTERN, reference_pretokenize
 
 bpeforge = pytest.importorskip("bpeforge", reason="bpeforge is not built/installed (maturin develop)")
 from bpeforge import _native  # noqa: E402
 
-SCANNED = ("gpt2", "cl100k", "o200k", "superword")
+# The presets with a regex, from the engine's one table (crates/core/src/pretok/presets.rs PRESETS).
+SCANNED = tuple(p["name"] for p in _native.PRESETS if p["pattern"] is not None)
 
 # What the patterns single out: whitespace of every kind and CRLF runs,
 # contractions in every case (and U+017F, which folds to 's'), digits of
@@ -58,6 +59,39 @@ def test_reference_path_is_separate() -> None:
         assert _native._pretokenize_reference(text, preset) == bpeforge.pretokenize(text, preset)
     assert _native._pretokenize_count(text, "gpt2") == len(bpeforge.pretokenize(text))
     assert _native._pretokenize_count(text, "gpt2", reference=True) == len(bpeforge.pretokenize(text))
+
+
+def test_presets_come_from_the_engines_table() -> None:
+    """Python's preset names and patterns are the Rust table's, and the
+    table's patterns are the published ones (tests/reference.py writes them
+    out independently)."""
+    table = {p["name"]: p for p in _native.PRESETS}
+    assert bpeforge.options.PRESETS == tuple(table) == ("gpt2", "cl100k", "o200k", "whitespace", "none", "superword")
+    assert SCANNED == ("gpt2", "cl100k", "o200k", "superword")
+    published = {"gpt2": GPT2_PATTERN, "cl100k": CL100K_PATTERN, "o200k": O200K_PATTERN, "superword": SUPERWORD_PATTERN}
+    assert {n: table[n]["pattern"] for n in SCANNED} == published
+    assert (bpeforge.interop.GPT2_PATTERN, bpeforge.interop.CL100K_PATTERN, bpeforge.interop.O200K_PATTERN) == (
+        GPT2_PATTERN, CL100K_PATTERN, O200K_PATTERN)
+    assert bpeforge.options.DEFAULT_PRETOKENIZER in table
+    for p in table.values():
+        assert p["about"] and (p["fast"] is None) == (p["pattern"] is None)
+        for alias in p["aliases"]:  # the engine takes an alias as the preset, not as a regex
+            assert _native.pretokenize("It's 2024!", alias) == _native.pretokenize("It's 2024!", p["name"])
+    # Every preset is documented: in the option's help and in the guide's generated table.
+    doc = bpeforge.TrainOptions.__dataclass_fields__["pretokenizer"].metadata["opt"].doc
+    assert all(f'``"{name}"``' in doc for name in table), doc
+
+
+def test_fast_forms_equal_published_patterns_on_real_text() -> None:
+    """Each preset's fast form (no look-ahead, emulated in code; the engine's
+    regex path) cuts real text as its published pattern does (the ``regex``
+    module): 2,000 lines of the shipped sample, in chunks of whole lines."""
+    lines = _read_slice(2000)
+    assert len(lines) == 2000
+    chunks = ["\n".join(lines[i:i + 200]) + "\n" for i in range(0, len(lines), 200)]
+    for preset in SCANNED:
+        for chunk in chunks:
+            assert _native._pretokenize_reference(chunk, preset) == reference_pretokenize(chunk, preset), preset
 
 
 def test_custom_patterns_still_work() -> None:

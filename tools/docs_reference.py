@@ -4,8 +4,11 @@
 ``mkdocs.yml``): a page holding the line ``<!-- generated: cli -->`` gets the
 command-line reference built from ``bpeforge.cli.build_parser()``, and one
 holding ``<!-- generated: train-options -->`` gets every field of
-``bpeforge.TrainOptions``. Neither list is written by hand, so neither can
-drift from the code. ``python tools/docs_reference.py cli|train-options``
+``bpeforge.TrainOptions``; ``<!-- generated: presets -->`` gets the table of
+pre-tokenizer presets (the engine's ``PRESETS``) and
+``<!-- generated: compressions -->`` the compression suffixes the readers
+take (the engine's ``COMPRESSIONS``). None of these lists is written by hand,
+so none can drift from the code. ``python tools/docs_reference.py NAME``
 prints a page's generated part.
 """
 
@@ -18,7 +21,8 @@ import re
 import sys
 from typing import Any
 
-MARKERS = {"cli": "<!-- generated: cli -->", "train-options": "<!-- generated: train-options -->"}
+MARKERS = {"cli": "<!-- generated: cli -->", "train-options": "<!-- generated: train-options -->",
+           "presets": "<!-- generated: presets -->", "compressions": "<!-- generated: compressions -->"}
 
 
 def markdown_from_docstring(text: str) -> str:
@@ -123,7 +127,28 @@ def train_options_markdown() -> str:
     return "\n".join(out)
 
 
-GENERATORS = {"cli": cli_markdown, "train-options": train_options_markdown}
+def presets_markdown() -> str:
+    """The pre-tokenizer presets: name and what each is, from the engine's table."""
+    from bpeforge import _native
+    from bpeforge.options import DEFAULT_PRETOKENIZER
+
+    out = ["| preset | what it is |", "| --- | --- |"]
+    for p in _native.PRESETS:
+        name = f"`{p['name']}`" + (" (default)" if p["name"] == DEFAULT_PRETOKENIZER else "")
+        out.append(f"| {name} | {_cell(p['about'])} |")
+    out.append("| `bpeforge.Regex(pattern)` | your own regex (CLI `--pattern`) |")
+    return "\n".join(out)
+
+
+def compressions_markdown() -> str:
+    """The compression suffixes every reader takes, from the engine's list: "`.gz`, `.xz`, ..."."""
+    from bpeforge._input_formats import COMPRESSIONS
+
+    return ", ".join(f"`{c}`" for c in COMPRESSIONS)
+
+
+GENERATORS = {"cli": cli_markdown, "train-options": train_options_markdown, "presets": presets_markdown,
+              "compressions": compressions_markdown}
 
 
 #: ``<!-- skip: REASON -->`` before an example that the tests do not run

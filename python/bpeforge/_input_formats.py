@@ -28,8 +28,9 @@ the first bytes decide only for names that say none (``.txt``, no suffix):
   picks its columns).
 
 Compressions (a suffix after the format's: ``corpus.txt.xz``,
-``x.jsonl.zst``): :data:`COMPRESSIONS`. The engine's reader
-(crates/core/src/input.rs) knows the same list.
+``x.jsonl.zst``): :data:`COMPRESSIONS`, the engine's own list
+(crates/core/src/input.rs ``COMPRESSIONS``), which the Python readers
+(:mod:`bpeforge._io`) and the help texts (:func:`compressions_text`) follow.
 
 Structured input is never read as plain text silently: without
 ``text_field`` a JSON lines, Parquet or Arrow file is refused, with a message
@@ -46,10 +47,12 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
+from . import _native
 from .errors import InputError, ParameterError
 
-#: Compression suffixes, decompressed on the fly by every reader.
-COMPRESSIONS = (".gz", ".xz", ".bz2", ".zst", ".zstd")
+#: Compression suffixes, decompressed on the fly by every reader (the
+#: engine's list: crates/core/src/input.rs ``COMPRESSIONS``).
+COMPRESSIONS: tuple[str, ...] = tuple(_native.COMPRESSIONS)
 #: Name endings of each structured format (before any compression suffix).
 PARQUET_SUFFIXES = (".parquet", ".pq")
 ARROW_SUFFIXES = (".arrow", ".feather", ".ipc")
@@ -89,6 +92,18 @@ class InputFormat:
     @property
     def columnar(self) -> bool:
         return self.kind in COLUMNAR
+
+
+def compressions_text(sep: str = " ") -> str:
+    """The compression suffixes for help texts and docstrings: ``".gz .xz .bz2 .zst .zstd"``."""
+    return sep.join(COMPRESSIONS)
+
+
+#: INPUT in every command's --help, from the lists above.
+INPUT_HELP = (f"text file, one text per line; or JSON lines ({', '.join(JSON_LINES_SUFFIXES[:2])}), Parquet "
+              f"({PARQUET_SUFFIXES[0]}) or Arrow ({', '.join(ARROW_SUFFIXES[:2])}) with --text-field; "
+              f"{compressions_text()} compression ok. A file whose name or content says JSON lines, Parquet or "
+              "Arrow is never read as plain text")
 
 
 def compression(path: str | os.PathLike[str]) -> str | None:
@@ -268,4 +283,4 @@ def missing_file_error(path: str) -> InputError:
                                                   else "no such file"))
 
 
-__all__ = ["COMPRESSIONS", "InputFormat", "compression", "detect", "plan", "is_columnar", "is_parquet"]
+__all__ = ["COMPRESSIONS", "InputFormat", "compression", "compressions_text", "detect", "plan", "is_columnar", "is_parquet"]

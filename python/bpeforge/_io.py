@@ -34,9 +34,6 @@ from .errors import InputError, OutputError
 
 PathLike = Union[str, "os.PathLike[str]"]
 
-#: The standard-library opener of each compression (.zst/.zstd need the
-#: optional zstandard package: see _open_zstd).
-_OPENERS: dict[str, Callable[..., Any]] = {".gz": gzip.open, ".xz": lzma.open, ".bz2": bz2.open}
 
 
 def open_text(path: PathLike, *, errors: str = "strict") -> IO[str]:
@@ -53,11 +50,7 @@ def open_binary(path: PathLike) -> IO[bytes]:
     """``path`` opened for reading bytes, decompressed by its suffix."""
     path = os.fspath(path)
     comp = compression(path)
-    if comp in (".zst", ".zstd"):
-        return _open_zstd(path)
-    if comp is not None:
-        return _OPENERS[comp](path, "rb")
-    return open(path, "rb")
+    return open(path, "rb") if comp is None else _OPENERS[comp](path)
 
 
 def _open_zstd(path: str) -> IO[bytes]:
@@ -68,6 +61,17 @@ def _open_zstd(path: str) -> IO[bytes]:
     except BaseException:
         raw.close()
         raise
+
+
+#: The opener of each compression suffix (:data:`bpeforge._input_formats.COMPRESSIONS`,
+#: the engine's list; .zst/.zstd need the optional zstandard package).
+_OPENERS: dict[str, Callable[[str], Any]] = {
+    ".gz": lambda path: gzip.open(path, "rb"),
+    ".xz": lambda path: lzma.open(path, "rb"),
+    ".bz2": lambda path: bz2.open(path, "rb"),
+    ".zst": _open_zstd,
+    ".zstd": _open_zstd,
+}
 
 
 def same_file(a: PathLike, b: PathLike) -> bool:

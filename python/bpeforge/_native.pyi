@@ -11,7 +11,7 @@ from typing_extensions import disjoint_base
 # stream.write) or a callable taking one event dict (see bpeforge._progress).
 _NativeProgress = Union[str, tuple[str, Any], Callable[[dict[str, Any]], object]]
 
-__all__ = ["train_files", "train_iterator", "train_arrow", "encode_arrow", "count_arrow_shard", "encode_arrow_file", "count_files", "train_counts", "check_train_options", "language_table", "count_shard", "CountSum", "train_count_sum", "pretokenize", "_pretokenize_reference", "_pretokenize_count", "default_threads", "default_memory_budget", "merge_splits", "unreachable_merges", "train_option_names", "script_of", "NativeTokenizer", "TokenizerBase", "__version__", "DEFAULT_PRETOKENIZER"]
+__all__ = ["train_files", "train_iterator", "train_arrow", "encode_arrow", "count_arrow_shard", "encode_arrow_file", "count_files", "train_counts", "check_train_options", "language_table", "count_shard", "CountSum", "train_count_sum", "pretokenize", "_pretokenize_reference", "_pretokenize_count", "default_threads", "default_memory_budget", "merge_splits", "unreachable_merges", "train_option_names", "script_of", "NativeTokenizer", "TokenizerBase", "__version__", "DEFAULT_PRETOKENIZER", "PRESETS", "COMPRESSIONS", "PROGRESS_FORMATS", "ShardReporter"]
 __version__: str
 
 def train_files(paths: list[str], args: dict[str, Any], progress: _NativeProgress) -> NativeTokenizer: ...
@@ -53,6 +53,18 @@ def train_count_sum(sum: CountSum, args: dict[str, Any], progress: _NativeProgre
                     languages: tuple[list[str], list[int]] | None = None,
                     lang_bytes: list[int] | None = None) -> NativeTokenizer: ...
 DEFAULT_PRETOKENIZER: str
+# The engine's one table of pre-tokenizer presets: name, aliases, about,
+# pattern and fast (None for the presets without a regex).
+PRESETS: tuple[dict[str, Any], ...]
+# The compression suffixes every reader decompresses.
+COMPRESSIONS: tuple[str, ...]
+# The progress text formats.
+PROGRESS_FORMATS: tuple[str, ...]
+# bpeforge.distributed: shards done, through the engine's printer or a callback.
+@final
+class ShardReporter:
+    def __new__(cls, progress: _NativeProgress, phase: str, total: int, total_bytes: int) -> ShardReporter: ...
+    def update(self, done: int, done_bytes: int, final: bool = ...) -> None: ...
 
 def pretokenize(text: str, preset: str = ...) -> list[str]: ...
 # The presets on the regex path (the scanners' reference) and a piece count

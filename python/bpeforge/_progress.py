@@ -19,11 +19,14 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, Union
 
+from . import _native
 from .errors import ParameterError
 
 __all__ = ["ProgressEvent", "ProgressCallback", "Progress", "native_progress", "TqdmProgress"]
 
-FORMATS = ("auto", "human", "json", "off")
+#: The text formats, the engine's one list (crates/core/src/progress.rs
+#: ``ProgressFormat::NAMES``): the CLI's ``--progress`` choices and the messages.
+FORMATS: tuple[str, ...] = tuple(_native.PROGRESS_FORMATS)
 
 
 @dataclass(frozen=True)
@@ -40,6 +43,10 @@ class ProgressEvent:
     Within one run of a phase ``done`` never decreases, and the last event
     has ``finished=True`` (a phase may run again: SuperBPE's second stage,
     balancing rounds).
+
+    ``bpeforge.distributed`` adds ``"shards"`` (``unit`` ``"shards"``: Ray
+    tasks done; ``info`` has ``task``, ``"counting"`` or ``"encoding"``,
+    and ``bytes_done``, ``bytes_total``, the shards' on-disk bytes).
 
     Attributes:
         phase: the phase's name, as above.
@@ -59,7 +66,8 @@ class ProgressEvent:
             merging ends (``cpu_seconds / elapsed / threads`` is how busy
             the threads were); ``pair_count`` while merging;
             ``lines``, ``tokens`` when encoding ends; the round's premiums
-            while balancing.
+            while balancing; ``task``, ``bytes_done``, ``bytes_total`` for
+            ``"shards"``.
     """
 
     phase: str
@@ -108,17 +116,18 @@ def native_progress(progress: Progress) -> Any:
         if progress == "bar":
             progress = "human"
         if progress not in FORMATS:
-            raise ParameterError(
-                f"progress must be True, False, 'auto', 'human', 'json', 'off', 'tqdm' or a callable, got {progress!r}"
-            )
+            raise _bad_progress(progress)
         if progress == "off" or _is_process_stderr(sys.stderr):
             return progress
         return (progress, sys.stderr)
     if callable(progress):
         return _to_native(progress)
-    raise ParameterError(
-        f"progress must be True, False, 'auto', 'human', 'json', 'off', 'tqdm' or a callable, got {progress!r}"
-    )
+    raise _bad_progress(progress)
+
+
+def _bad_progress(progress: Any) -> ParameterError:
+    names = ", ".join(repr(f) for f in FORMATS)
+    return ParameterError(f"progress must be True, False, {names}, 'tqdm' or a callable, got {progress!r}")
 
 
 def _to_native(callback: ProgressCallback) -> Callable[[dict[str, Any]], None]:

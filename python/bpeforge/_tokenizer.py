@@ -45,18 +45,6 @@ SpecialSet = Union[Literal["all"], Collection[str]]
 __all__ = ["Tokenizer", "train", "train_from_iterator", "train_from_dataset", "load", "pretokenize"]
 
 
-def _progress_arg(progress: bool | str) -> str:
-    """``progress`` as a format name for the process's stderr (the
-    distributed trainer prints its own lines there)."""
-    if progress is True:
-        return "auto"
-    if progress is False or progress is None:
-        return "off"
-    if isinstance(progress, str):
-        return progress
-    raise ParameterError(f"progress must be True, False, 'auto', 'human', 'json' or 'off', got {progress!r}")
-
-
 def train(
     files: PathLike | Sequence[PathLike],
     *,
@@ -101,7 +89,7 @@ def train(
 ) -> Tokenizer:
     """Train a BPE vocabulary on one or more text files.
 
-    Files may be plain or compressed (``.gz``, ``.xz``, ``.bz2``, ``.zst``). By
+    Files may be plain or compressed (any suffix of ``bpeforge._input_formats.COMPRESSIONS``). By
     default each line is one text; ``documents=True`` makes each file one text,
     and ``separator="..."`` cuts texts at that string instead of at newlines.
     Structured lines: ``text_field="text"`` reads JSON lines (the text is that

@@ -26,9 +26,11 @@ from ._byte_tokens import BYTE_TOKENS
 from ._display import show_token
 from ._normalizers import name_of as normalizer_name
 from ._extras import require
+from ._input_formats import INPUT_HELP, compressions_text
 from ._input_formats import plan as input_plan
 from ._io import check_output, open_text, same_file, write_atomic
 from ._load import load
+from ._progress import FORMATS as PROGRESS_FORMATS
 from ._tokenizer import Tokenizer, id_dtype, train
 from .errors import BpeforgeError, OutputError, ParameterError
 from .options import NAMES as OPTION_NAMES
@@ -666,7 +668,8 @@ def _add_report_command(sub: Any) -> None:
 
 def _add_parallel_report_arguments(r: argparse.ArgumentParser) -> None:
     r.add_argument("--parallel", default=None, metavar="TSV",
-                   help="a parallel set, key<TAB>language<TAB>text lines (.xz .gz ok): adds each language's premium "
+                   help=f"a parallel set, key<TAB>language<TAB>text lines ({compressions_text()} ok): "
+                        "adds each language's premium "
                         "against --parallel-reference (a figure and a table)")
     r.add_argument("--parallel-reference", default="en", metavar="LANG",
                    help="with --parallel: the language premiums are measured against (default en)")
@@ -681,12 +684,6 @@ def _parallel_report_args(args: argparse.Namespace) -> dict[str, Any]:
 # ---- end of the report block -----------------------------------------------
 
 
-#: INPUT in every command's --help: the formats one place reads (bpeforge._input_formats).
-INPUT_HELP = ("text file, one text per line; or JSON lines (.jsonl, .ndjson), Parquet (.parquet) or Arrow (.arrow, "
-              ".feather) with --text-field; .gz .xz .bz2 .zst compression ok. A file whose name or content says "
-              "JSON lines, Parquet or Arrow is never read as plain text")
-
-
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="bpeforge", description="Train and apply BPE vocabularies, fast.")
     p.add_argument("--version", action="version", version=f"bpeforge {__version__}")
@@ -697,7 +694,7 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--output", "-o", help="model file to write (.json, or .json.gz); default: the first INPUT's "
                                           "name + .bpeforge.json in the current folder (never replacing a file)")
     add_train_options(t)  # every training option, from bpeforge.options
-    t.add_argument("--progress", choices=["auto", "human", "json", "off"], default="auto")
+    t.add_argument("--progress", choices=PROGRESS_FORMATS, default="auto")
     t.add_argument("--quiet", "-q", action="store_true", help="no progress and no summary")
     t.add_argument("--ray", nargs="?", const="", default=None, metavar="ADDRESS",
                    help="count on a Ray cluster (alone: as ray.init(), else a local Ray; 'auto', HOST:PORT, ray://HOST:10001)")
@@ -724,7 +721,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "Parquet/Arrow: the text column. Needed for those formats")
     e.add_argument("--dropout", type=float, default=0.0, help="BPE-dropout probability (default 0: exact)")
     e.add_argument("--seed", type=int, default=None, help="seed for --dropout")
-    e.add_argument("--progress", choices=["auto", "human", "json", "off"], default="auto")
+    e.add_argument("--progress", choices=PROGRESS_FORMATS, default="auto")
     e.add_argument("--quiet", "-q", action="store_true")
     e.add_argument("--ray", nargs="?", const="", default=None, metavar="ADDRESS",
                    help="encode on a Ray cluster into --output DIR: shards + manifest.json (see bpeforge train --ray)")

@@ -14,7 +14,7 @@ Shards:
 * a plain (uncompressed) file larger than ``shard_bytes`` is cut into byte
   ranges of about ``shard_bytes``; a range holds the lines that *start* in it,
   so the ranges of a file see every line exactly once;
-* a compressed file (``.gz``, ``.xz``, ``.bz2``, ``.zst``) is always one whole
+* a compressed file (``bpeforge._input_formats.COMPRESSIONS``) is always one whole
   shard (it cannot be entered in the middle): split big corpora into several
   compressed files, or keep them plain, to spread them over the cluster;
 * for training, small files are grouped into shards of about ``shard_bytes``;
@@ -40,7 +40,6 @@ import json
 import math
 import os
 import shutil
-import sys
 import tempfile
 import time
 from collections.abc import Sequence
@@ -51,7 +50,8 @@ from ._input_formats import compression, is_columnar, plan_training
 from ._input_formats import plan as _input_plan
 from ._io import write_atomic
 from ._load import load
-from ._tokenizer import PathLike, SpecialSet, Tokenizer, _progress_arg
+from ._progress import Progress, native_progress
+from ._tokenizer import PathLike, SpecialSet, Tokenizer
 from .options import TrainOptions
 from .options import paths as _paths
 from .errors import BpeforgeError, ParameterError
@@ -238,47 +238,10 @@ def _get(ref: Any) -> Any:
         raise cause from None
 
 
-class _Progress:
-    """Shards done, on stderr: a live line (human) or JSON lines."""
-
-    def __init__(self, progress: str, phase: str, total: int, total_bytes: int) -> None:
-        if progress == "auto":
-            progress = "human" if sys.stderr.isatty() else "json"
-        self.fmt = {"human": "human", "bar": "human", "json": "json"}.get(progress, "off")
-        self.phase, self.total, self.total_bytes = phase, total, total_bytes
-        self.start = time.perf_counter()
-        self.last = -1e9
-        self.interval = 2.0 if self.fmt == "json" else 0.25
-        self.shown = 0  # characters of the live line (human format)
-
-    def update(self, done: int, done_bytes: int, final: bool = False) -> None:
-        if self.fmt == "off":
-            return
-        now = time.perf_counter()
-        if not final and now - self.last < self.interval:
-            return
-        self.last = now
-        elapsed = now - self.start
-        if self.fmt == "json":
-            line = json.dumps({
-                "phase": self.phase, "shards_done": done, "shards_total": self.total,
-                "bytes_done": done_bytes, "bytes_total": self.total_bytes,
-                "elapsed_s": round(elapsed, 2), **({"done": True} if final else {}),
-            })
-            sys.stderr.write(line + "\n")
-        else:
-            text = (f"{self.phase} on Ray: {done}/{self.total} shards, {done_bytes / 1e6:.1f}"
-                    f"/{self.total_bytes / 1e6:.1f} MB in {elapsed:.1f}s")
-            # Erase the last line with ANSI on a terminal, else with spaces
-            # (a log file gets no escape codes).
-            erase = "\r\x1b[2K" if sys.stderr.isatty() else "\r" + " " * self.shown + "\r"
-            sys.stderr.write(erase + text + ("\n" if final else ""))
-            self.shown = 0 if final else len(text)
-        sys.stderr.flush()
-
-
-def _gather(refs: list[Any], sizes: list[int], progress: _Progress, use: Any = None) -> list[Any]:
-    """Results of ``refs`` in order, reporting shards as they finish; on an
+def _gather(refs: list[Any], sizes: list[int], progress: Any, use: Any = None) -> list[Any]:
+    """Results of ``refs`` in order, reporting shards as they finish to
+    ``progress`` (a ``_native.ShardReporter``: the engine's progress printer
+    or the caller's callback, as for a local run); on an
     error (or Ctrl-C) the other tasks are cancelled and the task's own
     exception is raised. With ``use``, each result is handed to
     ``use(index, result)`` as soon as it is ready and not kept (nor is its
@@ -431,7 +394,7 @@ def train(
     address: str | None = None,
     shard_bytes: int = DEFAULT_SHARD_BYTES,
     num_cpus_per_task: float = 1,
-    progress: bool | str = True,
+    progress: Progress = True,
     **options: Any,
 ) -> Tokenizer:
     """Train like :func:`bpeforge.train`, counting on a Ray cluster.
@@ -475,8 +438,9 @@ def train(
             about this size; smaller files are grouped up to it.
         num_cpus_per_task: CPUs Ray reserves for each counting task (and its
             counting threads, rounded up).
-        progress: shards done on stderr, then the merge loop's progress as in
-            :func:`bpeforge.train`.
+        progress: as in :func:`bpeforge.train` (text on stderr, a callback,
+            ``"tqdm"``): shards done (phase ``"shards"``), then the merge
+            loop's progress.
         options: the keywords of :func:`bpeforge.train`
             (:class:`bpeforge.options.TrainOptions`), checked the same way;
             ``checkpoint_path`` and ``progress_csv`` are written by the
@@ -498,7 +462,7 @@ def train(
     arrow_settings = _arrow.engine_settings(opts) if arrow else None
     args = arrow_settings[0] if arrow_settings else opts.engine_args()
     _native.check_train_options(args)  # a bad setting fails here, before any task
-    prog = _progress_arg(progress)
+    prog = native_progress(progress)
     ray = _connect(address)
     start = time.perf_counter()
     worker_args = dict(args, threads=max(1, math.ceil(num_cpus_per_task)), checkpoint_path=None, progress_csv=None)
@@ -535,7 +499,7 @@ def train(
         lang_bytes[:] = [a + b for a, b in zip(lang_bytes, shard_lang_bytes)]
 
     _gather([count.remote(s, *task_args, languages_ref, num_cpus_per_task) for s in shards], sizes,
-            _Progress(prog, "counting", len(shards), sum(sizes)), add)
+            _native.ShardReporter(prog, "counting", len(shards), sum(sizes)), add)
     cluster_seconds = time.perf_counter() - start
     tok = Tokenizer(_native.train_count_sum(total, args, prog, inputs, languages, lang_bytes if balanced else None))
     # The engine timed only the adding of the tables: record the whole count.
@@ -574,7 +538,7 @@ def encode(
     num_cpus_per_task: float = 1,
     allowed_special: SpecialSet = (),
     disallowed_special: SpecialSet = "all",
-    progress: bool | str = True,
+    progress: Progress = True,
     text_field: str | None = None,
 ) -> dict[str, Any]:
     """Encode a corpus across a Ray cluster into sharded id files.
@@ -619,7 +583,7 @@ def encode(
     out_dir = os.path.abspath(os.fspath(output_dir))
     abs_inputs = _abspaths(inputs)
     names = _output_names(abs_inputs)
-    prog = _progress_arg(progress)
+    prog = native_progress(progress)
     ray = _connect(address)
     shards = _get(_remote(_plan_task, 0.1).remote(abs_inputs, shard_bytes, True, False))
     threads = max(1, math.ceil(num_cpus_per_task))
@@ -641,7 +605,7 @@ def encode(
         refs.append(task.remote(model_ref, s["paths"][0], s["byte_range"], os.path.join(out_dir, name),
                                 format, threads, allowed_special, disallowed_special, text_field))
     sizes = [s["bytes"] for s in shards]
-    stats = _gather(refs, sizes, _Progress(prog, "encoding", len(refs), sum(sizes)))
+    stats = _gather(refs, sizes, _native.ShardReporter(prog, "encoding", len(refs), sum(sizes)))
     id_bytes = None
     for entry, st in zip(entries, stats):
         entry.update(lines=st["lines"], tokens=st["tokens"], bytes=st["bytes"], seconds=round(st["seconds"], 3))

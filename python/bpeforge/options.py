@@ -30,6 +30,7 @@ from typing import Any, Union
 
 from . import _native
 from ._byte_tokens import is_byte_token
+from ._input_formats import compressions_text
 from ._normalizers import NAMES as NORMALIZER_NAMES
 from ._normalizers import check_normalizer
 from .errors import ParameterError
@@ -42,11 +43,14 @@ __all__ = ["TrainOptions", "Regex", "PRESETS", "DEFAULT_PRETOKENIZER", "add_cli_
 #: the Rust core: crates/core/src/pretok.rs ``DEFAULT_PRETOKENIZER``).
 DEFAULT_PRETOKENIZER: str = _native.DEFAULT_PRETOKENIZER
 
-#: The pre-tokenizer presets, by their exact names.
-PRESETS = ("gpt2", "cl100k", "o200k", "whitespace", "none", "superword")
-# Names people type for a preset (wrong case, tiktoken's encoding names, short forms).
-_NEAR_MISSES = {"cl100k_base": "cl100k", "o200k_base": "o200k", "ws": "whitespace", "space": "whitespace",
-                "spaces": "whitespace", "gpt-2": "gpt2", "r50k_base": "gpt2", "p50k_base": "gpt2"}
+#: The pre-tokenizer presets, by their exact names (the Rust core's table:
+#: crates/core/src/pretok/presets.rs ``PRESETS``).
+PRESETS: tuple[str, ...] = tuple(p["name"] for p in _native.PRESETS)
+# Names people type for a preset (wrong case, tiktoken's encoding names, short forms): the
+# engine's aliases (which it takes; Python asks for the exact name) and a few more.
+_NEAR_MISSES = {**{a: p["name"] for p in _native.PRESETS for a in p["aliases"]}, "ws": "whitespace",
+                "space": "whitespace", "spaces": "whitespace", "gpt-2": "gpt2", "r50k_base": "gpt2",
+                "p50k_base": "gpt2"}
 
 
 @dataclass(frozen=True)
@@ -107,6 +111,12 @@ def _str(name: str, none_ok: bool = False, nonblank: bool = False) -> Callable[[
     return check
 
 
+def _presets_doc() -> str:
+    """Each preset with what it is, for the option's documentation."""
+    return "; ".join(f'``"{p["name"]}"``' + (" (the default)" if p["name"] == DEFAULT_PRETOKENIZER else "")
+                     + f": {p['about']}" for p in _native.PRESETS)
+
+
 def check_pretokenizer(v: Any) -> str:
     """A preset name (exactly) or a :class:`Regex`; anything else is refused
     with the preset it was probably meant to be."""
@@ -121,7 +131,7 @@ def check_pretokenizer(v: Any) -> str:
     guess = _NEAR_MISSES.get(v.lower()) or (v.lower() if v.lower() in PRESETS else None)
     guess = guess or next(iter(difflib.get_close_matches(v.lower(), PRESETS, n=1, cutoff=0.6)), None)
     hint = f"did you mean {guess!r}? " if guess else ""
-    raise ParameterError(f"pretokenizer {v!r} is not a preset ({', '.join(PRESETS[:5])}): {hint}"
+    raise ParameterError(f"pretokenizer {v!r} is not a preset ({', '.join(PRESETS)}): {hint}"
                          f"a custom regex is given as pretokenizer=bpeforge.Regex({v!r}) (CLI: --pattern)")
 
 
@@ -331,15 +341,11 @@ class TrainOptions:
                       "with SentencePiece's ``▁`` boundary marker).",
                       _str("scheme"), cli={"choices": ["bytes", "chars"]})
     pretokenizer: str | Regex = opt(DEFAULT_PRETOKENIZER,
-                                    '``"o200k"`` (the default: its letter classes keep combining marks with their '
-                                    "letters, so scripts whose vowels are marks keep whole words), ``\"gpt2\"`` "
-                                    "(cuts every combining mark into a piece of its own), "
-                                    '``"cl100k"``, ``"whitespace"``, ``"none"`` '
-                                    "(exact names), or ``bpeforge.Regex(pattern)``: a custom regex whose matches "
-                                    "are the pieces (text between matches becomes pieces of its own). A model "
-                                    "keeps the pre-tokenizer it was trained with.",
+                                    f"a preset (exact names): {_presets_doc()}; or ``bpeforge.Regex(pattern)``: a "
+                                    "custom regex whose matches are the pieces (text between matches becomes pieces "
+                                    "of its own). A model keeps the pre-tokenizer it was trained with.",
                                     check_pretokenizer,
-                                    cli=[{"metavar": "NAME", "help": f"o200k, gpt2, cl100k, whitespace or none "
+                                    cli=[{"metavar": "NAME", "help": f"{', '.join(PRESETS)} "
                                           f"(default {DEFAULT_PRETOKENIZER})"},
                                          {"flags": ["--pattern"], "type": Regex, "metavar": "REGEX",
                                           "help": "a custom pre-tokenizer regex (instead of --pretokenizer)"}])
@@ -436,7 +442,7 @@ class TrainOptions:
                                     cli={"action": argparse.BooleanOptionalAction,
                                          "help": "SuperBPE: no token spans ': ' (default on)"})
     langs: Sequence[PathLike] | None = opt(None, "language-balanced training: one file of language tags per "
-                                           "input file, one tag per line (``.xz``/``.gz`` ok).",
+                                           f"input file, one tag per line ({compressions_text()} ok).",
                                            _paths_or_none("langs"), files_only=True,
                                            cli={"action": "append", "metavar": "FILE",
                                                 "help": "language tags, one per line, aligned with each INPUT "

@@ -23,11 +23,11 @@ pub use crate::shard::{count_shard, Shard};
 
 // Reading inputs.
 pub use crate::fields::{FieldSpec, Fields, OnBadRecord};
-pub use crate::input::{read_chunks, read_range_chunks, total_size, Chunk, Layout};
+pub use crate::input::{read_chunks, read_range_chunks, total_size, Chunk, Layout, COMPRESSIONS};
 
 // Models, pre-tokenizers, and merge lists from rank tables.
 pub use crate::model::Model;
-pub use crate::pretok::{PreTokenizer, PreTokenizerSpec, DEFAULT_PRETOKENIZER};
+pub use crate::pretok::{PreTokenizer, PreTokenizerSpec, DEFAULT_PRETOKENIZER, PRESETS};
 pub use crate::ranks::{merge_splits, unreachable_merges};
 
 // Encoding: texts, batches on threads fed in order, files and Arrow data.
@@ -37,7 +37,7 @@ pub use crate::ordered::Host;
 
 // What a caller sees: progress, Ctrl-C, and the progress printer.
 pub use crate::clock::{PhaseTime, Stopwatch};
-pub use crate::observe::{BalanceRound, CountProgress, EncodeStats, FileProgress, MergeProgress, Observer, StepProgress};
+pub use crate::observe::{BalanceRound, CountProgress, EncodeStats, FileProgress, MergeProgress, Observer, ShardProgress, StepProgress};
 pub use crate::progress::{eta_seconds, MergeEta, ProgressFormat, ProgressPrinter, TextSink};
 
 // Threads, memory and cache hints.

@@ -142,24 +142,33 @@ impl<R: Read> Read for CountingReader<R> {
     }
 }
 
-/// Opens `path`, decompressing by extension (.gz, .xz, .bz2, .zst).
+/// The compression suffixes every reader decompresses on the fly: the one
+/// list (the Python package reads it as `_native.COMPRESSIONS` for its own
+/// readers, its format detection and its help texts).
+pub const COMPRESSIONS: [&str; 5] = [".gz", ".xz", ".bz2", ".zst", ".zstd"];
+
+/// The compression suffix `path` ends in (any case), if any.
+pub fn compression(path: &Path) -> Option<&'static str> {
+    let name = path.to_string_lossy().to_ascii_lowercase();
+    COMPRESSIONS.into_iter().find(|c| name.ends_with(c))
+}
+
+/// Opens `path`, decompressing by its suffix (`COMPRESSIONS`).
 pub fn open(path: &Path, raw_counter: Arc<AtomicU64>) -> Result<Box<dyn Read + Send>> {
     if path.is_dir() {
         return Err(Error::input(format!("cannot read {}: it is a directory, not a file", path.display())));
     }
     let file = File::open(path).map_err(|e| Error::io_read(path, &e))?;
     let raw = BufReader::with_capacity(1 << 20, CountingReader { inner: file, counter: raw_counter });
-    let name = path.to_string_lossy().to_ascii_lowercase();
-    let reader: Box<dyn Read + Send> = if name.ends_with(".gz") {
-        Box::new(flate2::read::MultiGzDecoder::new(raw))
-    } else if name.ends_with(".xz") {
-        Box::new(xz2::read::XzDecoder::new_multi_decoder(raw))
-    } else if name.ends_with(".bz2") {
-        Box::new(bzip2::read::MultiBzDecoder::new(raw))
-    } else if name.ends_with(".zst") || name.ends_with(".zstd") {
-        Box::new(zstd::stream::read::Decoder::with_buffer(raw).map_err(|e| Error::io_read(path, &e))?)
-    } else {
-        Box::new(raw)
+    let reader: Box<dyn Read + Send> = match compression(path) {
+        Some(".gz") => Box::new(flate2::read::MultiGzDecoder::new(raw)),
+        Some(".xz") => Box::new(xz2::read::XzDecoder::new_multi_decoder(raw)),
+        Some(".bz2") => Box::new(bzip2::read::MultiBzDecoder::new(raw)),
+        Some(".zst" | ".zstd") => {
+            Box::new(zstd::stream::read::Decoder::with_buffer(raw).map_err(|e| Error::io_read(path, &e))?)
+        }
+        Some(other) => return Err(Error::input(format!("cannot read {}: no decoder for {other}", path.display()))),
+        None => Box::new(raw),
     };
     Ok(reader)
 }
@@ -190,8 +199,7 @@ pub fn read_range_chunks(
     sink: &mut dyn FnMut(Chunk) -> Result<()>,
 ) -> Result<()> {
     use std::io::{BufRead, Seek, SeekFrom};
-    let name = path.to_string_lossy().to_ascii_lowercase();
-    if [".gz", ".xz", ".bz2", ".zst", ".zstd"].iter().any(|e| name.ends_with(e)) {
+    if compression(path).is_some() {
         return Err(Error::parameter(format!(
             "{}: a compressed file cannot be split by byte range; give it as a whole shard",
             path.display()

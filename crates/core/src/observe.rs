@@ -82,6 +82,8 @@ pub trait Observer: Send {
     /// The merge phase would not fit `max_memory` (`budget` bytes): it runs
     /// with a higher `min_word_count`, dropping the rarest word types.
     fn dropped_for_memory(&mut self, _dropped: &crate::budget::Dropped, _budget: u64, _pretokens: u64) {}
+    /// Shards done by a run spread over tasks (`bpeforge.distributed`).
+    fn shards(&mut self, _p: &ShardProgress) {}
 }
 
 /// An observer that sees nothing and never stops.
@@ -112,4 +114,19 @@ pub struct EncodeStats {
     pub seconds: f64,
     /// Bytes per id in `npy`/`bin` output (2 or 4).
     pub id_bytes: usize,
+}
+
+/// Progress of a run spread over Ray tasks (`bpeforge.distributed`): shards
+/// done, reported as they finish and once more with `finished` set.
+#[derive(Debug, Clone)]
+pub struct ShardProgress<'a> {
+    /// What the tasks do ("counting", "encoding").
+    pub phase: &'a str,
+    pub done: u64,
+    pub total: u64,
+    /// On-disk bytes of the shards done, and of all of them.
+    pub bytes_done: u64,
+    pub bytes_total: u64,
+    pub elapsed: f64,
+    pub finished: bool,
 }

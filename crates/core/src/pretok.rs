@@ -2,7 +2,7 @@
 //! never cross, plus the special-token splitter that runs before it.
 //!
 //! Guarantees:
-//! * The presets `gpt2`, `cl100k`, `o200k` and `superword` give exactly the
+//! * The presets (`PRESETS`: `gpt2`, `cl100k`, `o200k`, `superword`) give exactly the
 //!   matches of the published regexes. They run on hand-written scanners
 //!   (`crate::scan`); the regex path below stays as their reference
 //!   (`PreTokenizer::regex_reference`) and runs custom patterns.
@@ -25,8 +25,12 @@
 //!   at every position), so only the forward DFA runs: no reverse scan to find
 //!   the start of each match.
 
+mod presets;
+
 use crate::error::{Error, Result};
-use crate::scan::{Preset, Scanner};
+use crate::scan::Scanner;
+use presets::Cut;
+pub use presets::{preset, preset_pattern, PresetDef, PresetRegex, PRESETS};
 use aho_corasick::{AhoCorasick, MatchKind};
 use regex_automata::{meta, Anchored, Input};
 use serde::{Deserialize, Serialize};
@@ -41,35 +45,6 @@ use serde::{Deserialize, Serialize};
 /// pay 2-4x the tokens of English on parallel text. Models record their
 /// pre-tokenizer, so models trained under an older default keep theirs.
 pub const DEFAULT_PRETOKENIZER: &str = "o200k";
-
-/// GPT-2's published pattern (openai/gpt-2 `encoder.py`).
-pub const GPT2_PATTERN: &str =
-    r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+";
-/// cl100k_base's published pattern (tiktoken).
-pub const CL100K_PATTERN: &str = r"'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]++[\r\n]*|\s*[\r\n]|\s+(?!\S)|\s+";
-/// o200k_base's published pattern (tiktoken).
-pub const O200K_PATTERN: &str = concat!(
-    r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?",
-    r"|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?",
-    r"|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+"
-);
-
-// The same patterns without the look-ahead alternative (emulated in code).
-// Possessive quantifiers are dropped: in these patterns they never change the
-// match (the possessed class cannot be given back to a later part).
-const GPT2_FAST: &str = r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+";
-const CL100K_FAST: &str = r"'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]|\s+";
-const O200K_FAST: &str = concat!(
-    r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?",
-    r"|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?",
-    r"|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+"
-);
-
-/// SuperBPE's stage-2 pattern (Liu et al., 2025): digit groups, runs of two
-/// or more punctuation marks, and runs of spaces not followed by a word stay
-/// apart; the text between them (words with single spaces) is one unit.
-pub const SUPERWORD_PATTERN: &str = r"\p{N}{1,3}| ?[^\s\p{L}\p{N}]{2,}[\r\n/]*| +(?!\S)";
-const SUPERWORD_FAST: &str = r"\p{N}{1,3}| ?[^\s\p{L}\p{N}]{2,}[\r\n/]*| +";
 
 /// Step limit for backtracking custom patterns, per search.
 const BACKTRACK_LIMIT: usize = 1_000_000;
@@ -92,45 +67,37 @@ pub enum PreTokenizerSpec {
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         isolated: bool,
     },
-    /// SuperBPE stage 2: the matches of `SUPERWORD_PATTERN` *and* the text
-    /// between them are pieces (an "isolated" split).
+    /// SuperBPE stage 2: the matches of the `superword` pattern (`PRESETS`)
+    /// *and* the text between them are pieces (an "isolated" split).
     Superword,
 }
 
 impl PreTokenizerSpec {
-    /// Parse a user-facing name: a preset name, or anything else as a regex.
+    /// Parse a user-facing name: a preset's name (`PRESETS`), or anything
+    /// else as a regex.
     pub fn from_name(name: &str) -> Self {
-        match name {
-            "gpt2" => Self::Gpt2,
-            "cl100k" | "cl100k_base" => Self::Cl100k,
-            "o200k" | "o200k_base" => Self::O200k,
-            "whitespace" => Self::Whitespace,
-            "none" => Self::None,
-            "superword" => Self::Superword,
-            other => Self::Regex { pattern: other.to_string(), isolated: true },
+        match preset(name) {
+            Some(p) => p.spec.clone(),
+            None => Self::Regex { pattern: name.to_string(), isolated: true },
         }
+    }
+    /// This spec's entry in `PRESETS` (None for a custom regex).
+    pub fn preset(&self) -> Option<&'static PresetDef> {
+        PRESETS.iter().find(|p| p.spec == *self)
     }
     /// The preset name, or the custom pattern.
     pub fn name(&self) -> &str {
         match self {
-            Self::Gpt2 => "gpt2",
-            Self::Cl100k => "cl100k",
-            Self::O200k => "o200k",
-            Self::Whitespace => "whitespace",
-            Self::None => "none",
-            Self::Superword => "superword",
             Self::Regex { pattern, .. } => pattern,
+            preset => preset.preset().map_or("", |p| p.name),
         }
     }
-    /// The full published regex for regex-based presets (for exports).
+    /// The full published regex for regex-based presets, or the custom
+    /// pattern (for exports).
     pub fn pattern(&self) -> Option<&str> {
         match self {
-            Self::Gpt2 => Some(GPT2_PATTERN),
-            Self::Cl100k => Some(CL100K_PATTERN),
-            Self::O200k => Some(O200K_PATTERN),
             Self::Regex { pattern, .. } => Some(pattern),
-            Self::Superword => Some(SUPERWORD_PATTERN),
-            Self::Whitespace | Self::None => None,
+            preset => preset.preset().and_then(|p| p.regex.as_ref()).map(|r| r.pattern),
         }
     }
 }
@@ -184,14 +151,10 @@ pub fn is_split_space(c: char) -> bool {
 
 impl PreTokenizer {
     pub fn new(spec: PreTokenizerSpec) -> Result<Self> {
-        let preset = match spec {
-            PreTokenizerSpec::Gpt2 => Preset::Gpt2,
-            PreTokenizerSpec::Cl100k => Preset::Cl100k,
-            PreTokenizerSpec::O200k => Preset::O200k,
-            PreTokenizerSpec::Superword => Preset::Superword,
-            _ => return Self::regex_reference(spec),
-        };
-        Ok(PreTokenizer { spec, engine: Engine::Scan(Scanner::new(preset)) })
+        match spec.preset().and_then(|p| p.regex.as_ref()) {
+            Some(r) => Ok(PreTokenizer { engine: Engine::Scan(Scanner::new(r.scanner)), spec }),
+            None => Self::regex_reference(spec),
+        }
     }
 
     /// The regex engine for any spec, the presets included (which `new`
@@ -199,22 +162,20 @@ impl PreTokenizer {
     /// benchmarks compare the scanners with. Not for general use.
     #[doc(hidden)]
     pub fn regex_reference(spec: PreTokenizerSpec) -> Result<Self> {
+        if let Some(r) = spec.preset().and_then(|p| p.regex.as_ref()) {
+            let re = compile_meta(r.fast).map_err(Error::parameter)?;
+            let engine = match r.cut {
+                Cut::Covering(lookahead) => Engine::Dfa { re, lookahead },
+                Cut::Isolated => Engine::Superword(re),
+            };
+            return Ok(PreTokenizer { spec, engine });
+        }
         let engine = match &spec {
-            PreTokenizerSpec::Gpt2 => Engine::Dfa {
-                re: compile_meta(GPT2_FAST).map_err(Error::parameter)?,
-                lookahead: Lookahead::AnyWhitespace,
-            },
-            PreTokenizerSpec::Cl100k => Engine::Dfa {
-                re: compile_meta(CL100K_FAST).map_err(Error::parameter)?,
-                lookahead: Lookahead::NotAfterNewline,
-            },
-            PreTokenizerSpec::O200k => Engine::Dfa {
-                re: compile_meta(O200K_FAST).map_err(Error::parameter)?,
-                lookahead: Lookahead::NotAfterNewline,
-            },
+            PreTokenizerSpec::Gpt2 | PreTokenizerSpec::Cl100k | PreTokenizerSpec::O200k | PreTokenizerSpec::Superword => {
+                return Err(Error::parameter(format!("pretokenizer {:?} has no regex in PRESETS", spec.name())));
+            }
             PreTokenizerSpec::Whitespace => Engine::Whitespace,
             PreTokenizerSpec::None => Engine::Whole,
-            PreTokenizerSpec::Superword => Engine::Superword(compile_meta(SUPERWORD_FAST).map_err(Error::parameter)?),
             PreTokenizerSpec::Regex { pattern, isolated } => {
                 if pattern.is_empty() {
                     return Err(Error::parameter(
@@ -417,7 +378,7 @@ fn split_covering<'t>(
     }
 }
 
-/// The isolated split of `SUPERWORD_PATTERN`: matches and gaps are pieces.
+/// The isolated split of the `superword` pattern: matches and gaps are pieces.
 /// ` +(?!\S)` is emulated: a run of spaces followed by a non-space gives
 /// back its last space, and a single such space is no match at all (it stays
 /// in the gap, joining the words around it).
@@ -634,11 +595,8 @@ mod tests {
 
     #[test]
     fn presets_equal_published_regexes() {
-        for (spec, pat) in [
-            (PreTokenizerSpec::Gpt2, GPT2_PATTERN),
-            (PreTokenizerSpec::Cl100k, CL100K_PATTERN),
-            (PreTokenizerSpec::O200k, O200K_PATTERN),
-        ] {
+        for p in PRESETS.iter().filter(|p| p.regex.as_ref().is_some_and(|r| r.cut != Cut::Isolated)) {
+            let (spec, pat) = (p.spec.clone(), p.regex.as_ref().unwrap().pattern);
             for text in CASES {
                 assert_eq!(ours(spec.clone(), text), fancy_pieces(pat, text), "{spec:?} on {text:?}");
             }
@@ -647,7 +605,7 @@ mod tests {
 
     #[test]
     fn superword_equals_isolated_split_of_the_published_pattern() {
-        let re = fancy_regex::Regex::new(SUPERWORD_PATTERN).unwrap();
+        let re = fancy_regex::Regex::new(preset_pattern("superword").unwrap()).unwrap();
         let cases = [
             "by the way, it is 12345 years old!! Really?? Yes.",
             "two  spaces   three    four",
@@ -676,6 +634,24 @@ mod tests {
             assert_eq!(got, expected, "{text:?}");
             assert_eq!(got.concat(), text);
         }
+    }
+
+    /// The table agrees with the model files' names (serde) and with itself.
+    #[test]
+    fn preset_table_names_are_the_serde_tags() {
+        for p in &PRESETS {
+            let tag = serde_json::to_value(&p.spec).unwrap()["type"].as_str().unwrap().to_string();
+            assert_eq!(tag, p.name);
+            assert_eq!(PreTokenizerSpec::from_name(p.name), p.spec);
+            assert_eq!(p.spec.name(), p.name);
+            for alias in p.aliases {
+                assert_eq!(PreTokenizerSpec::from_name(alias), p.spec);
+            }
+            assert_eq!(p.spec.pattern(), p.regex.as_ref().map(|r| r.pattern));
+            assert!(PreTokenizer::new(p.spec.clone()).is_ok());
+            assert!(PreTokenizer::regex_reference(p.spec.clone()).is_ok());
+        }
+        assert!(preset(DEFAULT_PRETOKENIZER).is_some());
     }
 
     #[test]

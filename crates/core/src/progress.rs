@@ -10,7 +10,7 @@
 
 use crate::clock::PhaseTime;
 use crate::count::CountStats;
-use crate::observe::{BalanceRound, CountProgress, EncodeStats, MergeProgress, Observer, StepProgress};
+use crate::observe::{BalanceRound, CountProgress, EncodeStats, MergeProgress, Observer, ShardProgress, StepProgress};
 use std::io::{IsTerminal, Write};
 use std::time::Instant;
 
@@ -41,7 +41,12 @@ pub enum ProgressFormat {
 }
 
 impl ProgressFormat {
-    /// "auto" (human on a terminal, JSON otherwise), "human", "json", "off".
+    /// The format names, the one list: the Python package reads it
+    /// (`_native.PROGRESS_FORMATS`) for its checks, messages and CLI choices.
+    pub const NAMES: [&'static str; 4] = ["auto", "human", "json", "off"];
+
+    /// One of `NAMES`: "auto" (human on a terminal, JSON otherwise), "human",
+    /// "json", "off"; or a name kept for older callers ("bar", "none", "quiet").
     pub fn parse(s: &str) -> Option<Self> {
         match s {
             "auto" => Some(if std::io::stderr().is_terminal() { Self::Human } else { Self::Json }),
@@ -436,6 +441,44 @@ impl Observer for ProgressPrinter {
             ProgressFormat::Off => {}
         }
         self.last = None;
+    }
+
+    fn shards(&mut self, p: &ShardProgress) {
+        if !p.finished && !self.due() {
+            return;
+        }
+        match self.format {
+            ProgressFormat::Human => {
+                let text = format!(
+                    "{} on Ray: {}/{} shards, {:.1}/{:.1} MB in {:.1}s",
+                    p.phase,
+                    p.done,
+                    p.total,
+                    mb(p.bytes_done),
+                    mb(p.bytes_total),
+                    p.elapsed
+                );
+                if p.finished {
+                    self.line(&text)
+                } else {
+                    self.live(&text)
+                }
+            }
+            ProgressFormat::Json => {
+                let mut v = serde_json::json!({
+                    "phase": p.phase, "shards_done": p.done, "shards_total": p.total,
+                    "bytes_done": p.bytes_done, "bytes_total": p.bytes_total, "elapsed_s": round(p.elapsed, 2),
+                });
+                if p.finished {
+                    v["done"] = serde_json::Value::Bool(true);
+                }
+                self.json(v)
+            }
+            ProgressFormat::Off => {}
+        }
+        if p.finished {
+            self.last = None;
+        }
     }
 
     fn merged(&mut self, merges: usize, time: &PhaseTime) {

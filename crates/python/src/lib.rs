@@ -685,6 +685,22 @@ fn _pretokenize_count(py: Python<'_>, text: &str, preset: &str, reference: bool)
     .map_err(to_pyerr)
 }
 
+/// The pre-tokenizer presets (`bpeforge_core::api::PRESETS`, the one
+/// table), as a tuple of dicts: `name`, `aliases`, `about`, and `pattern`
+/// and `fast` (None for the presets without a regex).
+fn presets(py: Python<'_>) -> PyResult<Bound<'_, pyo3::types::PyTuple>> {
+    let items = bpeforge_core::api::PRESETS.iter().map(|p| {
+        let d = pyo3::types::PyDict::new(py);
+        d.set_item("name", p.name)?;
+        d.set_item("aliases", pyo3::types::PyTuple::new(py, p.aliases)?)?;
+        d.set_item("about", p.about)?;
+        d.set_item("pattern", p.regex.as_ref().map(|r| r.pattern))?;
+        d.set_item("fast", p.regex.as_ref().map(|r| r.fast))?;
+        Ok(d)
+    });
+    pyo3::types::PyTuple::new(py, items.collect::<PyResult<Vec<_>>>()?)
+}
+
 /// Number of threads used when `threads=None`.
 #[pyfunction]
 fn default_threads() -> usize {
@@ -719,6 +735,10 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<NativeTokenizer>()?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("DEFAULT_PRETOKENIZER", bpeforge_core::api::DEFAULT_PRETOKENIZER)?;
+    m.add("PRESETS", presets(m.py())?)?;
+    m.add("PROGRESS_FORMATS", pyo3::types::PyTuple::new(m.py(), bpeforge_core::api::ProgressFormat::NAMES)?)?;
+    m.add_class::<progress::ShardReporter>()?;
+    m.add("COMPRESSIONS", pyo3::types::PyTuple::new(m.py(), bpeforge_core::api::COMPRESSIONS)?)?;
     Ok(())
 }
 

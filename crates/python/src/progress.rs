@@ -19,7 +19,7 @@
 use bpeforge_core::api::PhaseTime;
 use bpeforge_core::api::CountStats;
 use bpeforge_core::api::{Error, Result};
-use bpeforge_core::api::{BalanceRound, CountProgress, EncodeStats, MergeProgress, Observer, StepProgress};
+use bpeforge_core::api::{BalanceRound, CountProgress, EncodeStats, MergeProgress, Observer, ShardProgress, StepProgress};
 use bpeforge_core::api::{eta_seconds, MergeEta, ProgressFormat, ProgressPrinter, TextSink};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyString, PyTuple};
@@ -112,8 +112,10 @@ impl PyObserver {
 
 fn parse_format(name: &str) -> PyResult<ProgressFormat> {
     ProgressFormat::parse(name).ok_or_else(|| {
+        let names: Vec<String> = ProgressFormat::NAMES.iter().map(|n| format!("'{n}'")).collect();
         crate::to_pyerr(Error::parameter(format!(
-            "progress must be one of 'auto', 'human', 'json', 'off' (or True/False), got {name:?}"
+            "progress must be one of {} (or True/False), got {name:?}",
+            names.join(", ")
         )))
     })
 }
@@ -331,6 +333,17 @@ impl Observer for PyObserver {
             d.set_item("pretoken_share_dropped", dropped.pretokens as f64 / pretokens.max(1) as f64)
         })
     }
+    fn shards(&mut self, p: &ShardProgress) {
+        if let Some(printer) = self.printer() {
+            printer.shards(p)
+        }
+        self.emit(!p.finished, |d| {
+            base(d, "shards", p.done, Some(p.total), "shards", p.elapsed, p.finished)?;
+            d.set_item("task", p.phase)?;
+            d.set_item("bytes_done", p.bytes_done)?;
+            d.set_item("bytes_total", p.bytes_total)
+        })
+    }
     fn balancing(&mut self, r: &BalanceRound) {
         if let Some(printer) = self.printer() {
             printer.balancing(r)
@@ -343,6 +356,44 @@ impl Observer for PyObserver {
             d.set_item("worst_language", &r.worst_language)?;
             d.set_item("above_band", r.above)
         })
+    }
+}
+
+/// Shards done by the tasks of a Ray run (`bpeforge.distributed`), shown
+/// by the same printer (or given to the same callback) as a local run's
+/// progress: `ShardReporter(progress, phase, total, total_bytes)`, then
+/// `update(done, done_bytes, final)` as shards finish.
+#[pyclass(module = "bpeforge._native", unsendable)]
+pub(crate) struct ShardReporter {
+    observer: PyObserver,
+    phase: String,
+    total: u64,
+    total_bytes: u64,
+    start: Instant,
+}
+
+#[pymethods]
+impl ShardReporter {
+    #[new]
+    fn new(progress: &Bound<'_, PyAny>, phase: String, total: u64, total_bytes: u64) -> PyResult<Self> {
+        Ok(ShardReporter { observer: PyObserver::new(progress)?, phase, total, total_bytes, start: Instant::now() })
+    }
+
+    /// `done` shards of `done_bytes` finished; `final` on the last report.
+    /// Raises what a callback (or its stream) raised.
+    #[pyo3(signature = (done, done_bytes, r#final=false))]
+    fn update(&mut self, done: u64, done_bytes: u64, r#final: bool) -> PyResult<()> {
+        let p = ShardProgress {
+            phase: &self.phase,
+            done,
+            total: self.total,
+            bytes_done: done_bytes,
+            bytes_total: self.total_bytes,
+            elapsed: self.start.elapsed().as_secs_f64(),
+            finished: r#final,
+        };
+        self.observer.shards(&p);
+        self.observer.take_failure().map_or(Ok(()), Err)
     }
 }
 

@@ -15,6 +15,7 @@ import os
 from typing import TYPE_CHECKING, Any, Union
 
 from .._byte_tokens import BYTE_TOKENS
+from .. import _native
 from .._bytelevel import char_to_byte, token_text
 from ..errors import ParameterError
 
@@ -23,22 +24,15 @@ if TYPE_CHECKING:  # pragma: no cover
 
 PathLike = Union[str, "os.PathLike[str]"]
 
-# The published patterns, exactly as crates/core/src/pretok.rs has them
-# (tests/test_interop.py checks that they stay equal).
-GPT2_PATTERN = r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"
-CL100K_PATTERN = (
-    r"'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]++[\r\n]*|\s*[\r\n]|\s+(?!\S)|\s+"
-)
-O200K_PATTERN = (
-    r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?"
-    r"|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?"
-    r"|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+"
-)
-# SuperBPE's stage-2 units (crates/core/src/pretok.rs SUPERWORD_PATTERN): an
-# *isolated* split, the matches and the text between them are pieces, which
+# The published patterns of the regex presets, read from the Rust core's
+# table (crates/core/src/pretok/presets.rs ``PRESETS``). ``superword`` is an
+# *isolated* split: the matches and the text between them are pieces, which
 # is exactly HF's Split(behavior="Isolated"), as the SuperBPE release uses.
-SUPERWORD_PATTERN = r"\p{N}{1,3}| ?[^\s\p{L}\p{N}]{2,}[\r\n/]*| +(?!\S)"
-_PRESET_PATTERNS = {"gpt2": GPT2_PATTERN, "cl100k": CL100K_PATTERN, "o200k": O200K_PATTERN, "superword": SUPERWORD_PATTERN}
+_PRESET_PATTERNS: dict[str, str] = {p["name"]: p["pattern"] for p in _native.PRESETS if p["pattern"] is not None}
+GPT2_PATTERN = _PRESET_PATTERNS["gpt2"]
+CL100K_PATTERN = _PRESET_PATTERNS["cl100k"]
+O200K_PATTERN = _PRESET_PATTERNS["o200k"]
+SUPERWORD_PATTERN = _PRESET_PATTERNS["superword"]
 _PATTERN_PRESETS = {v: k for k, v in _PRESET_PATTERNS.items()}
 # tiktoken's names for the same patterns.
 _TIKTOKEN_NAMES = {"gpt2": "gpt2", "r50k_base": "gpt2", "cl100k_base": "cl100k", "o200k_base": "o200k"}

@@ -54,7 +54,7 @@ def build_report(
     Args:
         model, compare: a model file (bpeforge, SentencePiece ``.model``, Hugging
             Face ``tokenizer.json``, ``.tiktoken``) or a :class:`bpeforge.Tokenizer`.
-        corpus: a text file (``.xz .gz .bz2 .zst`` ok), one text per line, a
+        corpus: a text file (compressed ok: ``bpeforge._input_formats.COMPRESSIONS``), one text per line, a
             JSON lines, Parquet or Arrow file (with ``text_field``), or a
             sequence of str.
         langs: language tags, one per corpus line (a file or a sequence); adds

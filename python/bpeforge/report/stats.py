@@ -9,6 +9,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from .._tokenizer import Tokenizer
+from ..options import PRESETS
 from .models import Model, encode_lines
 
 
@@ -22,7 +23,7 @@ def curve_points(n_merges: int, points: int, extra: Iterable[int] = ()) -> list[
 
 
 def _pretok_doc(name: str) -> dict[str, Any]:
-    if name in ("gpt2", "cl100k", "o200k", "whitespace", "none", "superword"):
+    if name in PRESETS:
         return {"type": name}
     return {"type": "regex", "pattern": name}
 

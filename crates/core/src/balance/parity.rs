@@ -179,6 +179,9 @@ impl Observer for Rounds<'_> {
     fn balancing(&mut self, round: &BalanceRound) {
         self.inner.balancing(round)
     }
+    fn dropped_for_memory(&mut self, dropped: &crate::budget::Dropped, budget: u64, pretokens: u64) {
+        self.inner.dropped_for_memory(dropped, budget, pretokens)
+    }
 }
 
 /// Runs parity balancing on language-tagged counts; returns the last round's
@@ -464,6 +467,23 @@ fn round6(x: f64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The memory message of a round reaches the caller (the wrapper once
+    /// forwarded only some events, and the trait's defaults dropped the rest).
+    #[test]
+    fn rounds_forward_the_memory_drop() {
+        #[derive(Default)]
+        struct Seen(Vec<u64>);
+        impl Observer for Seen {
+            fn dropped_for_memory(&mut self, d: &crate::budget::Dropped, _: u64, _: u64) {
+                self.0.push(d.min_word_count);
+            }
+        }
+        let mut seen = Seen::default();
+        let mut rounds = Rounds { inner: &mut seen, counted: false };
+        rounds.dropped_for_memory(&crate::budget::Dropped { min_word_count: 3, types: 10, pretokens: 20 }, 1 << 20, 100);
+        assert_eq!(seen.0, [3]);
+    }
 
     #[test]
     fn combine_weights_each_language_and_keeps_every_word_type() {

@@ -26,7 +26,7 @@ pub enum Preset {
     Gpt2,
     Cl100k,
     O200k,
-    /// SuperBPE stage 2: the isolated split of `SUPERWORD_PATTERN`.
+    /// SuperBPE stage 2: the isolated split of the `superword` pattern (`pretok::PRESETS`).
     Superword,
 }
 

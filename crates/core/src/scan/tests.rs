@@ -3,9 +3,7 @@
 //! which runs the look-ahead itself), on seeded random text drawn over every
 //! Unicode general category plus the characters the patterns single out.
 
-use crate::pretok::{
-    utf8_runs, PreTokenizer, PreTokenizerSpec, CL100K_PATTERN, GPT2_PATTERN, O200K_PATTERN, SUPERWORD_PATTERN,
-};
+use crate::pretok::{utf8_runs, PreTokenizer, PreTokenizerSpec, PRESETS};
 use regex_syntax::hir::{Class, HirKind};
 
 /// splitmix64: small, seeded, reproducible.
@@ -135,16 +133,19 @@ fn scaled(n: usize) -> usize {
     }
 }
 
-const ALL: [(PreTokenizerSpec, &str); 4] = [
-    (PreTokenizerSpec::Gpt2, GPT2_PATTERN),
-    (PreTokenizerSpec::Cl100k, CL100K_PATTERN),
-    (PreTokenizerSpec::O200k, O200K_PATTERN),
-    (PreTokenizerSpec::Superword, SUPERWORD_PATTERN),
-];
+/// Every preset with a regex (`PRESETS`), and its published pattern.
+fn all() -> Vec<(PreTokenizerSpec, &'static str)> {
+    let all: Vec<_> = PRESETS
+        .iter()
+        .filter_map(|p| p.regex.as_ref().map(|r| (PreTokenizerSpec::from_name(p.name), r.pattern)))
+        .collect();
+    assert_eq!(all.len(), 4);
+    all
+}
 
 /// Scanner, regex path and backtracking oracle on `texts`.
 fn check_all(texts: impl Iterator<Item = String>, oracle_every: usize) {
-    let engines: Vec<_> = ALL
+    let engines: Vec<_> = all()
         .iter()
         .map(|(spec, pat)| {
             (
@@ -173,7 +174,7 @@ fn check_all(texts: impl Iterator<Item = String>, oracle_every: usize) {
 
 #[test]
 fn presets_use_the_scanners() {
-    for (spec, _) in ALL {
+    for (spec, _) in all() {
         let p = PreTokenizer::new(spec.clone()).unwrap();
         assert!(format!("{p:?}").contains("Scan"), "{spec:?}: {p:?}");
         let r = PreTokenizer::regex_reference(spec.clone()).unwrap();
@@ -245,10 +246,11 @@ fn every_code_point_in_context() {
 /// and the regex path must agree on those runs too.
 #[test]
 fn invalid_utf8_runs() {
-    let engines: Vec<_> = ALL
-        .iter()
+    let engines: Vec<_> = all()
+        .into_iter()
         .map(|(spec, _)| {
-            (spec, PreTokenizer::new(spec.clone()).unwrap(), PreTokenizer::regex_reference(spec.clone()).unwrap())
+            let (scan, reference) = (PreTokenizer::new(spec.clone()).unwrap(), PreTokenizer::regex_reference(spec.clone()).unwrap());
+            (spec, scan, reference)
         })
         .collect();
     let mut g = Gen::new(0x5EED_0004);
