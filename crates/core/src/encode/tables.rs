@@ -45,6 +45,11 @@ fn dense_capacity(n: usize) -> usize {
 /// Token pair -> merge rank. A slot packs `left:21 | right:21 | rank:21`,
 /// so it serves vocabularies of fewer than 2^21 - 1 ids (`new` says `None`
 /// otherwise and the caller keeps its general map).
+///
+/// A dense table of the ranks of every pair of the first 1,024 ids (4 MiB,
+/// one read for the pairs of bytes and early merges, as fastokens keeps)
+/// in front of this one gained nothing on fresh o200k_base text through
+/// Python (CPU-time medians 27.2, 29.1, 26.4 MB/s against 28.0, 27.9, 27.3).
 pub(super) struct PairRanks {
     slots: HugeTable<u64>,
     mask: usize,
