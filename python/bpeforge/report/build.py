@@ -77,6 +77,10 @@ def build_report(
             language's tokens for the messages it shares with
             ``parallel_reference`` divided by that language's tokens for them
             (:mod:`bpeforge.report.parallel`).
+
+    Why this function is long: it is the report's recipe, one timed step per
+    figure group in the order they are measured, and most of it is this
+    docstring; each step's work lives in its own module.
     """
     from .._extras import require
 

@@ -61,6 +61,11 @@ impl Counter<'_> {
     /// `WordCounts::add_tagged`), or plainly when `language` is None.
     /// `checked` is the same text as a `str` where the caller already knows
     /// it is UTF-8 (then it is not checked again, piece by piece).
+    ///
+    /// Why this function is long: it is the counting hot loop (special
+    /// tokens, normalization, UTF-8 runs, both pre-tokenizers, language tags)
+    /// as nested closures over one text, so the compiler inlines them into one
+    /// loop; split into functions, each piece would pay a call and re-borrow.
     pub(super) fn count_into(
         &self,
         text: &[u8],

@@ -215,6 +215,10 @@ fn a_chunk_counts_as_its_lines_do() {
 /// Thread tables flushed into the shared partitions, several at once and
 /// several times each, and the partitions' concatenation (a packed
 /// table), spilled or not, see exactly the entries of the tables.
+///
+/// Why this function is long: one scenario (random tables, interleaved
+/// flushes, with and without spilling) checked end to end at three thread
+/// counts; its parts only mean something together.
 #[test]
 fn partitions_keep_every_entry() {
     use super::partitioned::Partitions;

@@ -74,26 +74,7 @@ impl Encoder {
                 (model.pretokenizer == PreTokenizerSpec::Whitespace, end_of_word_suffix.clone())
             }
         };
-        let shown = match &model.scheme {
-            // Byte-level tokens decode to their own bytes.
-            Scheme::Bytes => raw.clone(),
-            Scheme::Chars { end_of_word_suffix, .. } => {
-                let shown: Vec<Vec<u8>> = (0..raw.len())
-                    .map(|i| {
-                        let t = raw.get(i);
-                        if i < model.special_tokens.len() {
-                            return sentencepiece_surface(&model, i).unwrap_or_else(|| t.to_vec());
-                        }
-                        let s = String::from_utf8_lossy(t).replace(SPACE_MARKER, " ");
-                        match end_of_word_suffix {
-                            Some(suf) => s.replace(suf.as_str(), " ").into_bytes(),
-                            None => s.into_bytes(),
-                        }
-                    })
-                    .collect();
-                Arena::new(shown.iter().map(Vec::as_slice))
-            }
-        };
+        let shown = shown_tokens(&model, &raw);
         let token_ids = TokenIndex::new(&raw, 0..raw.len() as u32);
         let mut symbol_ids = new_map();
         if let Some(alpha) = &model.alphabet {
@@ -101,14 +82,7 @@ impl Encoder {
                 symbol_ids.insert(s.clone(), model.base_start() as u32 + k as u32);
             }
         }
-        let to_int = model.ids.as_ref().map(|ids| {
-            let n = ids.iter().map(|&e| e as usize + 1).max().unwrap_or(0);
-            let mut inv = vec![u32::MAX; n];
-            for (i, &e) in ids.iter().enumerate() {
-                inv[e as usize] = i as u32;
-            }
-            inv
-        });
+        let to_int = model.ids.as_deref().map(internal_ids);
         let sp = match &model.scheme {
             Scheme::Chars { fuse_unk, dummy_prefix, .. } => {
                 SentencePieceRules { byte_ids: model.byte_token_ids(), fuse_unk: *fuse_unk, dummy_prefix: *dummy_prefix }
@@ -290,6 +264,38 @@ fn checked_whole_ids(vocab: usize, specials: usize, ids: Vec<u32>) -> Result<Vec
         None => Ok(ids),
     }
 }
+/// What each token decodes to: byte-level tokens are their own bytes; a
+/// chars token shows `▁` (and the end-of-word suffix) as spaces, and a
+/// special token its SentencePiece surface where it has one.
+fn shown_tokens(model: &Model, raw: &Arena) -> Arena {
+    let Scheme::Chars { end_of_word_suffix, .. } = &model.scheme else { return raw.clone() };
+    let shown: Vec<Vec<u8>> = (0..raw.len())
+        .map(|i| {
+            let t = raw.get(i);
+            if i < model.special_tokens.len() {
+                return sentencepiece_surface(model, i).unwrap_or_else(|| t.to_vec());
+            }
+            let s = String::from_utf8_lossy(t).replace(SPACE_MARKER, " ");
+            match end_of_word_suffix {
+                Some(suf) => s.replace(suf.as_str(), " ").into_bytes(),
+                None => s.into_bytes(),
+            }
+        })
+        .collect();
+    Arena::new(shown.iter().map(Vec::as_slice))
+}
+
+/// The inverse of a model's `ids` table: external id to internal index
+/// (`u32::MAX` where no token has that id).
+fn internal_ids(ids: &[u32]) -> Vec<u32> {
+    let n = ids.iter().map(|&e| e as usize + 1).max().unwrap_or(0);
+    let mut inv = vec![u32::MAX; n];
+    for (i, &e) in ids.iter().enumerate() {
+        inv[e as usize] = i as u32;
+    }
+    inv
+}
+
 
 /// How a special token reads back in SentencePiece-style models: a byte
 /// token is its byte, a fused `unk_token` SentencePiece's ` ⁇ `.
