@@ -27,7 +27,9 @@ from ._normalizers import name_of as normalizer_name
 from ._extras import require
 from ._input_formats import plan as input_plan
 from ._io import check_output, open_text, same_file, write_atomic
-from ._tokenizer import Tokenizer, id_dtype, load, train
+from ._tokenizer import Tokenizer, id_dtype, load
+from ._progress import native_progress
+from ._training import _progress_arg, train_files
 from .errors import BpeforgeError, OutputError, ParameterError
 from .options import NAMES as OPTION_NAMES
 from .options import TrainOptions
@@ -194,10 +196,11 @@ def cmd_train(args: argparse.Namespace) -> int:
     if args.ray is not None:  # --ray [ADDRESS]: count on a Ray cluster
         from . import distributed
 
-        tok = distributed.train(inputs, address=_ray_address(args.ray), shard_bytes=_shard_bytes(args),
-                                progress=progress, **options.non_default())
+        tok = distributed.train_with(inputs, options, address=_ray_address(args.ray),
+                                     shard_bytes=_shard_bytes(args), num_cpus_per_task=1,
+                                     progress=_progress_arg(progress))
     else:
-        tok = train(inputs, progress=progress, **options.non_default())
+        tok = train_files(inputs, options, native_progress(progress))
     wall = time.perf_counter() - t0
     if args.output:
         tok.save(args.output)

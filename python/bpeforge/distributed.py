@@ -36,6 +36,7 @@ plus one shard's table at a time, never every shard's table at once.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
@@ -50,8 +51,9 @@ from . import _arrow, _native
 from ._input_formats import compression, is_columnar, plan_training
 from ._input_formats import plan as _input_plan
 from ._io import write_atomic
-from ._tokenizer import PathLike, SpecialSet, Tokenizer, _progress_arg, load
-from .options import TrainOptions
+from ._tokenizer import PathLike, SpecialSet, Tokenizer, load
+from ._training import _progress_arg
+from .options import EngineOptions, TrainOptions
 from .options import paths as _paths
 from .errors import BpeforgeError, ParameterError
 
@@ -328,20 +330,25 @@ def _check_task_settings(shard_bytes: int, num_cpus_per_task: float) -> None:
 # ---- tasks (run on the workers) ---------------------------------------------
 
 
-def _task_budget(args: dict[str, Any], cpus: float) -> dict[str, Any]:
-    """``args`` with the counting task's share of its machine's memory
-    budget: the budget (``max_memory``, or the default of the machine the
-    task runs on) times the task's CPUs over the node's, so the tasks Ray
-    runs side by side on a node stay within the budget together."""
+def _budget_share(cpus: float) -> float:
+    """The share of its machine's memory budget a task with ``cpus`` CPUs
+    counts within: its CPUs over the node's, so the tasks Ray runs side by
+    side on a node keep to the budget together (the budget itself, given or
+    the machine's default, is the engine's: ``TrainSettings.for_counting_task``)."""
     ray = _ray()
     node_cpus = 0.0
     node = ray.get_runtime_context().get_node_id()
     for n in ray.nodes():
         if n.get("NodeID") == node:
             node_cpus = float(n.get("Resources", {}).get("CPU", 0))
-    share = min(1.0, cpus / node_cpus) if node_cpus > 0 else 1.0
-    budget = args["max_memory"] if args["max_memory"] is not None else _native.default_memory_budget()
-    return dict(args, max_memory=max(1, int(budget * share)))
+    return min(1.0, cpus / node_cpus) if node_cpus > 0 else 1.0
+
+
+def _task_settings(engine: EngineOptions, cpus: float) -> Any:
+    """A counting task's settings: the run's options (checked on the driver
+    first), made and checked again here, in the task's own process, with the
+    task's threads and its share of the machine's memory budget."""
+    return _native.TrainSettings(engine).for_counting_task(max(1, math.ceil(cpus)), _budget_share(cpus))
 
 
 def _plan_task(paths: list[str], shard_bytes: int, split: bool, group: bool, files: bool = False,
@@ -349,33 +356,32 @@ def _plan_task(paths: list[str], shard_bytes: int, split: bool, group: bool, fil
     return plan_shards(paths, shard_bytes, split=split, group=group, files=files, lines=lines)
 
 
-def _language_table_task(paths: list[str], args: dict[str, Any]) -> tuple[list[str], list[int], list[int]]:
-    return _native.language_table(paths, args)
+def _language_table_task(paths: list[str], engine: EngineOptions) -> tuple[list[str], list[int], list[int]]:
+    return _native.language_table(paths, _native.TrainSettings(engine))
 
 
 def _arrow_plan_task(paths: list[str], shard_bytes: int) -> list[dict[str, Any]]:
     return _arrow.plan_shards(paths, shard_bytes)
 
 
-def _arrow_languages_task(paths: list[str], columns: list[str], settings: tuple) -> tuple[list[str], list[int], list[int]]:
-    names, lines = _arrow.shard_languages(paths, columns, settings)
-    return names, lines, [0] * len(names)  # each language's bytes are added while counting
+def _arrow_languages_task(paths: list[str], names: list[str],
+                          columns: _arrow.Columns) -> tuple[list[str], list[int], list[int]]:
+    languages, lines = _arrow.shard_languages(paths, names, columns)
+    return languages, lines, [0] * len(languages)  # each language's bytes are added while counting
 
 
-def _arrow_count_task(shard: dict[str, Any], columns: list[str], settings: tuple,
+def _arrow_count_task(shard: dict[str, Any], names: list[str], columns: _arrow.Columns, engine: EngineOptions,
                       languages: tuple[list[str], list[int]] | None, cpus: float) -> tuple[bytes, list[int]]:
-    settings = (_task_budget(settings[0], cpus), *settings[1:])
-    return _arrow.count_shard(shard, columns, settings, languages)
+    return _arrow.count_shard(shard, names, columns, _task_settings(engine, cpus), languages)
 
 
-def _count_task(shard: dict[str, Any], args: dict[str, Any],
+def _count_task(shard: dict[str, Any], engine: EngineOptions,
                 languages: tuple[list[str], list[int]] | None, cpus: float) -> tuple[bytes, list[int]]:
-    args = _task_budget(args, cpus)
     rng = shard["byte_range"]
     # Positions among the inputs matter only to language-balanced runs.
     files = shard.get("files", [0] * len(shard["paths"]))
-    return _native.count_shard(shard["paths"], files, args, "off", None if rng is None else (rng[0], rng[1]),
-                               shard.get("lines_before", 0), languages)
+    return _native.count_shard(shard["paths"], files, _task_settings(engine, cpus), "off",
+                               None if rng is None else (rng[0], rng[1]), shard.get("lines_before", 0), languages)
 
 
 _MODEL_CACHE: dict[str, Tokenizer] = {}
@@ -486,45 +492,48 @@ def train(
         >>> tok = bpeforge.distributed.train([bpeforge.sample_corpus()], vocab_size=500,
         ...                                  shard_bytes=100_000, progress=False)  # doctest: +SKIP
     """
-    inputs = _paths(paths)
+    return train_with(_paths(paths), TrainOptions(**options), address=address, shard_bytes=shard_bytes,
+                      num_cpus_per_task=num_cpus_per_task, progress=_progress_arg(progress))
+
+
+def train_with(inputs: list[str], opts: TrainOptions, *, address: str | None, shard_bytes: int,
+               num_cpus_per_task: float, progress: str) -> Tokenizer:
+    """:func:`train` with its options made (the command line's ``--ray``
+    makes them from its flags); ``progress`` a format name."""
     _check_task_settings(shard_bytes, num_cpus_per_task)
-    opts = TrainOptions(**options)
     # Parquet/Arrow files: shards are runs of row groups, read with pyarrow
     # on the workers (Python applies the text and language columns).
     arrow = plan_training(inputs, opts) == "columnar"
     abs_inputs = _abspaths(inputs)
-    columns = _arrow.check_files(abs_inputs, opts) if arrow else None
-    arrow_settings = _arrow.engine_settings(opts) if arrow else None
-    args = arrow_settings[0] if arrow_settings else opts.engine_args()
-    _native.check_train_options(args)  # a bad setting fails here, before any task
-    prog = _progress_arg(progress)
+    names = _arrow.check_files(abs_inputs, opts) if arrow else None
+    columns = _arrow.Columns(opts.text_field, opts.lang_field, opts.on_bad_record) if arrow else None
+    engine = _arrow.engine_options(opts, opts.lang_field) if arrow else opts.engine_options()
+    settings = _native.TrainSettings(engine)  # checked here, before any task
     ray = _connect(address)
     start = time.perf_counter()
-    worker_args = dict(args, threads=max(1, math.ceil(num_cpus_per_task)), checkpoint_path=None, progress_csv=None)
-    if args["langs"] is not None:
-        worker_args["langs"] = _abspaths(args["langs"])
-    balanced = any(args[k] is not None for k in ("langs", "file_languages", "lang_field"))
+    # The tasks read the language files from their own working directory.
+    if engine.langs is not None:
+        engine = dataclasses.replace(engine, langs=_abspaths(engine.langs))
+    balanced = any(v is not None for v in (engine.langs, engine.file_languages, engine.lang_field))
     if arrow:
         plan = _remote(_arrow_plan_task, 0.1).remote(abs_inputs, shard_bytes)
     else:
         split = not opts.documents and opts.separator is None
         plan = _remote(_plan_task, 0.1).remote(abs_inputs, shard_bytes, split, True, balanced,
-                                               args["langs"] is not None)
-    if arrow_settings:
-        arrow_settings = (worker_args, *arrow_settings[1:])
+                                               engine.langs is not None)
     languages, lang_bytes = None, []
     if balanced:
-        task = (_remote(_arrow_languages_task, num_cpus_per_task).remote(abs_inputs, columns, arrow_settings)
-                if arrow else _remote(_language_table_task, num_cpus_per_task).remote(abs_inputs, worker_args))
-        names, lines, lang_bytes = _get(task)
-        languages = (names, lines)
+        task = (_remote(_arrow_languages_task, num_cpus_per_task).remote(abs_inputs, names, columns)
+                if arrow else _remote(_language_table_task, num_cpus_per_task).remote(abs_inputs, engine))
+        languages_found, lines, lang_bytes = _get(task)
+        languages = (languages_found, lines)
     shards = _get(plan)
     languages_ref = ray.put(languages)
     task_args: tuple[Any, ...]
     if arrow:
-        count, task_args = _remote(_arrow_count_task, num_cpus_per_task), (ray.put(columns), ray.put(arrow_settings))
+        count, task_args = _remote(_arrow_count_task, num_cpus_per_task), (ray.put(names), columns, ray.put(engine))
     else:
-        count, task_args = _remote(_count_task, num_cpus_per_task), (ray.put(worker_args),)
+        count, task_args = _remote(_count_task, num_cpus_per_task), (ray.put(engine),)
     sizes = [s["bytes"] for s in shards]
     total = _native.CountSum()
 
@@ -534,16 +543,12 @@ def train(
         lang_bytes[:] = [a + b for a, b in zip(lang_bytes, shard_lang_bytes)]
 
     _gather([count.remote(s, *task_args, languages_ref, num_cpus_per_task) for s in shards], sizes,
-            _Progress(prog, "counting", len(shards), sum(sizes)), add)
-    cluster_seconds = time.perf_counter() - start
-    tok = Tokenizer(_native.train_count_sum(total, args, prog, inputs, languages, lang_bytes if balanced else None))
-    # The engine timed only the adding of the tables: record the whole count.
-    model = json.loads(tok.to_json())
-    timings = model["metadata"]["timings"]
-    timings["count_sum_seconds"] = timings["count_seconds"]
-    timings["count_seconds"] = round(cluster_seconds, 3)
-    timings["count_shards"] = len(shards)
-    return Tokenizer.from_json(json.dumps(model, ensure_ascii=False))
+            _Progress(progress, "counting", len(shards), sum(sizes)), add)
+    # The engine times only the adding of the tables; the model records the
+    # whole count, from the first task to the summed table, and its shards.
+    sharded = (time.perf_counter() - start, len(shards))
+    return Tokenizer(_native.train_count_sum(total, settings, progress, inputs, languages,
+                                             lang_bytes if balanced else None, sharded))
 
 
 # ---- encoding ---------------------------------------------------------------

@@ -1,7 +1,7 @@
 //! The training driver: word counts in, model out, as a list of named steps
 //! (HF tokenizers' `do_train` reads the same way):
 //!
-//! 1. validate the settings (`TrainConfig::validate`);
+//! 1. (the settings come validated: a `ValidConfig`, `TrainConfig::validate`);
 //! 2. check the counts and report them;
 //! 3. check what is resumed, and its external id range (`extend::Resume`);
 //! 4. base vocabulary and word table per scheme (`words::build`);
@@ -14,7 +14,7 @@ use super::merge::{learn_merges, Flow, Learned, MergeParams};
 use super::stats::{Corpus, MemoryBudget, MergeBreakdown, Settings, Timings, TrainStats, WordCountTable, WordTableStats};
 use crate::budget::Dropped;
 use super::words::{self, WordBase};
-use super::{counting::POLL_SECONDS, TrainConfig};
+use super::{counting::POLL_SECONDS, TrainConfig, ValidConfig};
 use crate::count::{CountStats, WordCounts};
 use crate::error::{Error, Result};
 use crate::model::Model;
@@ -27,6 +27,19 @@ use std::time::Instant;
 
 /// The merge loop and model assembly, given word counts.
 pub fn train_from_counts(
+    counts: WordCounts,
+    config: &ValidConfig,
+    observer: &mut dyn Observer,
+    inputs: serde_json::Value,
+    count: PhaseTime,
+) -> Result<Model> {
+    train_derived(counts, config, observer, inputs, count)
+}
+
+/// `train_from_counts` on a config derived from a validated one (a
+/// balancing round's or a SuperBPE stage's: the same settings with outputs
+/// or limits changed, never checked again).
+pub(crate) fn train_derived(
     counts: WordCounts,
     config: &TrainConfig,
     observer: &mut dyn Observer,
@@ -47,7 +60,6 @@ pub(crate) fn train_with_stats(
     inputs: serde_json::Value,
     count: PhaseTime,
 ) -> Result<(Model, TrainStats)> {
-    config.validate()?;
     if let Some(sb) = &config.superbpe {
         let units = counts.superword.take().ok_or_else(|| Error::training("SuperBPE needs stage-2 counts"))?;
         return super::superbpe::train(counts, *units, config, sb, observer, inputs, count);
@@ -392,7 +404,7 @@ mod tests {
     }
 
     fn train(c: WordCounts, config: &TrainConfig) -> Result<Model> {
-        train_from_counts(c, config, &mut Silent, serde_json::json!(["test"]), PhaseTime::default())
+        train_from_counts(c, &config.clone().validate()?, &mut Silent, serde_json::json!(["test"]), PhaseTime::default())
     }
 
     #[test]
@@ -464,7 +476,7 @@ mod tests {
                 true
             }
         }
-        let err = train_from_counts(corpus(), &config(264), &mut Stop, serde_json::json!([]), PhaseTime::default()).unwrap_err();
+        let err = train_from_counts(corpus(), &config(264).validate().unwrap(), &mut Stop, serde_json::json!([]), PhaseTime::default()).unwrap_err();
         assert_eq!(err.kind(), ErrorKind::Interrupted);
     }
 }

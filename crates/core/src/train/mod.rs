@@ -1,7 +1,10 @@
 //! Training: settings -> counting -> word table -> merge loop -> model.
 //!
-//! * `config`: `TrainConfig` (typed settings, validated in one place) and
-//!   `TrainOptions` (the flat option list shared with Python).
+//! * `options`: `TrainOptions`, the flat option list shared with Python and
+//!   the CLI, converted to a config.
+//! * `config`: `TrainConfig`, the typed settings the engine runs on.
+//! * `validate`: `TrainConfig::validate`, the one check, giving the
+//!   `ValidConfig` every entry point takes.
 //! * `counting`: word types from chunks, per the config.
 //! * `driver`: `train_from_counts`, the named steps from counts to a model.
 //! * `words`: the base vocabulary and word table per scheme.
@@ -16,6 +19,8 @@
 //! `crate::pipeline`.
 
 pub mod config;
+pub mod options;
+pub mod validate;
 mod counting;
 mod driver;
 mod extend;
@@ -24,9 +29,12 @@ pub mod stats;
 mod superbpe;
 mod words;
 
-pub use config::{LangSource, LanguageBalance, Parity, SuperBpe, TrainConfig, TrainOptions};
+pub use config::{LangSource, LanguageBalance, Parity, SuperBpe, TrainConfig};
+pub use options::TrainOptions;
+pub use validate::ValidConfig;
 pub(crate) use counting::{count_words_mode, CountMode, POLL_SECONDS};
 pub use counting::{count_words, count_words_weighted};
 pub use driver::train_from_counts;
+pub(crate) use driver::train_derived;
 pub use merge::TokenLimits;
 pub use stats::TrainStats;
