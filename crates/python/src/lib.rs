@@ -91,13 +91,6 @@ fn unreachable_merges(py: Python<'_>, base: usize, merges: Vec<(u32, u32)>) -> u
     py.detach(|| bpeforge_core::ranks::unreachable_merges(base, &merges))
 }
 
-/// The default memory budget of a run started now (`max_memory=None`):
-/// a share of the memory available on this machine.
-#[pyfunction]
-fn default_memory_budget() -> u64 {
-    bpeforge_core::budget::default_budget()
-}
-
 /// The training option names the engine takes (`TrainOptions`' fields).
 #[pyfunction]
 fn train_option_names() -> Vec<&'static str> {
@@ -690,7 +683,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(train_files, m)?)?;
     m.add_function(wrap_pyfunction!(train_iterator, m)?)?;
     m.add_function(wrap_pyfunction!(arrow::train_arrow, m)?)?;
-    m.add_function(wrap_pyfunction!(default_memory_budget, m)?)?;
     m.add_function(wrap_pyfunction!(merge_splits, m)?)?;
     m.add_function(wrap_pyfunction!(unreachable_merges, m)?)?;
     m.add_function(wrap_pyfunction!(arrow::count_arrow_shard, m)?)?;

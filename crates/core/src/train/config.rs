@@ -39,9 +39,12 @@ pub struct TrainConfig {
     pub balance: Option<LanguageBalance>,
     /// Write (merge index, pair count, elapsed seconds) rows here, live.
     pub progress_csv: Option<PathBuf>,
-    /// The memory budget in bytes (None: `crate::budget::default_budget`):
-    /// counting spills to disk and the merge phase drops the rarest word
-    /// types rather than grow past it (see `crate::budget`).
+    /// The memory budget in bytes, as given (`max_memory`; None: the
+    /// default, resolved only by `memory_budget`). Read through
+    /// `memory_budget` by its two effects: counting spills sorted runs to
+    /// disk rather than grow past it (`counting::count_words_mode`), and
+    /// the merge phase drops the rarest word types to fit it
+    /// (`driver::fit_to_budget`); see `crate::budget`.
     pub max_memory: Option<u64>,
 }
 
@@ -144,7 +147,10 @@ impl TrainConfig {
         }
     }
 
-    /// The memory budget this run keeps to, in bytes.
+    /// The memory budget this run keeps to, in bytes: `max_memory`, or
+    /// the default (`crate::budget::default_budget`). The one place the
+    /// default is resolved (a distributed run's tasks too:
+    /// `ValidConfig::with_budget_share`).
     pub fn memory_budget(&self) -> u64 {
         self.max_memory.unwrap_or_else(crate::budget::default_budget)
     }

@@ -82,8 +82,8 @@ pub(crate) fn count_words_mode<'c>(
         normalizer: normalizer.as_ref(),
     };
     let threads = threads_or_default(config.threads);
-    // The budget less what the process holds now (Python, the input's
-    // buffers): counting keeps within the rest.
+    // `max_memory`'s first effect: the budget less what the process holds
+    // now (Python, the input's buffers); counting keeps within the rest.
     let budget = config.memory_budget();
     let room = budget.saturating_sub(crate::budget::process_rss());
     let asked = config.min_word_count.max(1);

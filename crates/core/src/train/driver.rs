@@ -149,8 +149,8 @@ struct Fitted {
     budget: u64,
 }
 
-/// Step 2b: estimates the merge phase's memory from the word types and, if
-/// it would not fit the budget, raises `min_word_count` just enough (adding
+/// Step 2b, `max_memory`'s second effect: estimates the merge phase's
+/// memory from the word types and, if it would not fit the budget, raises `min_word_count` just enough (adding
 /// to what merging spilled runs already dropped).
 fn fit_to_budget(counts: &WordCounts, config: &TrainConfig) -> Result<Fitted> {
     let budget = config.memory_budget();
