@@ -483,9 +483,10 @@ def test_cli_ray_argument_mistakes(corpus, model, tmp_path, capsys):
 def test_each_counting_task_takes_its_share_of_the_memory_budget(corpus):
     # The local instance has 2 CPUs: a 1-CPU task may use half the budget,
     # a 2-CPU task all of it; without max_memory, half the default budget.
+    from bpeforge import _ray_tasks
     from bpeforge.options import TrainOptions
 
-    share = ray.remote(num_cpus=0.1)(lambda engine, cpus: distributed._task_settings(engine, cpus).memory_budget)
+    share = ray.remote(num_cpus=0.1)(lambda engine, cpus: _ray_tasks._task_settings(engine, cpus).memory_budget)
     assert ray.get(share.remote(TrainOptions(max_memory=1000).engine_options(), 1)) == 500
     assert ray.get(share.remote(TrainOptions(max_memory=1000).engine_options(), 2)) == 1000
     default = ray.get(share.remote(TrainOptions().engine_options(), 1))

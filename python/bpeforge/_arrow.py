@@ -227,6 +227,12 @@ class Columns(NamedTuple):
         return _Rows(self.text, self.lang, self.on_bad_record, languages)
 
 
+def columns_of(options: Any) -> Columns:
+    """The columns a training run on Parquet/Arrow files reads: ``text_field``
+    and ``lang_field`` name columns here (:func:`check_files` checked them)."""
+    return Columns(options.text_field, options.lang_field, options.on_bad_record)
+
+
 def engine_options(options: Any, lang: str | None) -> Any:
     """An Arrow run's options in the engine's form. The engine counts the
     batches as they come, so it reads no JSON field (``text_field`` unset)
@@ -291,7 +297,7 @@ def check_files(files: list[str], options: Any) -> list[str]:
 def train_files(files: list[str], options: Any, progress: str) -> Any:
     """``bpeforge.train`` on Parquet/Arrow files."""
     names = check_files(files, options)
-    columns = Columns(options.text_field, options.lang_field, options.on_bad_record)
+    columns = columns_of(options)
     return _train(lambda: _Source(files, names), files, columns, options, progress, text_bytes(files, columns.text))
 
 

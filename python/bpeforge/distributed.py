@@ -40,203 +40,33 @@ import dataclasses
 import json
 import math
 import os
-import shutil
 import sys
-import tempfile
 import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 from . import _arrow, _native
-from ._input_formats import compression, is_columnar, plan_training
+from ._input_formats import plan_training
 from ._input_formats import plan as _input_plan
 from ._io import write_atomic
 from ._tokenizer import PathLike, SpecialSet, Tokenizer, load
 from ._training import _progress_arg
-from .options import EngineOptions, TrainOptions
+from .options import TrainOptions
 from .options import paths as _paths
-from .errors import BpeforgeError, ParameterError
+from .errors import ParameterError
+from ._shard_plan import DEFAULT_SHARD_BYTES, plan_shards
+from ._ray_tasks import (_abspaths, _arrow_count_task, _arrow_languages_task, _arrow_plan_task, _check_task_settings,
+                         _connect, _count_task, _encode_task, _get, _language_table_task, _plan_task, _ray, _remote)
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
 
 __all__ = ["train", "encode", "plan_shards", "load_encoded", "DEFAULT_SHARD_BYTES", "MANIFEST_NAME"]
 
-#: Default shard size: 64 MiB of plain text per task.
-DEFAULT_SHARD_BYTES = 64 << 20
 #: The manifest :func:`encode` writes into its output directory.
 MANIFEST_NAME = "manifest.json"
 
 _EXTENSIONS = {"ids": "ids", "npy": "npy", "bin": "bin"}
-
-
-# ---- shards -----------------------------------------------------------------
-
-
-def _compressed(path: str) -> bool:
-    return compression(path) is not None
-
-
-def plan_shards(
-    paths: Sequence[str], shard_bytes: int = DEFAULT_SHARD_BYTES, *, split: bool = True, group: bool = False,
-    files: bool = False, lines: bool = False,
-) -> list[dict[str, Any]]:
-    """The shards of ``paths``, in input order: a list of
-    ``{"paths": [...], "byte_range": [start, end] | None, "bytes": size}``.
-
-    Plain files larger than ``shard_bytes`` become byte ranges (when
-    ``split``); compressed files, directories and paths that cannot be
-    stat'ed stay whole (the task that reads them reports the problem, naming
-    the file). With ``group``, consecutive whole files are packed into shards
-    of about ``shard_bytes``. With ``files``, each shard also lists the
-    positions of its paths in ``paths`` (``"files"``: which language file or
-    tag is theirs); with ``lines``, each byte range also says how many lines
-    of its file come before it (``"lines_before"``: the language tags it
-    skips), counted in one pass over each split file. Runs where the files
-    are: on a worker.
-    """
-    shards: list[dict[str, Any]] = []
-    group_paths: list[str] = []
-    group_files: list[int] = []
-    group_size = 0
-
-    def add(shard: dict[str, Any], indices: list[int]) -> None:
-        shards.append(dict(shard, files=indices) if files else shard)
-
-    def flush() -> None:
-        nonlocal group_paths, group_files, group_size
-        if group_paths:
-            add({"paths": group_paths, "byte_range": None, "bytes": group_size}, group_files)
-        group_paths, group_files, group_size = [], [], 0
-
-    for index, path in enumerate(paths):
-        try:
-            st = os.stat(path)
-            size = st.st_size if os.path.isfile(path) else None
-        except OSError:
-            size = None
-        if size is None:
-            flush()
-            add({"paths": [path], "byte_range": None, "bytes": 0}, [index])
-            continue
-        if split and size > shard_bytes and not _compressed(path) and not is_columnar(path):
-            flush()
-            n = math.ceil(size / shard_bytes)
-            cuts = [size * i // n for i in range(n + 1)]
-            before = _lines_before(path, cuts[:-1]) if lines else None
-            for k, (a, b) in enumerate(zip(cuts, cuts[1:])):
-                shard = {"paths": [path], "byte_range": [a, b], "bytes": b - a}
-                add(dict(shard, lines_before=before[k]) if before is not None else shard, [index])
-            continue
-        if not group:
-            add({"paths": [path], "byte_range": None, "bytes": size}, [index])
-            continue
-        if group_paths and group_size + size > shard_bytes:
-            flush()
-        group_paths.append(path)
-        group_files.append(index)
-        group_size += size
-    flush()
-    return shards
-
-
-def _lines_before(path: str, cuts: list[int]) -> list[int]:
-    """For each byte offset in ``cuts`` (ascending), how many lines of
-    ``path`` start before it: the lines of the byte ranges before that one
-    (a range holds the lines that start in it; see :func:`_copy_lines`).
-    A line starts at 0 and after every newline, so for a cut ``a > 0`` that
-    is one more than the newlines in bytes ``[0, a - 1)``."""
-    out = []
-    newlines = pos = 0
-    with open(path, "rb") as f:
-        for a in cuts:
-            if a == 0:
-                out.append(0)
-                continue
-            while pos < a - 1:
-                block = f.read(min(a - 1 - pos, 1 << 22))
-                if not block:
-                    break
-                newlines += block.count(b"\n")
-                pos += len(block)
-            out.append(1 + newlines)
-    return out
-
-
-def _copy_lines(src: str, byte_range: tuple[int, int], dst: str) -> None:
-    """Copies the lines of ``src`` that start in ``[start, end)`` to ``dst``:
-    the same lines the engine's byte-range reader sees."""
-    start, end = byte_range
-    with open(src, "rb") as f, open(dst, "wb") as out:
-        pos = start
-        if start > 0:
-            # The line holding byte start-1 belongs to the previous shard.
-            f.seek(start - 1)
-            pos = start - 1 + len(f.readline())
-        if pos >= end:
-            return
-        f.seek(pos)
-        left = end - pos
-        last = b"\n"
-        while left > 0:
-            block = f.read(min(left, 1 << 20))
-            if not block:
-                return
-            out.write(block)
-            last = block[-1:]
-            left -= len(block)
-        if last != b"\n":
-            out.write(f.readline())  # the rest of the last line that starts in the range
-
-
-# ---- Ray plumbing -----------------------------------------------------------
-
-
-def _ray() -> Any:
-    from ._extras import require
-
-    return require("ray", "bpeforge.distributed")
-
-
-def _connect(address: str | None) -> Any:
-    """Ray, initialised: an existing connection is reused as is; otherwise
-    ``ray.init(address=address)``."""
-    ray = _ray()
-    if not ray.is_initialized():
-        import logging
-
-        ray.init(address=address, logging_level=logging.WARNING)
-    return ray
-
-
-_REMOTES: dict[tuple[str, float], Any] = {}
-
-
-def _remote(fn: Any, num_cpus: float) -> Any:
-    key = (fn.__name__, num_cpus)
-    if key not in _REMOTES:
-        _REMOTES[key] = _ray().remote(num_cpus=num_cpus)(fn)
-    return _REMOTES[key]
-
-
-def _unwrap(e: BaseException) -> BaseException:
-    """The exception a task raised (a bpeforge error names the file), if Ray
-    carried it over; else ``e`` itself."""
-    cause = getattr(e, "cause", None)
-    if isinstance(cause, (BpeforgeError, OSError, ValueError, TypeError)):
-        return cause
-    return e
-
-
-def _get(ref: Any) -> Any:
-    ray = _ray()
-    try:
-        return ray.get(ref)
-    except ray.exceptions.RayTaskError as e:
-        cause = _unwrap(e)
-        if cause is e:
-            raise
-        raise cause from None
 
 
 class _Progress:
@@ -314,111 +144,6 @@ def _gather(refs: list[Any], sizes: list[int], progress: _Progress, use: Any = N
         raise
     progress.update(done, done_bytes, final=True)
     return results
-
-
-def _abspaths(paths: list[str]) -> list[str]:
-    return [os.path.abspath(p) for p in paths]
-
-
-def _check_task_settings(shard_bytes: int, num_cpus_per_task: float) -> None:
-    if isinstance(shard_bytes, bool) or not isinstance(shard_bytes, int) or shard_bytes < 1:
-        raise ParameterError(f"shard_bytes must be a positive integer, got {shard_bytes!r}")
-    if isinstance(num_cpus_per_task, bool) or not isinstance(num_cpus_per_task, (int, float)) or not num_cpus_per_task > 0:
-        raise ParameterError(f"num_cpus_per_task must be a positive number, got {num_cpus_per_task!r}")
-
-
-# ---- tasks (run on the workers) ---------------------------------------------
-
-
-def _budget_share(cpus: float) -> float:
-    """The share of its machine's memory budget a task with ``cpus`` CPUs
-    counts within: its CPUs over the node's, so the tasks Ray runs side by
-    side on a node keep to the budget together (the budget itself, given or
-    the machine's default, is the engine's: ``TrainSettings.for_counting_task``)."""
-    ray = _ray()
-    node_cpus = 0.0
-    node = ray.get_runtime_context().get_node_id()
-    for n in ray.nodes():
-        if n.get("NodeID") == node:
-            node_cpus = float(n.get("Resources", {}).get("CPU", 0))
-    return min(1.0, cpus / node_cpus) if node_cpus > 0 else 1.0
-
-
-def _task_settings(engine: EngineOptions, cpus: float) -> Any:
-    """A counting task's settings: the run's options (checked on the driver
-    first), made and checked again here, in the task's own process, with the
-    task's threads and its share of the machine's memory budget."""
-    return _native.TrainSettings(engine).for_counting_task(max(1, math.ceil(cpus)), _budget_share(cpus))
-
-
-def _plan_task(paths: list[str], shard_bytes: int, split: bool, group: bool, files: bool = False,
-               lines: bool = False) -> list[dict[str, Any]]:
-    return plan_shards(paths, shard_bytes, split=split, group=group, files=files, lines=lines)
-
-
-def _language_table_task(paths: list[str], engine: EngineOptions) -> tuple[list[str], list[int], list[int]]:
-    return _native.language_table(paths, _native.TrainSettings(engine))
-
-
-def _arrow_plan_task(paths: list[str], shard_bytes: int) -> list[dict[str, Any]]:
-    return _arrow.plan_shards(paths, shard_bytes)
-
-
-def _arrow_languages_task(paths: list[str], names: list[str],
-                          columns: _arrow.Columns) -> tuple[list[str], list[int], list[int]]:
-    languages, lines = _arrow.shard_languages(paths, names, columns)
-    return languages, lines, [0] * len(languages)  # each language's bytes are added while counting
-
-
-def _arrow_count_task(shard: dict[str, Any], names: list[str], columns: _arrow.Columns, engine: EngineOptions,
-                      languages: tuple[list[str], list[int]] | None, cpus: float) -> tuple[bytes, list[int]]:
-    return _arrow.count_shard(shard, names, columns, _task_settings(engine, cpus), languages)
-
-
-def _count_task(shard: dict[str, Any], engine: EngineOptions,
-                languages: tuple[list[str], list[int]] | None, cpus: float) -> tuple[bytes, list[int]]:
-    rng = shard["byte_range"]
-    # Positions among the inputs matter only to language-balanced runs.
-    files = shard.get("files", [0] * len(shard["paths"]))
-    return _native.count_shard(shard["paths"], files, _task_settings(engine, cpus), "off",
-                               None if rng is None else (rng[0], rng[1]), shard.get("lines_before", 0), languages)
-
-
-_MODEL_CACHE: dict[str, Tokenizer] = {}
-
-
-def _encode_task(
-    model_json: str, src: str, byte_range: list[int] | None, dst: str, format: str,
-    threads: int, allowed: Any, disallowed: Any, text_field: str | None,
-) -> dict[str, Any]:
-    tok = _MODEL_CACHE.get(model_json)
-    if tok is None:
-        _MODEL_CACHE.clear()
-        tok = _MODEL_CACHE[model_json] = Tokenizer.from_json(model_json)
-    os.makedirs(os.path.dirname(dst), exist_ok=True)
-    kw = {"format": format, "threads": threads, "allowed_special": allowed, "disallowed_special": disallowed,
-          "text_field": text_field}
-    if byte_range is None:
-        return tok.encode_file(src, dst, **kw)
-    if _compressed(src):
-        raise ParameterError(f"{src}: a compressed file cannot be split by byte range; give it as a whole shard")
-    tmpdir = tempfile.mkdtemp(prefix="bpeforge-shard-")
-    try:
-        tmp = os.path.join(tmpdir, "shard.txt")
-        try:
-            _copy_lines(src, (byte_range[0], byte_range[1]), tmp)
-        except OSError as e:
-            from .errors import InputError
-
-            raise InputError(f"cannot read {src}: {e.strerror or e}") from None
-        try:
-            return tok.encode_file(tmp, dst, **kw)
-        except BpeforgeError as e:
-            # Name the real input (line numbers count from the shard start).
-            where = f"{src} (bytes {byte_range[0]}..{byte_range[1]})"
-            raise type(e)(str(e).replace(tmp, where)) from None
-    finally:
-        shutil.rmtree(tmpdir, ignore_errors=True)
 
 
 def _write_manifest_task(output_dir: str, manifest: dict[str, Any]) -> str:
@@ -506,7 +231,7 @@ def train_with(inputs: list[str], opts: TrainOptions, *, address: str | None, sh
     arrow = plan_training(inputs, opts) == "columnar"
     abs_inputs = _abspaths(inputs)
     names = _arrow.check_files(abs_inputs, opts) if arrow else None
-    columns = _arrow.Columns(opts.text_field, opts.lang_field, opts.on_bad_record) if arrow else None
+    columns = _arrow.columns_of(opts) if arrow else None
     engine = _arrow.engine_options(opts, opts.lang_field) if arrow else opts.engine_options()
     settings = _native.TrainSettings(engine)  # checked here, before any task
     ray = _connect(address)

@@ -353,7 +353,7 @@ class TrainOptions:
                                           f"(default {DEFAULT_PRETOKENIZER})"},
                                          {"flags": ["--pattern"], "type": Regex, "metavar": "REGEX",
                                           "help": "a custom pre-tokenizer regex (instead of --pretokenizer)"}])
-    special_tokens: tuple[str, ...] = opt((), "strings that are never split or merged; they get the first ids, "
+    special_tokens: Iterable[str] = opt((), "strings that are never split or merged; they get the first ids, "
                                           "in the order given.", _strings("special_tokens", "strings"),
                                           cli={"flags": ["--special-token"], "action": "append", "metavar": "T",
                                                "help": "a special token (repeatable)"})
@@ -445,7 +445,7 @@ class TrainOptions:
     superbpe_colon_rule: bool = opt(True, 'SuperBPE: no token spans ": ".', _flag,
                                     cli={"action": argparse.BooleanOptionalAction,
                                          "help": "SuperBPE: no token spans ': ' (default on)"})
-    langs: Sequence[PathLike] | None = opt(None, "language-balanced training: one file of language tags per "
+    langs: PathLike | Sequence[PathLike] | None = opt(None, "language-balanced training: one file of language tags per "
                                            "input file, one tag per line (``.xz``/``.gz`` ok).",
                                            _paths_or_none("langs"), files_only=True,
                                            cli={"action": "append", "metavar": "FILE",
@@ -546,7 +546,7 @@ class TrainOptions:
         object.__setattr__(self, "_engine", engine)
         self._check_byte_vocabulary(engine)
 
-    def _check_byte_vocabulary(self, engine: EngineOptions) -> None:
+    def _check_byte_vocabulary(self, engine: Any) -> None:
         """A byte-level vocabulary holds the 256 bytes and the special tokens
         before any merge: a smaller ``vocab_size`` is refused now, before the
         corpus is read (the engine says the same only after counting)."""
@@ -558,10 +558,10 @@ class TrainOptions:
                                  f"scheme: {fixed - 256} special token(s) + 256 base symbols = {fixed}; raise "
                                  f"vocab_size to at least {fixed}")
 
-    def engine_options(self, **changes: Any) -> EngineOptions:
+    def engine_options(self, **changes: Any) -> Any:
         """The options in the engine's form (``changes`` replaced: a
         counting task's absolute paths, an Arrow run's columns)."""
-        engine: EngineOptions = self._engine  # type: ignore[attr-defined]
+        engine = self._engine  # type: ignore[attr-defined]
         return dataclasses.replace(engine, **changes) if changes else engine
 
     def settings(self) -> _native.TrainSettings:
@@ -602,7 +602,8 @@ NAMES = tuple(name for name, _ in _records())
 
 #: The options in the engine's form (each :class:`Opt`'s ``check`` result),
 #: one field per option of the Rust core's ``TrainOptions``, by the same
-#: names: ``_native.TrainSettings`` reads it field by field.
+#: names: ``_native.TrainSettings`` reads it field by field. (Made from the
+#: option list, so type checkers see it as ``Any``.)
 EngineOptions = dataclasses.make_dataclass("EngineOptions", [(name, Any) for name in NAMES], frozen=True)
 EngineOptions.__module__ = __name__
 #: Options that need file input.
