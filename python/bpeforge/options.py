@@ -19,6 +19,10 @@ told. From it come
   :func:`from_cli`), for the local and the ``--ray`` path alike,
 * the ``Args:`` section of :func:`bpeforge.train`'s docstring.
 
+Why one file over 600 lines: it is the option list itself, one record per
+option (documentation, check, command-line flags), and the checks those
+records name; split, an option's parts would live in several places.
+
 Adding an option means adding one field here (with its ``Opt`` record) and
 its twin in the engine's ``TrainOptions``; the signature tests then name every
 other place that must list it.

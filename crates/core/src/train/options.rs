@@ -176,17 +176,7 @@ impl TrainOptions {
         }
         config.progress_csv = self.progress_csv;
         config.max_memory = self.max_memory;
-        let source = match (self.langs, self.file_languages, self.lang_field) {
-            (Some(files), None, None) => Some(LangSource::Files(files)),
-            (None, Some(tags), None) => Some(LangSource::PerFile(tags)),
-            (None, None, Some(field)) => Some(LangSource::Field(field)),
-            (None, None, None) => None,
-            _ => {
-                return Err(Error::parameter(
-                    "give one of langs (files of tags), file_languages (a tag per file) or lang_field (a field of each record)",
-                ));
-            }
-        };
+        let source = lang_source(self.langs, self.file_languages, self.lang_field)?;
         let parity = self.max_premium.map(|max_premium| Parity {
             max_premium,
             rounds: self.balance_rounds,
@@ -290,6 +280,19 @@ fn py_float(x: f64) -> String {
         format!("{x:.1}")
     } else {
         format!("{x}")
+    }
+}
+
+/// Where each line's language comes from: at most one of the three options.
+fn lang_source(langs: Option<Vec<PathBuf>>, file_languages: Option<Vec<String>>, lang_field: Option<String>) -> Result<Option<LangSource>> {
+    match (langs, file_languages, lang_field) {
+        (Some(files), None, None) => Ok(Some(LangSource::Files(files))),
+        (None, Some(tags), None) => Ok(Some(LangSource::PerFile(tags))),
+        (None, None, Some(field)) => Ok(Some(LangSource::Field(field))),
+        (None, None, None) => Ok(None),
+        _ => Err(Error::parameter(
+            "give one of langs (files of tags), file_languages (a tag per file) or lang_field (a field of each record)",
+        )),
     }
 }
 
