@@ -439,3 +439,50 @@ mod field_names {
         names.0.unwrap_or(&[])
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A small byte-level model with the default options.
+    fn bytes_model() -> Model {
+        let config = TrainOptions { vocab_size: 260, min_frequency: 1, threads: Some(1), ..TrainOptions::default() }
+            .into_config()
+            .unwrap();
+        let mut counts = crate::count::WordCounts::new();
+        for (w, n) in [("hello", 10), (" hello", 8), (" world", 7)] {
+            counts.add(w.as_bytes(), n);
+            counts.stats.pieces += n;
+        }
+        counts.stats.texts = 1;
+        let silent = &mut crate::observe::Silent;
+        crate::train::train_from_counts(counts, &config, silent, serde_json::json!([]), Default::default()).unwrap()
+    }
+
+    #[test]
+    fn options_are_checked_once_into_a_valid_config() {
+        assert!(TrainOptions::default().into_config().is_ok());
+        let bad = TrainOptions { temperature: 2.0, ..TrainOptions::default() };
+        let err = bad.into_config().unwrap_err();
+        assert!(err.message().contains("temperature needs langs"), "{}", err.message());
+    }
+
+    #[test]
+    fn a_resumed_models_settings_win_and_a_different_one_given_is_refused_in_python_terms() {
+        let model = bytes_model();
+        let same = TrainOptions { resume_from: Some(model.clone()), ..TrainOptions::default() };
+        assert!(same.into_config().is_ok());
+        let other = TrainOptions {
+            resume_from: Some(model),
+            scheme: "chars".into(),
+            special_tokens: vec!["<a>".into()],
+            ..TrainOptions::default()
+        };
+        let err = other.into_config().unwrap_err();
+        assert!(
+            err.message().contains("scheme='chars' (the model has 'bytes'); special_tokens=['<a>'] (the model has [])"),
+            "{}",
+            err.message()
+        );
+    }
+}
