@@ -399,11 +399,14 @@ class TrainOptions:
     separator: str | None = opt(None, 'texts are cut at this string instead of at newlines.',
                                 _str("separator", none_ok=True), files_only=True,
                                 cli={"help": "texts are separated by this string instead of newlines"})
-    text_field: str | None = opt(None, 'JSON lines (plain or compressed): each line is a JSON object and its text '
-                                 'is this field; a dotted path reaches nested fields (``"meta.body"``). Parsed '
-                                 "in the engine on every counting thread.", _text_field, files_only=True,
+    text_field: str | None = opt(None, 'where each text is in structured input. JSON lines (plain or compressed): '
+                                 'each line is a JSON object and its text is this field; a dotted path reaches '
+                                 'nested fields (``"meta.body"``); parsed in the engine on every counting thread. '
+                                 "Parquet/Arrow files: the text column, read with pyarrow.", _text_field,
+                                 files_only=True,
                                  cli={"metavar": "FIELD", "help": "JSON lines: the text is this field "
-                                                                  "(dotted path for nested fields)"})
+                                                                  "(dotted path for nested fields); Parquet/Arrow: "
+                                                                  "the text column"})
     columns: Sequence[int] | None = opt(None, "tab-separated lines: these columns (counted from 1) are texts, "
                                         "e.g. ``[1, 2]`` for both sides of a parallel corpus.", _columns,
                                         files_only=True,

@@ -40,6 +40,8 @@ pub struct TrainOptions {
     pub documents: bool,
     pub separator: Option<String>,
     /// JSON lines: the text is this field of each record (dotted path).
+    /// (Python's `text_field` also names a Parquet/Arrow column; that
+    /// column is read in Python, and an Arrow run leaves this unset.)
     pub text_field: Option<String>,
     /// Tab-separated lines: these columns (1-based) are texts.
     pub columns: Option<Vec<usize>>,
