@@ -34,10 +34,10 @@ def vm_hwm_mb() -> float:
     raise RuntimeError("no VmHWM")
 
 
-def args_for(vocab_size: int) -> dict:
+def args_for(vocab_size: int) -> object:
     from bpeforge.options import TrainOptions
 
-    return TrainOptions(vocab_size=vocab_size, threads=1).engine_args()
+    return TrainOptions(vocab_size=vocab_size, threads=1).settings()
 
 
 def reduce_in_this_process(mode: str, folder: str, vocab_size: int) -> dict:

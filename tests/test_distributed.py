@@ -501,11 +501,14 @@ def test_cli_ray_argument_mistakes(corpus, model, tmp_path, capsys):
 def test_each_counting_task_takes_its_share_of_the_memory_budget(corpus):
     # The local instance has 2 CPUs: a 1-CPU task may use half the budget,
     # a 2-CPU task all of it; without max_memory, half the default budget.
-    share = ray.remote(num_cpus=0.1)(lambda args, cpus: distributed._task_budget(args, cpus)["max_memory"])
-    assert ray.get(share.remote({"max_memory": 1000}, 1)) == 500
-    assert ray.get(share.remote({"max_memory": 1000}, 2)) == 1000
-    default = ray.get(share.remote({"max_memory": None}, 1))
-    assert 0 < default <= bpeforge._native.default_memory_budget() * 0.6
+    from bpeforge import _ray_tasks
+    from bpeforge.options import TrainOptions
+
+    share = ray.remote(num_cpus=0.1)(lambda engine, cpus: _ray_tasks._task_settings(engine, cpus).memory_budget)
+    assert ray.get(share.remote(TrainOptions(max_memory=1000).engine_options(), 1)) == 500
+    assert ray.get(share.remote(TrainOptions(max_memory=1000).engine_options(), 2)) == 1000
+    default = ray.get(share.remote(TrainOptions().engine_options(), 1))
+    assert 0 < default <= TrainOptions().settings().memory_budget * 0.6
     # A budget above what this (long-lived) test process holds already.
     with open("/proc/self/status", encoding="ascii") as f:
         rss = next(int(line.split()[1]) * 1024 for line in f if line.startswith("VmRSS:"))

@@ -90,12 +90,12 @@ def _decode_counts(data: bytes) -> tuple[tuple[int, ...], dict[bytes, int]]:
 
 @pytest.mark.parametrize("threads", [1, 2])
 def test_spilled_counts_equal_the_in_memory_count(zipf_corpus, threads, tmp_path, monkeypatch) -> None:
-    args = TrainOptions(threads=threads).engine_args()
+    args = TrainOptions(threads=threads).settings()
     whole = _decode_counts(_native.count_files([zipf_corpus], args, "off", None))
     # A budget below what the process already holds: every chunk spills,
     # into TMPDIR, and the runs are gone afterwards.
     monkeypatch.setenv("TMPDIR", str(tmp_path))
-    tiny = _native.count_files([zipf_corpus], dict(args, max_memory=1 << 20), "off", None)
+    tiny = _native.count_files([zipf_corpus], TrainOptions(threads=threads, max_memory=1 << 20).settings(), "off", None)
     assert _decode_counts(tiny) == whole
     assert list(tmp_path.iterdir()) == []
 
@@ -106,9 +106,9 @@ def test_spill_files_are_removed_when_counting_fails(tmp_path, monkeypatch) -> N
     spill = tmp_path / "spill"
     spill.mkdir()
     monkeypatch.setenv("TMPDIR", str(spill))
-    args = TrainOptions(scheme="chars", threads=2).engine_args()
+    settings = TrainOptions(scheme="chars", threads=2, max_memory=1 << 20).settings()
     with pytest.raises(bpeforge.InputError, match="invalid UTF-8"):
-        _native.count_files([str(bad)], dict(args, max_memory=1 << 20), "off", None)
+        _native.count_files([str(bad)], settings, "off", None)
     assert list(spill.iterdir()) == []
 
 

@@ -124,7 +124,7 @@ def samples(tmp_path) -> dict[str, tuple[list[str], object]]:
         "columns": (["--columns", "1"], [1]),
         "on_bad_record": (["--columns", "1", "--on-bad-record", "skip"], "skip"),
         "min_word_count": (["--min-word-count", "3"], 3),
-        "resume_from": (["--resume", str(model)], bpeforge.load(model).to_json().encode("utf-8")),
+        "resume_from": (["--resume", str(model)], str(model)),  # a path: the engine reads it, once
         "checkpoint_path": (["--checkpoint-every", "7", "--output", out], out),
         "checkpoint_every": (["--checkpoint-every", "7", "--output", out], 7),
         "superbpe_transition": (["--superbpe-transition", "280"], 280),
@@ -176,12 +176,23 @@ def _input_for(name: str, json_sample: str) -> str:
 
 
 def _run_cli(argv: list[str], monkeypatch, entry: str, corpus: str | None = None) -> dict:
+    """The engine's options (by name) in the settings that reach ``entry``."""
+    import dataclasses
+
     seen: dict = {}
+    records: dict = {}
+    real = _native.TrainSettings
+
+    def settings(record):
+        made = real(record)
+        records[id(made)] = (made, dataclasses.asdict(record))
+        return made
 
     def stand_in(*args, **kwargs):
-        seen.update(next(a for a in args if isinstance(a, dict)))
+        seen.update(next(records[id(a)][1] for a in args if id(a) in records))
         raise _Reached
 
+    monkeypatch.setattr(_native, "TrainSettings", settings)
     monkeypatch.setattr(_native, entry, stand_in)
     with pytest.raises(_Reached):
         cli.main(["train", corpus or str(bpeforge.sample_corpus()), "--quiet", *argv])

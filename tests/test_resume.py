@@ -107,10 +107,10 @@ def test_min_word_count_prunes(corpus_file) -> None:
     assert bpeforge.train(corpus_file, vocab_size=800, min_word_count=1, progress=False).merges == full.merges
 
 
-def _args(vocab_size: int) -> dict:
+def _args(vocab_size: int) -> object:
     from bpeforge.options import TrainOptions
 
-    return TrainOptions(vocab_size=vocab_size, threads=1).engine_args()
+    return TrainOptions(vocab_size=vocab_size, threads=1).settings()
 
 
 @pytest.mark.parametrize("shards", [1, 2, 5])

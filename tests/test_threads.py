@@ -47,13 +47,14 @@ def real_parts(tmp_path_factory) -> list[str]:
 
 def test_counts_are_the_same_at_every_thread_count_in_memory_or_spilled(real_parts, tmp_path, monkeypatch) -> None:
     monkeypatch.setenv("TMPDIR", str(tmp_path))
-    expected = _decode_counts(_native.count_files(real_parts, TrainOptions(threads=1).engine_args(), "off", None))
+    expected = _decode_counts(_native.count_files(real_parts, TrainOptions(threads=1).settings(), "off", None))
     assert len(expected[1]) > 50_000
     for threads in THREADS:
-        args = TrainOptions(threads=threads).engine_args()
+        args = TrainOptions(threads=threads).settings()
         assert _decode_counts(_native.count_files(real_parts, args, "off", None)) == expected, threads
         # A budget below what the process holds: every flush spills.
-        spilled = _native.count_files(real_parts, dict(args, max_memory=1 << 20), "off", None)
+        spilled = _native.count_files(real_parts, TrainOptions(threads=threads, max_memory=1 << 20).settings(), "off",
+                                      None)
         assert _decode_counts(spilled) == expected, f"{threads} threads, spilled"
     assert list(tmp_path.iterdir()) == []
 

@@ -22,7 +22,8 @@ from pathlib import Path as _Path
 from ._native import __version__
 from ._progress import ProgressEvent, TqdmProgress
 from ._load import load
-from ._tokenizer import Tokenizer, pretokenize, train, train_from_dataset, train_from_iterator
+from ._tokenizer import Tokenizer, pretokenize
+from ._training import train, train_from_dataset, train_from_iterator
 from .errors import (
     BpeforgeError,
     InputError,

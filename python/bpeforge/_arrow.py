@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, NamedTuple
 
 from . import _input_formats, _native
 from ._extras import require
@@ -212,14 +212,33 @@ def column_texts(path: str, text_field: str) -> Iterator[str]:
             yield from chunk.to_pylist()
 
 
-def engine_settings(options: Any) -> tuple[dict[str, Any], str, str | None, str]:
-    """An Arrow run's engine arguments, and the text column, language column
-    and ``on_bad_record`` rule that Python applies to the batches (the
-    engine reads the batches as they are: it needs no text mode)."""
-    engine = options.engine_args()
-    text, lang, on_bad_record = engine["text_field"], engine["lang_field"], engine["on_bad_record"]
-    engine.update(text_field=None, on_bad_record="error", lang_field=lang)
-    return engine, text, lang, on_bad_record
+class Columns(NamedTuple):
+    """What Python reads of Arrow data for a training run: the text column
+    (``text_field``, which names a column here where the engine's names a
+    JSON lines field; or ``text_column``), the language column
+    (``lang_field`` or ``lang_column``) and the ``on_bad_record`` rule for
+    null rows, which Python applies to the batches."""
+
+    text: str
+    lang: str | None
+    on_bad_record: str
+
+    def rows(self, languages: dict[str, int] | None = None) -> _Rows:
+        return _Rows(self.text, self.lang, self.on_bad_record, languages)
+
+
+def columns_of(options: Any) -> Columns:
+    """The columns a training run on Parquet/Arrow files reads: ``text_field``
+    and ``lang_field`` name columns here (:func:`check_files` checked them)."""
+    return Columns(options.text_field, options.lang_field, options.on_bad_record)
+
+
+def engine_options(options: Any, lang: str | None) -> Any:
+    """An Arrow run's options in the engine's form. The engine counts the
+    batches as they come, so it reads no JSON field (``text_field`` unset)
+    and refuses no record itself; ``lang`` (the language column's name)
+    tells it the run is balanced by each row's language."""
+    return options.engine_options(text_field=None, on_bad_record="error", lang_field=lang)
 
 
 def text_bytes(paths: list[str], column: str) -> list[tuple[str, int]]:
@@ -248,24 +267,23 @@ def text_bytes(paths: list[str], column: str) -> list[tuple[str, int]]:
     return out
 
 
-def _train(make_source: Any, inputs: list[str], text: str, lang: str | None, options: Any, progress: str,
+def _train(make_source: Any, inputs: list[str], columns: Columns, options: Any, progress: str,
            files: list[tuple[str, int]] | None = None) -> Any:
     """Trains on Arrow batches (``make_source()`` gives a fresh iterable each
-    pass) of the ``text`` column, balanced by the ``lang`` column if given."""
-    engine, _, _, on_bad_record = engine_settings(options)
-    engine["lang_field"] = lang
-    rows = _Rows(text, lang, on_bad_record, None)
+    pass) of the text column, balanced by the language column if given."""
+    settings = _native.TrainSettings(engine_options(options, columns.lang))
+    rows = columns.rows()
     languages = None
-    if lang is not None:
+    if columns.lang is not None:
         languages = rows.count_languages(make_source())
         rows.languages = {name: i for i, name in enumerate(languages[0])}
-    return _native.train_arrow(rows.batches(make_source()), engine, progress, inputs, languages, files)
+    return _native.train_arrow(rows.batches(make_source()), settings, progress, inputs, languages, files)
 
 
 def check_files(files: list[str], options: Any) -> list[str]:
     """Checks Parquet/Arrow inputs (what they are: :func:`_input_formats.plan`)
-    and their options; returns the columns to read (the text column, then
-    the language column if any)."""
+    and their options; returns the column names to read (the text column,
+    then the language column if any)."""
     if _input_formats.plan(files, text_field=options.text_field) != "columnar":
         raise ParameterError(f"{files[0]} is not a Parquet/Arrow file")
     options.refuse(TEXT_FILE_ONLY, "for Parquet/Arrow input", "texts are rows of a column")
@@ -278,9 +296,9 @@ def check_files(files: list[str], options: Any) -> list[str]:
 
 def train_files(files: list[str], options: Any, progress: str) -> Any:
     """``bpeforge.train`` on Parquet/Arrow files."""
-    columns = check_files(files, options)
-    return _train(lambda: _Source(files, columns), files, options.text_field, options.lang_field, options, progress,
-                  text_bytes(files, options.text_field))
+    names = check_files(files, options)
+    columns = columns_of(options)
+    return _train(lambda: _Source(files, names), files, columns, options, progress, text_bytes(files, columns.text))
 
 
 def encode_files(tok: Any, files: list[str], dst: str, format: str, threads: int | None, rules: tuple[Any, Any],
@@ -328,23 +346,21 @@ def plan_shards(paths: list[str], shard_bytes: int) -> list[dict[str, Any]]:
     return shards
 
 
-def shard_languages(paths: list[str], columns: list[str], settings: tuple) -> tuple[list[str], list[int]]:
+def shard_languages(paths: list[str], names: list[str], columns: Columns) -> tuple[list[str], list[int]]:
     """The run's languages and their row counts, in first-seen order over
     all ``paths`` (one task reads them, as the local run's first pass
-    does); ``settings`` as :func:`engine_settings` gives them."""
-    _, text, lang, on_bad_record = settings
-    return _Rows(text, lang, on_bad_record, None).count_languages(_Source(paths, columns))
+    does); ``names``: the columns to read (:func:`check_files`)."""
+    return columns.rows().count_languages(_Source(paths, names))
 
 
-def count_shard(shard: dict[str, Any], columns: list[str], settings: tuple,
+def count_shard(shard: dict[str, Any], names: list[str], columns: Columns, settings: Any,
                 languages: tuple[list[str], list[int]] | None) -> tuple[bytes, list[int]]:
     """One shard's serialized counts and the UTF-8 bytes of each language's
-    texts in it (``_native.count_arrow_shard``)."""
-    engine, text, lang, on_bad_record = settings
-    rows = _Rows(text, lang, on_bad_record, {name: i for i, name in enumerate(languages[0])} if languages else None)
+    texts in it (``_native.count_arrow_shard`` with the task's ``settings``)."""
+    rows = columns.rows({name: i for i, name in enumerate(languages[0])} if languages else None)
     groups = shard.get("row_groups")
-    source = _Source(shard["paths"], columns, row_groups=None if groups is None else (groups[0], groups[1]))
-    return _native.count_arrow_shard(rows.batches(source), engine, "off", languages)
+    source = _Source(shard["paths"], names, row_groups=None if groups is None else (groups[0], groups[1]))
+    return _native.count_arrow_shard(rows.batches(source), settings, "off", languages)
 
 
 # ---- Hugging Face datasets ------------------------------------------------------
@@ -385,8 +401,8 @@ def train_from_dataset(ds: Any, text_column: str, lang_column: str | None, batch
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
         raise ParameterError(f"batch_size must be a positive integer, got {batch_size!r}")
     name = getattr(getattr(ds, "info", None), "dataset_name", None) or "<dataset>"
-    return _train(lambda: _DatasetSource(ds, columns, batch_size), [name], text_column, lang_column, options,
-                  progress)
+    return _train(lambda: _DatasetSource(ds, columns, batch_size), [name],
+                  Columns(text_column, lang_column, options.on_bad_record), options, progress)
 
 
 class _EncodeBatch:

@@ -1,10 +1,11 @@
-"""The typed Python face of bpeforge: `train`, `train_from_iterator`, `load`
-and the `Tokenizer` they return. Algorithms live in the Rust core; this module
-only checks arguments, converts types and documents the contract.
+"""The typed Python face of bpeforge's models: `load` and the `Tokenizer`
+that it and the training functions (`_training`) return. Algorithms live in
+the Rust core; this module only checks arguments, converts types and
+documents the contract.
 
-Why this file is long: it is one class's public surface (Tokenizer)
-plus the training entry points, and most lines are their docstrings; the
-mechanisms it calls live elsewhere (options, _offsets, _display, _io, interop).
+Why this file is long: it is one class's public surface (Tokenizer),
+and most lines are its docstrings; the mechanisms it calls live elsewhere
+(_offsets, _display, _io, interop).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from ._bytelevel import token_text
 from ._io import check_output
 from ._offsets import token_offsets
 from ._progress import Progress, native_progress
-from .options import DEFAULT_PRETOKENIZER, Regex, TrainOptions, _text_field, check_pretokenizer, option_docs, paths
+from .options import DEFAULT_PRETOKENIZER, Regex, _text_field, check_pretokenizer, paths
 
 
 # ``encode``'s defaults, shown in its signature. A call that passes no
@@ -42,187 +43,7 @@ if TYPE_CHECKING:  # pragma: no cover
 PathLike = Union[str, "os.PathLike[str]"]
 SpecialSet = Union[Literal["all"], Collection[str]]
 
-__all__ = ["Tokenizer", "train", "train_from_iterator", "train_from_dataset", "load", "pretokenize"]
-
-
-def train(
-    files: PathLike | Sequence[PathLike],
-    *,
-    vocab_size: int = 32000,
-    scheme: Literal["bytes", "chars"] = "bytes",
-    pretokenizer: str = DEFAULT_PRETOKENIZER,
-    special_tokens: Iterable[str] = (),
-    min_frequency: int = 2,
-    max_token_length: int | None = None,
-    threads: int | None = None,
-    progress: Progress = True,
-    character_coverage: float = 1.0,
-    end_of_word_suffix: str | None = None,
-    unk_token: str = "<unk>",
-    byte_fallback: bool = False,
-    fuse_unk: bool = False,
-    normalizer: str = "identity",
-    documents: bool = False,
-    separator: str | None = None,
-    text_field: str | None = None,
-    columns: Sequence[int] | None = None,
-    on_bad_record: Literal["error", "skip"] = "error",
-    min_word_count: int = 1,
-    resume_from: PathLike | Tokenizer | None = None,
-    checkpoint_path: PathLike | None = None,
-    checkpoint_every: int = 1000,
-    superbpe_transition: int | None = None,
-    superbpe_max_words: int = 4,
-    superbpe_colon_rule: bool = True,
-    langs: PathLike | Sequence[PathLike] | None = None,
-    file_languages: Sequence[str] | None = None,
-    lang_field: str | None = None,
-    temperature: float = 1.0,
-    max_premium: float | None = None,
-    balance_rounds: int = 1,
-    premium_reference: str | None = None,
-    balance_min_lines: int = 500,
-    balance_max_lift: float = 16.0,
-    balance_held_apart: float = 0.1,
-    progress_csv: PathLike | None = None,
-    max_memory: int | str | None = None,
-) -> Tokenizer:
-    """Train a BPE vocabulary on one or more text files.
-
-    Files may be plain or compressed (any suffix of ``bpeforge._input_formats.COMPRESSIONS``). By
-    default each line is one text; ``documents=True`` makes each file one text,
-    and ``separator="..."`` cuts texts at that string instead of at newlines.
-    Structured lines: ``text_field="text"`` reads JSON lines (the text is that
-    field of each record), ``columns=[1, 2]`` reads tab-separated columns.
-    Parquet and Arrow files (``.parquet``, ``.arrow``, ``.feather``) are read
-    with pyarrow: ``text_field`` names the text column (and ``lang_field``
-    the language column); their string buffers go to the engine without a
-    Python object per row. Hugging Face datasets: :func:`train_from_dataset`.
-
-    Structured input is never trained on as plain text by accident: a file
-    whose name says JSON lines (``.jsonl``, ``.ndjson``, with any compression
-    suffix), Parquet or Arrow, or whose content does (Parquet's ``PAR1``
-    magic bytes; first lines that are all JSON objects), is refused without
-    ``text_field``, naming the file and its string fields. To train on a
-    JSON lines file's raw text on purpose, give ``separator="\\n"`` or
-    ``documents=True``. The rules: :mod:`bpeforge._input_formats`.
-
-    Args:
-        files: a path or a list of paths.
-        progress: True (a live line on terminals and in notebooks, JSON
-            lines when stderr is a file or pipe), False, one of "human",
-            "json", "off", "tqdm" (a tqdm bar per phase), or a callable
-            that gets a :class:`bpeforge.ProgressEvent` per update. Text goes
-            to ``sys.stderr`` (through it when it is redirected, e.g. in
-            Jupyter). An exception raised by the callable stops training and
-            is raised here.
-{options}
-
-    Returns:
-        The trained :class:`Tokenizer`. Its ``metadata`` records the inputs,
-        settings, corpus sizes and the seconds spent counting and merging.
-
-    Examples:
-        >>> import bpeforge
-        >>> tok = bpeforge.train(bpeforge.sample_corpus(), vocab_size=300, progress=False)
-        >>> tok.decode(tok.encode("hello world"))
-        'hello world'
-    """
-    options = TrainOptions(**_keywords(locals(), "files", "progress"))
-    files = paths(files)
-    if _input_formats.plan_training(files, options) == "columnar":
-        return Tokenizer(_arrow.train_files(files, options, native_progress(progress)))
-    return Tokenizer(_native.train_files(files, options.engine_args(), native_progress(progress)))
-
-
-def train_from_dataset(
-    ds: Any,
-    *,
-    text_column: str = "text",
-    lang_column: str | None = None,
-    batch_size: int = 16_384,
-    progress: Progress = True,
-    **options: Any,
-) -> Tokenizer:
-    """Train on a Hugging Face ``datasets.Dataset`` or ``IterableDataset``.
-
-    The text column's Arrow buffers go to the engine in batches of
-    ``batch_size`` rows, with no Python object per row; worker threads count
-    earlier batches meanwhile. ``lang_column`` balances languages (as
-    ``lang_field`` does for files; a first pass reads that column alone).
-    A row whose text (or language) is null is an error, or skipped and
-    counted with ``on_bad_record="skip"``. The model equals training on the
-    same texts as plain lines.
-
-    Args:
-        ds: a ``Dataset`` or ``IterableDataset`` (one split, not a ``DatasetDict``).
-        text_column: the string column to train on.
-        lang_column: the column naming each row's language, or None.
-        batch_size: rows per batch handed to the engine.
-        progress: as for :func:`train`.
-        options: any keyword of :func:`train` but the text-file ones
-            (``documents``, ``separator``, ``columns``, ``langs``,
-            ``file_languages``, ``text_field``, ``lang_field``).
-    """
-    given = [k for k in ("text_field", "lang_field") if k in options]
-    if given:
-        raise ParameterError(f"{', '.join(given)}: give text_column=/lang_column= for a dataset")
-    opts = TrainOptions(**options)
-    opts.refuse(_arrow.TEXT_FILE_ONLY, "for a dataset", "texts are rows of a column")
-    return Tokenizer(_arrow.train_from_dataset(ds, text_column, lang_column, batch_size, opts,
-                                               native_progress(progress)))
-
-
-def train_from_iterator(
-    texts: Iterable[str],
-    *,
-    vocab_size: int = 32000,
-    scheme: Literal["bytes", "chars"] = "bytes",
-    pretokenizer: str = DEFAULT_PRETOKENIZER,
-    special_tokens: Iterable[str] = (),
-    min_frequency: int = 2,
-    max_token_length: int | None = None,
-    threads: int | None = None,
-    progress: Progress = True,
-    character_coverage: float = 1.0,
-    end_of_word_suffix: str | None = None,
-    unk_token: str = "<unk>",
-    byte_fallback: bool = False,
-    fuse_unk: bool = False,
-    normalizer: str = "identity",
-    min_word_count: int = 1,
-    resume_from: PathLike | Tokenizer | None = None,
-    checkpoint_path: PathLike | None = None,
-    checkpoint_every: int = 1000,
-    superbpe_transition: int | None = None,
-    superbpe_max_words: int = 4,
-    superbpe_colon_rule: bool = True,
-    max_memory: int | str | None = None,
-) -> Tokenizer:
-    """Train on any iterable of ``str`` (each item is one text).
-
-    Items are pulled in batches on the calling thread while worker threads
-    count earlier batches, so a generator over a huge corpus is never held in
-    memory. Same keywords and result as :func:`train`; a file and an iterable
-    of its lines give the same model.
-
-    Examples:
-        >>> tok = train_from_iterator(["low lower lowest"] * 10, vocab_size=260, progress=False)
-        >>> tok.vocab_size
-        260
-    """
-    if isinstance(texts, (str, bytes)):
-        raise ParameterError("texts must be an iterable of str, not a single string (wrap it in a list)")
-    options = TrainOptions(**_keywords(locals(), "texts", "progress"))
-    return Tokenizer(_native.train_iterator(texts, options.engine_args(), native_progress(progress)))
-
-
-def _keywords(call: dict[str, Any], *skip: str) -> dict[str, Any]:
-    """A call's training keywords (its ``locals()`` less the named arguments)."""
-    return {k: v for k, v in call.items() if k not in skip}
-
-
-train.__doc__ = (train.__doc__ or "").replace("{options}", option_docs())
+__all__ = ["Tokenizer", "pretokenize"]
 
 
 def pretokenize(text: str, preset: str | Regex = DEFAULT_PRETOKENIZER) -> list[str]:

@@ -36,17 +36,16 @@ plus one shard's table at a time, never every shard's table at once.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
-import shutil
-import tempfile
 import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 from . import _arrow, _native
-from ._input_formats import compression, is_columnar, plan_training
+from ._input_formats import plan_training
 from ._input_formats import plan as _input_plan
 from ._io import write_atomic
 from ._load import load
@@ -54,188 +53,20 @@ from ._progress import Progress, native_progress
 from ._tokenizer import PathLike, SpecialSet, Tokenizer
 from .options import TrainOptions
 from .options import paths as _paths
-from .errors import BpeforgeError, ParameterError
+from .errors import ParameterError
+from ._shard_plan import DEFAULT_SHARD_BYTES, plan_shards
+from ._ray_tasks import (_abspaths, _arrow_count_task, _arrow_languages_task, _arrow_plan_task, _check_task_settings,
+                         _connect, _count_task, _encode_task, _get, _language_table_task, _plan_task, _ray, _remote)
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
 
 __all__ = ["train", "encode", "plan_shards", "load_encoded", "DEFAULT_SHARD_BYTES", "MANIFEST_NAME"]
 
-#: Default shard size: 64 MiB of plain text per task.
-DEFAULT_SHARD_BYTES = 64 << 20
 #: The manifest :func:`encode` writes into its output directory.
 MANIFEST_NAME = "manifest.json"
 
 _EXTENSIONS = {"ids": "ids", "npy": "npy", "bin": "bin"}
-
-
-# ---- shards -----------------------------------------------------------------
-
-
-def _compressed(path: str) -> bool:
-    return compression(path) is not None
-
-
-def plan_shards(
-    paths: Sequence[str], shard_bytes: int = DEFAULT_SHARD_BYTES, *, split: bool = True, group: bool = False,
-    files: bool = False, lines: bool = False,
-) -> list[dict[str, Any]]:
-    """The shards of ``paths``, in input order: a list of
-    ``{"paths": [...], "byte_range": [start, end] | None, "bytes": size}``.
-
-    Plain files larger than ``shard_bytes`` become byte ranges (when
-    ``split``); compressed files, directories and paths that cannot be
-    stat'ed stay whole (the task that reads them reports the problem, naming
-    the file). With ``group``, consecutive whole files are packed into shards
-    of about ``shard_bytes``. With ``files``, each shard also lists the
-    positions of its paths in ``paths`` (``"files"``: which language file or
-    tag is theirs); with ``lines``, each byte range also says how many lines
-    of its file come before it (``"lines_before"``: the language tags it
-    skips), counted in one pass over each split file. Runs where the files
-    are: on a worker.
-    """
-    shards: list[dict[str, Any]] = []
-    group_paths: list[str] = []
-    group_files: list[int] = []
-    group_size = 0
-
-    def add(shard: dict[str, Any], indices: list[int]) -> None:
-        shards.append(dict(shard, files=indices) if files else shard)
-
-    def flush() -> None:
-        nonlocal group_paths, group_files, group_size
-        if group_paths:
-            add({"paths": group_paths, "byte_range": None, "bytes": group_size}, group_files)
-        group_paths, group_files, group_size = [], [], 0
-
-    for index, path in enumerate(paths):
-        try:
-            st = os.stat(path)
-            size = st.st_size if os.path.isfile(path) else None
-        except OSError:
-            size = None
-        if size is None:
-            flush()
-            add({"paths": [path], "byte_range": None, "bytes": 0}, [index])
-            continue
-        if split and size > shard_bytes and not _compressed(path) and not is_columnar(path):
-            flush()
-            n = math.ceil(size / shard_bytes)
-            cuts = [size * i // n for i in range(n + 1)]
-            before = _lines_before(path, cuts[:-1]) if lines else None
-            for k, (a, b) in enumerate(zip(cuts, cuts[1:])):
-                shard = {"paths": [path], "byte_range": [a, b], "bytes": b - a}
-                add(dict(shard, lines_before=before[k]) if before is not None else shard, [index])
-            continue
-        if not group:
-            add({"paths": [path], "byte_range": None, "bytes": size}, [index])
-            continue
-        if group_paths and group_size + size > shard_bytes:
-            flush()
-        group_paths.append(path)
-        group_files.append(index)
-        group_size += size
-    flush()
-    return shards
-
-
-def _lines_before(path: str, cuts: list[int]) -> list[int]:
-    """For each byte offset in ``cuts`` (ascending), how many lines of
-    ``path`` start before it: the lines of the byte ranges before that one
-    (a range holds the lines that start in it; see :func:`_copy_lines`).
-    A line starts at 0 and after every newline, so for a cut ``a > 0`` that
-    is one more than the newlines in bytes ``[0, a - 1)``."""
-    out = []
-    newlines = pos = 0
-    with open(path, "rb") as f:
-        for a in cuts:
-            if a == 0:
-                out.append(0)
-                continue
-            while pos < a - 1:
-                block = f.read(min(a - 1 - pos, 1 << 22))
-                if not block:
-                    break
-                newlines += block.count(b"\n")
-                pos += len(block)
-            out.append(1 + newlines)
-    return out
-
-
-def _copy_lines(src: str, byte_range: tuple[int, int], dst: str) -> None:
-    """Copies the lines of ``src`` that start in ``[start, end)`` to ``dst``:
-    the same lines the engine's byte-range reader sees."""
-    start, end = byte_range
-    with open(src, "rb") as f, open(dst, "wb") as out:
-        pos = start
-        if start > 0:
-            # The line holding byte start-1 belongs to the previous shard.
-            f.seek(start - 1)
-            pos = start - 1 + len(f.readline())
-        if pos >= end:
-            return
-        f.seek(pos)
-        left = end - pos
-        last = b"\n"
-        while left > 0:
-            block = f.read(min(left, 1 << 20))
-            if not block:
-                return
-            out.write(block)
-            last = block[-1:]
-            left -= len(block)
-        if last != b"\n":
-            out.write(f.readline())  # the rest of the last line that starts in the range
-
-
-# ---- Ray plumbing -----------------------------------------------------------
-
-
-def _ray() -> Any:
-    from ._extras import require
-
-    return require("ray", "bpeforge.distributed")
-
-
-def _connect(address: str | None) -> Any:
-    """Ray, initialised: an existing connection is reused as is; otherwise
-    ``ray.init(address=address)``."""
-    ray = _ray()
-    if not ray.is_initialized():
-        import logging
-
-        ray.init(address=address, logging_level=logging.WARNING)
-    return ray
-
-
-_REMOTES: dict[tuple[str, float], Any] = {}
-
-
-def _remote(fn: Any, num_cpus: float) -> Any:
-    key = (fn.__name__, num_cpus)
-    if key not in _REMOTES:
-        _REMOTES[key] = _ray().remote(num_cpus=num_cpus)(fn)
-    return _REMOTES[key]
-
-
-def _unwrap(e: BaseException) -> BaseException:
-    """The exception a task raised (a bpeforge error names the file), if Ray
-    carried it over; else ``e`` itself."""
-    cause = getattr(e, "cause", None)
-    if isinstance(cause, (BpeforgeError, OSError, ValueError, TypeError)):
-        return cause
-    return e
-
-
-def _get(ref: Any) -> Any:
-    ray = _ray()
-    try:
-        return ray.get(ref)
-    except ray.exceptions.RayTaskError as e:
-        cause = _unwrap(e)
-        if cause is e:
-            raise
-        raise cause from None
 
 
 def _gather(refs: list[Any], sizes: list[int], progress: Any, use: Any = None) -> list[Any]:
@@ -276,107 +107,6 @@ def _gather(refs: list[Any], sizes: list[int], progress: Any, use: Any = None) -
         raise
     progress.update(done, done_bytes, final=True)
     return results
-
-
-def _abspaths(paths: list[str]) -> list[str]:
-    return [os.path.abspath(p) for p in paths]
-
-
-def _check_task_settings(shard_bytes: int, num_cpus_per_task: float) -> None:
-    if isinstance(shard_bytes, bool) or not isinstance(shard_bytes, int) or shard_bytes < 1:
-        raise ParameterError(f"shard_bytes must be a positive integer, got {shard_bytes!r}")
-    if isinstance(num_cpus_per_task, bool) or not isinstance(num_cpus_per_task, (int, float)) or not num_cpus_per_task > 0:
-        raise ParameterError(f"num_cpus_per_task must be a positive number, got {num_cpus_per_task!r}")
-
-
-# ---- tasks (run on the workers) ---------------------------------------------
-
-
-def _task_budget(args: dict[str, Any], cpus: float) -> dict[str, Any]:
-    """``args`` with the counting task's share of its machine's memory
-    budget: the budget (``max_memory``, or the default of the machine the
-    task runs on) times the task's CPUs over the node's, so the tasks Ray
-    runs side by side on a node stay within the budget together."""
-    ray = _ray()
-    node_cpus = 0.0
-    node = ray.get_runtime_context().get_node_id()
-    for n in ray.nodes():
-        if n.get("NodeID") == node:
-            node_cpus = float(n.get("Resources", {}).get("CPU", 0))
-    share = min(1.0, cpus / node_cpus) if node_cpus > 0 else 1.0
-    budget = args["max_memory"] if args["max_memory"] is not None else _native.default_memory_budget()
-    return dict(args, max_memory=max(1, int(budget * share)))
-
-
-def _plan_task(paths: list[str], shard_bytes: int, split: bool, group: bool, files: bool = False,
-               lines: bool = False) -> list[dict[str, Any]]:
-    return plan_shards(paths, shard_bytes, split=split, group=group, files=files, lines=lines)
-
-
-def _language_table_task(paths: list[str], args: dict[str, Any]) -> tuple[list[str], list[int], list[int]]:
-    return _native.language_table(paths, args)
-
-
-def _arrow_plan_task(paths: list[str], shard_bytes: int) -> list[dict[str, Any]]:
-    return _arrow.plan_shards(paths, shard_bytes)
-
-
-def _arrow_languages_task(paths: list[str], columns: list[str], settings: tuple) -> tuple[list[str], list[int], list[int]]:
-    names, lines = _arrow.shard_languages(paths, columns, settings)
-    return names, lines, [0] * len(names)  # each language's bytes are added while counting
-
-
-def _arrow_count_task(shard: dict[str, Any], columns: list[str], settings: tuple,
-                      languages: tuple[list[str], list[int]] | None, cpus: float) -> tuple[bytes, list[int]]:
-    settings = (_task_budget(settings[0], cpus), *settings[1:])
-    return _arrow.count_shard(shard, columns, settings, languages)
-
-
-def _count_task(shard: dict[str, Any], args: dict[str, Any],
-                languages: tuple[list[str], list[int]] | None, cpus: float) -> tuple[bytes, list[int]]:
-    args = _task_budget(args, cpus)
-    rng = shard["byte_range"]
-    # Positions among the inputs matter only to language-balanced runs.
-    files = shard.get("files", [0] * len(shard["paths"]))
-    return _native.count_shard(shard["paths"], files, args, "off", None if rng is None else (rng[0], rng[1]),
-                               shard.get("lines_before", 0), languages)
-
-
-_MODEL_CACHE: dict[str, Tokenizer] = {}
-
-
-def _encode_task(
-    model_json: str, src: str, byte_range: list[int] | None, dst: str, format: str,
-    threads: int, allowed: Any, disallowed: Any, text_field: str | None,
-) -> dict[str, Any]:
-    tok = _MODEL_CACHE.get(model_json)
-    if tok is None:
-        _MODEL_CACHE.clear()
-        tok = _MODEL_CACHE[model_json] = Tokenizer.from_json(model_json)
-    os.makedirs(os.path.dirname(dst), exist_ok=True)
-    kw = {"format": format, "threads": threads, "allowed_special": allowed, "disallowed_special": disallowed,
-          "text_field": text_field}
-    if byte_range is None:
-        return tok.encode_file(src, dst, **kw)
-    if _compressed(src):
-        raise ParameterError(f"{src}: a compressed file cannot be split by byte range; give it as a whole shard")
-    tmpdir = tempfile.mkdtemp(prefix="bpeforge-shard-")
-    try:
-        tmp = os.path.join(tmpdir, "shard.txt")
-        try:
-            _copy_lines(src, (byte_range[0], byte_range[1]), tmp)
-        except OSError as e:
-            from .errors import InputError
-
-            raise InputError(f"cannot read {src}: {e.strerror or e}") from None
-        try:
-            return tok.encode_file(tmp, dst, **kw)
-        except BpeforgeError as e:
-            # Name the real input (line numbers count from the shard start).
-            where = f"{src} (bytes {byte_range[0]}..{byte_range[1]})"
-            raise type(e)(str(e).replace(tmp, where)) from None
-    finally:
-        shutil.rmtree(tmpdir, ignore_errors=True)
 
 
 def _write_manifest_task(output_dir: str, manifest: dict[str, Any]) -> str:
@@ -451,45 +181,49 @@ def train(
         >>> tok = bpeforge.distributed.train([bpeforge.sample_corpus()], vocab_size=500,
         ...                                  shard_bytes=100_000, progress=False)  # doctest: +SKIP
     """
-    inputs = _paths(paths)
+    return train_with(_paths(paths), TrainOptions(**options), address=address, shard_bytes=shard_bytes,
+                      num_cpus_per_task=num_cpus_per_task, progress=progress)
+
+
+def train_with(inputs: list[str], opts: TrainOptions, *, address: str | None, shard_bytes: int,
+               num_cpus_per_task: float, progress: Progress) -> Tokenizer:
+    """:func:`train` with its options made (the command line's ``--ray``
+    makes them from its flags); ``progress`` as in :func:`train`."""
     _check_task_settings(shard_bytes, num_cpus_per_task)
-    opts = TrainOptions(**options)
     # Parquet/Arrow files: shards are runs of row groups, read with pyarrow
     # on the workers (Python applies the text and language columns).
     arrow = plan_training(inputs, opts) == "columnar"
     abs_inputs = _abspaths(inputs)
-    columns = _arrow.check_files(abs_inputs, opts) if arrow else None
-    arrow_settings = _arrow.engine_settings(opts) if arrow else None
-    args = arrow_settings[0] if arrow_settings else opts.engine_args()
-    _native.check_train_options(args)  # a bad setting fails here, before any task
+    names = _arrow.check_files(abs_inputs, opts) if arrow else None
+    columns = _arrow.columns_of(opts) if arrow else None
+    engine = _arrow.engine_options(opts, opts.lang_field) if arrow else opts.engine_options()
+    settings = _native.TrainSettings(engine)  # checked here, before any task
     prog = native_progress(progress)
     ray = _connect(address)
     start = time.perf_counter()
-    worker_args = dict(args, threads=max(1, math.ceil(num_cpus_per_task)), checkpoint_path=None, progress_csv=None)
-    if args["langs"] is not None:
-        worker_args["langs"] = _abspaths(args["langs"])
-    balanced = any(args[k] is not None for k in ("langs", "file_languages", "lang_field"))
+    # The tasks read the language files from their own working directory.
+    if engine.langs is not None:
+        engine = dataclasses.replace(engine, langs=_abspaths(engine.langs))
+    balanced = any(v is not None for v in (engine.langs, engine.file_languages, engine.lang_field))
     if arrow:
         plan = _remote(_arrow_plan_task, 0.1).remote(abs_inputs, shard_bytes)
     else:
         split = not opts.documents and opts.separator is None
         plan = _remote(_plan_task, 0.1).remote(abs_inputs, shard_bytes, split, True, balanced,
-                                               args["langs"] is not None)
-    if arrow_settings:
-        arrow_settings = (worker_args, *arrow_settings[1:])
+                                               engine.langs is not None)
     languages, lang_bytes = None, []
     if balanced:
-        task = (_remote(_arrow_languages_task, num_cpus_per_task).remote(abs_inputs, columns, arrow_settings)
-                if arrow else _remote(_language_table_task, num_cpus_per_task).remote(abs_inputs, worker_args))
-        names, lines, lang_bytes = _get(task)
-        languages = (names, lines)
+        task = (_remote(_arrow_languages_task, num_cpus_per_task).remote(abs_inputs, names, columns)
+                if arrow else _remote(_language_table_task, num_cpus_per_task).remote(abs_inputs, engine))
+        languages_found, lines, lang_bytes = _get(task)
+        languages = (languages_found, lines)
     shards = _get(plan)
     languages_ref = ray.put(languages)
     task_args: tuple[Any, ...]
     if arrow:
-        count, task_args = _remote(_arrow_count_task, num_cpus_per_task), (ray.put(columns), ray.put(arrow_settings))
+        count, task_args = _remote(_arrow_count_task, num_cpus_per_task), (ray.put(names), columns, ray.put(engine))
     else:
-        count, task_args = _remote(_count_task, num_cpus_per_task), (ray.put(worker_args),)
+        count, task_args = _remote(_count_task, num_cpus_per_task), (ray.put(engine),)
     sizes = [s["bytes"] for s in shards]
     total = _native.CountSum()
 
@@ -500,15 +234,11 @@ def train(
 
     _gather([count.remote(s, *task_args, languages_ref, num_cpus_per_task) for s in shards], sizes,
             _native.ShardReporter(prog, "counting", len(shards), sum(sizes)), add)
-    cluster_seconds = time.perf_counter() - start
-    tok = Tokenizer(_native.train_count_sum(total, args, prog, inputs, languages, lang_bytes if balanced else None))
-    # The engine timed only the adding of the tables: record the whole count.
-    model = json.loads(tok.to_json())
-    timings = model["metadata"]["timings"]
-    timings["count_sum_seconds"] = timings["count_seconds"]
-    timings["count_seconds"] = round(cluster_seconds, 3)
-    timings["count_shards"] = len(shards)
-    return Tokenizer.from_json(json.dumps(model, ensure_ascii=False))
+    # The engine times only the adding of the tables; the model records the
+    # whole count, from the first task to the summed table, and its shards.
+    sharded = (time.perf_counter() - start, len(shards))
+    return Tokenizer(_native.train_count_sum(total, settings, prog, inputs, languages,
+                                             lang_bytes if balanced else None, sharded))
 
 
 # ---- encoding ---------------------------------------------------------------

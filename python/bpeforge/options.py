@@ -3,15 +3,25 @@
 :class:`TrainOptions` is the single description of what a training run can be
 told. From it come
 
-* the checks of :func:`bpeforge.train`, :func:`bpeforge.train_from_iterator`
-  and :func:`bpeforge.distributed.train` (``TrainOptions(**keywords)``: every
-  value is checked here, once; cross-option rules the engine owns are checked
-  in the engine, once),
-* the dict handed to the engine (:meth:`TrainOptions.engine_args`; its keys
-  are the Rust core's option names, and a test checks both lists are equal),
+* the checks of each value's Python type and form, for
+  :func:`bpeforge.train`, :func:`bpeforge.train_from_iterator`,
+  :func:`bpeforge.train_from_dataset` and :func:`bpeforge.distributed.train`
+  (``TrainOptions(...)``: paths, ``"8G"``, ``Regex``, preset names, the
+  normalizer's table; each value once, naming the parameter),
+* the one value handed to the engine: :meth:`TrainOptions.settings` reads
+  the :class:`EngineOptions` record (one field per option of the Rust core's
+  ``TrainOptions``, by the same names; a test checks both lists are equal)
+  into ``_native.TrainSettings``, where the engine converts and checks it
+  once (``TrainConfig::validate``: ranges and the rules between options, and
+  a resumed model's settings against the options given); every training
+  entry point takes that checked value,
 * the ``bpeforge train`` command line (:func:`add_cli_arguments`,
   :func:`from_cli`), for the local and the ``--ray`` path alike,
 * the ``Args:`` section of :func:`bpeforge.train`'s docstring.
+
+Why one file over 600 lines: it is the option list itself, one record per
+option (documentation, check, command-line flags), and the checks those
+records name; split, an option's parts would live in several places.
 
 Adding an option means adding one field here (with its ``Opt`` record) and
 its twin in the engine's ``TrainOptions``; the signature tests then name every
@@ -29,7 +39,6 @@ from dataclasses import dataclass, field
 from typing import Any, Union
 
 from . import _native
-from ._byte_tokens import is_byte_token
 from ._input_formats import compressions_text
 from ._normalizers import NAMES as NORMALIZER_NAMES
 from ._normalizers import check_normalizer
@@ -282,17 +291,22 @@ def _paths_or_none(name: str) -> Callable[[Any], Any]:
     return lambda v: None if v is None else paths(v, name)
 
 
-def _model_json(v: Any) -> Any:
-    """A Tokenizer (anything with ``to_json``) or a model path, as model JSON bytes."""
+def _resume_source(v: Any) -> Any:
+    """A Tokenizer (anything with ``to_json``) or a model path, as the engine
+    takes it: the Tokenizer itself (the engine takes its model as it is) or
+    the path (the engine reads and parses the file once)."""
     if v is None:
         return None
+    if hasattr(v, "_native"):
+        return v
     if hasattr(v, "to_json"):
-        return v.to_json().encode("utf-8")
+        from ._tokenizer import Tokenizer
+
+        return Tokenizer.from_json(v.to_json())
     try:
-        path = os.fspath(v)
+        return os.fspath(v)
     except TypeError:
         raise ParameterError(f"resume_from must be a Tokenizer, a model path or None, got {v!r}") from None
-    return _native.NativeTokenizer.load(path).to_json()
 
 
 # ---- the option record --------------------------------------------------------
@@ -349,7 +363,7 @@ class TrainOptions:
                                           f"(default {DEFAULT_PRETOKENIZER})"},
                                          {"flags": ["--pattern"], "type": Regex, "metavar": "REGEX",
                                           "help": "a custom pre-tokenizer regex (instead of --pretokenizer)"}])
-    special_tokens: tuple[str, ...] = opt((), "strings that are never split or merged; they get the first ids, "
+    special_tokens: Iterable[str] = opt((), "strings that are never split or merged; they get the first ids, "
                                           "in the order given.", _strings("special_tokens", "strings"),
                                           cli={"flags": ["--special-token"], "action": "append", "metavar": "T",
                                                "help": "a special token (repeatable)"})
@@ -391,11 +405,14 @@ class TrainOptions:
     separator: str | None = opt(None, 'texts are cut at this string instead of at newlines.',
                                 _str("separator", none_ok=True), files_only=True,
                                 cli={"help": "texts are separated by this string instead of newlines"})
-    text_field: str | None = opt(None, 'JSON lines (plain or compressed): each line is a JSON object and its text '
-                                 'is this field; a dotted path reaches nested fields (``"meta.body"``). Parsed '
-                                 "in the engine on every counting thread.", _text_field, files_only=True,
+    text_field: str | None = opt(None, 'where each text is in structured input. JSON lines (plain or compressed): '
+                                 'each line is a JSON object and its text is this field; a dotted path reaches '
+                                 'nested fields (``"meta.body"``); parsed in the engine on every counting thread. '
+                                 "Parquet/Arrow files: the text column, read with pyarrow.", _text_field,
+                                 files_only=True,
                                  cli={"metavar": "FIELD", "help": "JSON lines: the text is this field "
-                                                                  "(dotted path for nested fields)"})
+                                                                  "(dotted path for nested fields); Parquet/Arrow: "
+                                                                  "the text column"})
     columns: Sequence[int] | None = opt(None, "tab-separated lines: these columns (counted from 1) are texts, "
                                         "e.g. ``[1, 2]`` for both sides of a parallel corpus.", _columns,
                                         files_only=True,
@@ -416,7 +433,7 @@ class TrainOptions:
                            "vocabulary with new data. Imported models (``bpeforge.interop``) keep their own "
                            "ids; their new tokens get the ids after the largest one in use (or in the source "
                            "file), and ``vocab_size`` counts ids, so ``vocab_size=old.vocab_size + N`` learns "
-                           "N new tokens.", _model_json,
+                           "N new tokens.", _resume_source,
                            cli={"flags": ["--resume"], "metavar": "MODEL",
                                 "help": "continue this model's merges up to --vocab-size"})
     checkpoint_path: PathLike | None = opt(None, "save the model there every ``checkpoint_every`` merges and "
@@ -441,7 +458,7 @@ class TrainOptions:
     superbpe_colon_rule: bool = opt(True, 'SuperBPE: no token spans ": ".', _flag,
                                     cli={"action": argparse.BooleanOptionalAction,
                                          "help": "SuperBPE: no token spans ': ' (default on)"})
-    langs: Sequence[PathLike] | None = opt(None, "language-balanced training: one file of language tags per "
+    langs: PathLike | Sequence[PathLike] | None = opt(None, "language-balanced training: one file of language tags per "
                                            f"input file, one tag per line ({compressions_text()} ok).",
                                            _paths_or_none("langs"), files_only=True,
                                            cli={"action": "append", "metavar": "FILE",
@@ -536,56 +553,46 @@ class TrainOptions:
                                                                        "70%% of available memory)"})
 
     def __post_init__(self) -> None:
-        # Check every value now, so a bad one fails before any work starts;
-        # keep the checked form for the engine (a resumed model is read once).
-        engine = {name: record.check(getattr(self, name)) for name, record in _records()}
+        # Check every value's type and form now, so a bad one fails before
+        # any work starts; keep the engine's form of each.
+        engine = EngineOptions(**{name: record.check(getattr(self, name)) for name, record in _records()})
         object.__setattr__(self, "_engine", engine)
         self._check_byte_vocabulary(engine)
-        if engine["resume_from"] is not None:
-            self._check_resume(engine)
 
-    def _check_byte_vocabulary(self, engine: dict[str, Any]) -> None:
+    def _check_byte_vocabulary(self, engine: Any) -> None:
         """A byte-level vocabulary holds the 256 bytes and the special tokens
         before any merge: a smaller ``vocab_size`` is refused now, before the
         corpus is read (the engine says the same only after counting)."""
-        if engine["scheme"] != "bytes" or engine["resume_from"] is not None:
+        if engine.scheme != "bytes" or engine.resume_from is not None:
             return
-        fixed = 256 + len(set(engine["special_tokens"] or ()))
-        if engine["vocab_size"] < fixed:
-            raise ParameterError(f"vocab_size {engine['vocab_size']} is below the base vocabulary of the bytes "
+        fixed = 256 + len(set(engine.special_tokens or ()))
+        if engine.vocab_size < fixed:
+            raise ParameterError(f"vocab_size {engine.vocab_size} is below the base vocabulary of the bytes "
                                  f"scheme: {fixed - 256} special token(s) + 256 base symbols = {fixed}; raise "
                                  f"vocab_size to at least {fixed}")
 
-    def _check_resume(self, engine: dict[str, Any]) -> None:
-        """A resumed model keeps its scheme, pre-tokenizer, special tokens and
-        alphabet settings: asking for others is refused, not ignored."""
-        import json
+    def engine_options(self, **changes: Any) -> Any:
+        """The options in the engine's form (``changes`` replaced: a
+        counting task's absolute paths, an Arrow run's columns)."""
+        engine = self._engine  # type: ignore[attr-defined]
+        return dataclasses.replace(engine, **changes) if changes else engine
 
-        model = json.loads(engine["resume_from"])
-        scheme, pre = model["scheme"], model["pretokenizer"]
-        kept = {
-            "scheme": scheme["type"],
-            "pretokenizer": pre.get("pattern", pre["type"]),
-            "special_tokens": [t for t in model["special_tokens"] if t != scheme.get("unk_token")
-                               and not (scheme.get("byte_fallback") and is_byte_token(t))],
-            "character_coverage": scheme.get("character_coverage", 1.0),
-            "end_of_word_suffix": scheme.get("end_of_word_suffix"),
-            "unk_token": scheme.get("unk_token", "<unk>"),
-            "byte_fallback": scheme.get("byte_fallback", False),
-            "fuse_unk": scheme.get("fuse_unk", False),
-            "normalizer": scheme.get("normalizer"),
-        }
-        given = self.non_default()
-        shown = {"normalizer": lambda v: repr((v or {}).get("name", "identity"))}
-        conflicts = [f"{k}={shown.get(k, repr)(engine[k])} (the model has {shown.get(k, repr)(v)})"
-                     for k, v in kept.items() if k in given and engine[k] != v]
-        if conflicts:
-            raise ParameterError("resume_from keeps the resumed model's settings, and these differ: "
-                                 + "; ".join(conflicts) + ". Leave them out to continue the model as it is")
+    def settings(self) -> _native.TrainSettings:
+        """The options converted and checked by the engine, once: what every
+        training entry point of the engine takes. Made at the first call."""
+        made = self.__dict__.get("_settings")
+        if made is None:
+            made = _native.TrainSettings(self.engine_options())
+            object.__setattr__(self, "_settings", made)
+        return made
+
+    def __getstate__(self) -> dict[str, Any]:
+        # The engine's settings stay in their process (a copy makes its own).
+        return {k: v for k, v in self.__dict__.items() if k != "_settings"}
 
     def engine_args(self) -> dict[str, Any]:
-        """The options as the engine takes them (keys: the engine's option names)."""
-        return dict(self._engine)  # type: ignore[attr-defined]
+        """The engine's form of each option, by name (for tests and tools)."""
+        return dataclasses.asdict(self.engine_options())
 
     def non_default(self) -> dict[str, Any]:
         """The options that differ from their defaults."""
@@ -605,6 +612,13 @@ def _records() -> list[tuple[str, Opt]]:
 
 
 NAMES = tuple(name for name, _ in _records())
+
+#: The options in the engine's form (each :class:`Opt`'s ``check`` result),
+#: one field per option of the Rust core's ``TrainOptions``, by the same
+#: names: ``_native.TrainSettings`` reads it field by field. (Made from the
+#: option list, so type checkers see it as ``Any``.)
+EngineOptions = dataclasses.make_dataclass("EngineOptions", [(name, Any) for name in NAMES], frozen=True)
+EngineOptions.__module__ = __name__
 #: Options that need file input.
 FILE_ONLY = frozenset(name for name, r in _records() if r.files_only)
 

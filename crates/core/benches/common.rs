@@ -21,7 +21,7 @@ pub fn config(vocab_size: usize) -> TrainConfig {
 
 /// Word counts of `text` (one text per line), on one thread.
 pub fn count(text: &[u8], config: &TrainConfig) -> WordCounts {
-    count_words(config, &mut Silent, |sink, _| {
+    count_words(&config.clone().validate().expect("settings"), &mut Silent, |sink, _| {
         sink(Chunk { data: text.to_vec(), layout: Layout::Lines, source: Arc::from("bench"), first_line: 1, langs: Vec::new() })
     })
     .expect("counting the bench corpus")

@@ -13,7 +13,7 @@ mod common;
 fn encoding(c: &mut Criterion) {
     let text = common::corpus(4);
     let config = common::config(2256);
-    let model = train_from_counts(common::count(&text, &config), &config, &mut Silent, serde_json::json!([]), Default::default()).expect("model");
+    let model = train_from_counts(common::count(&text, &config), &config.clone().validate().expect("settings"), &mut Silent, serde_json::json!([]), Default::default()).expect("model");
     let enc = Encoder::new(model).expect("encoder");
     let lines: Vec<&[u8]> = text.split(|&b| b == b'\n').collect();
     let mut group = c.benchmark_group("encode");

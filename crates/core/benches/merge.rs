@@ -51,7 +51,7 @@ fn merging(c: &mut Criterion) {
     group.bench_function("train_from_counts", |b| {
         b.iter_batched(
             || bpeforge_core::count::WordCounts::from_bytes(&bytes).expect("counts"),
-            |counts| black_box(train_from_counts(counts, &config, &mut Silent, serde_json::json!([]), Default::default()).expect("model").merges.len()),
+            |counts| black_box(train_from_counts(counts, &config.clone().validate().expect("settings"), &mut Silent, serde_json::json!([]), Default::default()).expect("model").merges.len()),
             BatchSize::LargeInput,
         )
     });

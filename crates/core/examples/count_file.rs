@@ -19,6 +19,7 @@ fn main() {
     let mut config = TrainConfig::new(32000, Scheme::Bytes, pretok);
     config.threads = threads;
     let t = std::time::Instant::now();
+    let config = config.validate().unwrap();
     let counts = count_words(&config, &mut Silent, |sink, _| {
         read_chunks(std::slice::from_ref(&path), &config.text_mode, Arc::new(AtomicU64::new(0)), sink)
     })

@@ -24,7 +24,7 @@ fn main() {
     config.threads = threads;
     let mut obs = ProgressPrinter::new(ProgressFormat::Off);
     let t = std::time::Instant::now();
-    let model = train_files(&[path], &config, &mut obs).unwrap();
+    let model = train_files(&[path], &config.validate().unwrap(), &mut obs).unwrap();
     // A digest of the learned merges and their counts, to compare builds.
     let mut digest = 0xcbf29ce484222325u64;
     for (&(a, b), &c) in model.merges.iter().zip(&model.merge_counts) {

@@ -12,7 +12,8 @@ pub use crate::error::{Error, ErrorKind, Result};
 // a distributed run.
 pub use crate::budget::{default_budget, Dropped};
 pub use crate::pipeline::{count_fed, language_table, train_counted, train_files, train_on_counts, CountPacer, CountScope, Counted};
-pub use crate::train::{count_words, train_from_counts, LangSource, TrainConfig, TrainOptions};
+pub use crate::train::stats::ShardedCount;
+pub use crate::train::{count_words, train_from_counts, LangSource, TrainConfig, TrainOptions, ValidConfig};
 
 // Language balancing's table and weight scale, for distributed runs.
 pub use crate::balance::{LanguageTable, MAX_LANGUAGE_WEIGHT, WEIGHT_SCALE};

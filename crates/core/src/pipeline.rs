@@ -10,7 +10,7 @@ use crate::input::{read_chunks, total_size, Chunk, TextMode};
 use crate::count::WordCounts;
 use crate::model::Model;
 use crate::observe::{CountProgress, FileProgress, Observer};
-use crate::train::{count_words_mode, train_from_counts, CountMode, TrainConfig, POLL_SECONDS};
+use crate::train::{count_words_mode, train_from_counts, CountMode, TrainConfig, ValidConfig, POLL_SECONDS};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -23,8 +23,7 @@ use std::time::Instant;
 pub type Feed<'f> = dyn FnOnce(&mut dyn FnMut(Chunk) -> Result<()>, &mut dyn Observer, &mut [u64]) -> Result<u64> + 'f;
 
 /// Trains on files.
-pub fn train_files(paths: &[PathBuf], config: &TrainConfig, observer: &mut dyn Observer) -> Result<Model> {
-    config.validate()?;
+pub fn train_files(paths: &[PathBuf], config: &ValidConfig, observer: &mut dyn Observer) -> Result<Model> {
     if paths.is_empty() {
         return Err(Error::input("no input files given"));
     }
@@ -83,7 +82,7 @@ pub fn train_files(paths: &[PathBuf], config: &TrainConfig, observer: &mut dyn O
 /// a first pass over the records reads both (the weights need every
 /// language's share before counting); language files and per-file tags
 /// give the table, and their bytes are added while counting.
-pub fn language_table(paths: &[PathBuf], config: &TrainConfig) -> Result<Option<(LanguageTable, Vec<u64>)>> {
+pub fn language_table(paths: &[PathBuf], config: &ValidConfig) -> Result<Option<(LanguageTable, Vec<u64>)>> {
     let Some(b) = &config.balance else { return Ok(None) };
     match (&b.source, &config.text_mode) {
         (LangSource::Field(_), TextMode::Fields(fields)) => LanguageTable::from_records(paths, fields, b.temperature).map(Some),
@@ -139,7 +138,7 @@ impl CountPacer {
 /// language per text, or the records name theirs). `lang_bytes` starts at
 /// what is known before counting; the feed adds the rest.
 pub fn train_fed(
-    config: &TrainConfig,
+    config: &ValidConfig,
     languages: Option<&LanguageTable>,
     lang_bytes: Vec<u64>,
     inputs: serde_json::Value,
@@ -176,7 +175,7 @@ pub enum CountScope {
 /// The counting half of `train_fed` (callers that hold a lock while
 /// feeding, such as Python's, release it for the merge half).
 pub fn count_fed(
-    config: &TrainConfig,
+    config: &ValidConfig,
     languages: Option<&LanguageTable>,
     mut lang_bytes: Vec<u64>,
     start: Stopwatch,
@@ -184,7 +183,6 @@ pub fn count_fed(
     scope: CountScope,
     feed: Box<Feed<'_>>,
 ) -> Result<Counted> {
-    config.validate()?;
     lang_bytes.resize(languages.map_or(0, |t| t.names.len()), 0);
     let mode = count_mode(config, languages);
     // A run's plain counts are its final table: a spilled count may leave
@@ -214,7 +212,7 @@ pub(crate) fn count_mode<'t>(config: &TrainConfig, languages: Option<&'t Languag
 /// The merge half of `train_fed`: the plain driver or a balancing method.
 pub fn train_counted(
     counted: Counted,
-    config: &TrainConfig,
+    config: &ValidConfig,
     languages: Option<&LanguageTable>,
     inputs: serde_json::Value,
     observer: &mut dyn Observer,
@@ -230,7 +228,7 @@ pub fn train_on_counts(
     counts: WordCounts,
     languages: Option<&LanguageTable>,
     lang_bytes: &[u64],
-    config: &TrainConfig,
+    config: &ValidConfig,
     observer: &mut dyn Observer,
     inputs: serde_json::Value,
     count: PhaseTime,

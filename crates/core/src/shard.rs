@@ -25,7 +25,7 @@ use crate::error::{Error, Result};
 use crate::input::{read_chunks, read_range_chunks, total_size};
 use crate::observe::Observer;
 use crate::pipeline::{count_mode, reading_mode};
-use crate::train::{count_words_mode, TrainConfig};
+use crate::train::{count_words_mode, ValidConfig};
 use std::path::PathBuf;
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
@@ -57,7 +57,7 @@ pub struct ShardCounts {
 pub fn count_shard(
     shard: &Shard,
     languages: Option<&LanguageTable>,
-    config: &TrainConfig,
+    config: &ValidConfig,
     observer: &mut dyn Observer,
 ) -> Result<ShardCounts> {
     if shard.paths.len() != shard.file_indices.len() {
@@ -125,7 +125,7 @@ mod tests {
     use crate::model::Scheme;
     use crate::observe::Silent;
     use crate::pretok::PreTokenizerSpec;
-    use crate::train::{LangSource, LanguageBalance, SuperBpe};
+    use crate::train::{LangSource, LanguageBalance, SuperBpe, TrainConfig};
     use std::collections::HashMap;
 
     fn snapshot(c: &WordCounts) -> HashMap<Vec<u8>, u64> {
@@ -167,6 +167,7 @@ mod tests {
         let table = LanguageTable::build(std::slice::from_ref(&input), &balance).unwrap();
         let mut config = TrainConfig::new(500, Scheme::Bytes, PreTokenizerSpec::Gpt2).balance(balance);
         config = config.superbpe(SuperBpe { transition: 300, max_words: 4, colon_rule: true });
+        let config = config.validate().unwrap();
         let whole = Shard { paths: vec![input.clone()], file_indices: vec![0], byte_range: None, lines_before: 0 };
         let expected = count_shard(&whole, Some(&table), &config, &mut Silent).unwrap();
         let size = text.len();
@@ -199,7 +200,7 @@ mod tests {
         let langs = write(dir.path(), "short.langs", "en\nen\n");
         let balance = LanguageBalance { source: LangSource::Files(vec![langs]), temperature: 1.0, parity: None };
         let table = LanguageTable::from_lines(vec!["en".into()], vec![4], 1.0).unwrap();
-        let config = TrainConfig::new(300, Scheme::Bytes, PreTokenizerSpec::Gpt2).balance(balance);
+        let config = TrainConfig::new(300, Scheme::Bytes, PreTokenizerSpec::Gpt2).balance(balance).validate().unwrap();
         let shard = Shard { paths: vec![input], file_indices: vec![0], byte_range: Some((4, 8)), lines_before: 2 };
         let err = count_shard(&shard, Some(&table), &config, &mut Silent).unwrap_err();
         assert!(err.message().contains("short.langs has only 2 line(s)"), "{}", err.message());

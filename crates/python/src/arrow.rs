@@ -4,14 +4,14 @@
 //! read them in place and copy the rows' bytes once, into a chunk for the
 //! counting workers or a batch for the encoder.
 
-use crate::{finish, specials_rule, check_threads, to_pyerr, NativeTokenizer, PyObserver};
+use crate::{finish, specials_rule, check_threads, to_pyerr, NativeTokenizer, PyObserver, TrainSettings};
 use bpeforge_core::api::{LangSource, LanguageTable};
 use bpeforge_core::api::Error;
 use bpeforge_core::api::{encode_chunks, IdFormat};
 use bpeforge_core::api::{Chunk, Layout};
 use bpeforge_core::api::{CountProgress, FileProgress, Observer};
 use bpeforge_core::api::{self, CountPacer, CountScope};
-use bpeforge_core::api::TrainConfig;
+use bpeforge_core::api::{TrainConfig, ValidConfig};
 use pyo3::exceptions::PyTypeError;
 use std::time::Instant;
 use pyo3::prelude::*;
@@ -155,7 +155,7 @@ impl ArrowFiles {
 /// raised in Python is returned as it is.
 fn count_arrow(
     batches: &Bound<'_, PyAny>,
-    config: &TrainConfig,
+    config: &ValidConfig,
     table: Option<&LanguageTable>,
     observer: &mut PyObserver,
     scope: CountScope,
@@ -201,25 +201,25 @@ fn count_arrow(
 /// `languages`: see `arrow_languages`. `files`: each input's path and
 /// expected text bytes, for the progress line (`ArrowFiles`).
 #[pyfunction]
-#[pyo3(signature = (batches, args, progress, inputs, languages=None, files=None))]
+#[pyo3(signature = (batches, settings, progress, inputs, languages=None, files=None))]
 pub fn train_arrow(
     py: Python<'_>,
     batches: &Bound<'_, PyAny>,
-    args: &Bound<'_, PyAny>,
+    settings: &TrainSettings,
     progress: &Bound<'_, PyAny>,
     inputs: Vec<String>,
     languages: Option<(Vec<String>, Vec<u64>)>,
     files: Option<Vec<(String, u64)>>,
 ) -> PyResult<NativeTokenizer> {
-    let config = crate::train_config(args)?;
+    let config = &settings.config;
     let mut observer = PyObserver::new(progress)?;
-    let table = arrow_languages(&config, languages)?;
-    let counted = match count_arrow(batches, &config, table.as_ref(), &mut observer, CountScope::Run, files.unwrap_or_default())? {
+    let table = arrow_languages(config, languages)?;
+    let counted = match count_arrow(batches, config, table.as_ref(), &mut observer, CountScope::Run, files.unwrap_or_default())? {
         Ok(c) => c,
         Err(e) => return finish(Err(e), observer),
     };
     let inputs = serde_json::json!(inputs);
-    let result = py.detach(|| api::train_counted(counted, &config, table.as_ref(), inputs, &mut observer));
+    let result = py.detach(|| api::train_counted(counted, config, table.as_ref(), inputs, &mut observer));
     NativeTokenizer::from_model(finish(result, observer)?)
 }
 
@@ -227,18 +227,18 @@ pub fn train_arrow(
 /// (`bpeforge.distributed`): the table serialized, and the UTF-8 bytes of
 /// each language's texts (with `languages`, as in `train_arrow`).
 #[pyfunction]
-#[pyo3(signature = (batches, args, progress, languages=None))]
+#[pyo3(signature = (batches, settings, progress, languages=None))]
 pub fn count_arrow_shard<'py>(
     py: Python<'py>,
     batches: &Bound<'_, PyAny>,
-    args: &Bound<'_, PyAny>,
+    settings: &TrainSettings,
     progress: &Bound<'_, PyAny>,
     languages: Option<(Vec<String>, Vec<u64>)>,
 ) -> PyResult<(Bound<'py, PyBytes>, Vec<u64>)> {
-    let config = crate::train_config(args)?;
+    let config = &settings.config;
     let mut observer = PyObserver::new(progress)?;
-    let table = arrow_languages(&config, languages)?;
-    let counted = count_arrow(batches, &config, table.as_ref(), &mut observer, CountScope::Part, Vec::new())?;
+    let table = arrow_languages(config, languages)?;
+    let counted = count_arrow(batches, config, table.as_ref(), &mut observer, CountScope::Part, Vec::new())?;
     let (counts, lang_bytes) = finish(counted, observer)?.into_parts();
     let bytes = py.detach(|| counts.to_bytes());
     Ok((PyBytes::new(py, &bytes), lang_bytes))

@@ -13,7 +13,7 @@ use bpeforge_core::api::Model;
 use bpeforge_core::api::{PreTokenizer, PreTokenizerSpec};
 use bpeforge_core::api::CountProgress;
 use bpeforge_core::api::{CountPacer, CountScope, Observer};
-use bpeforge_core::api::{self, TrainConfig, TrainOptions};
+use bpeforge_core::api::{self, TrainOptions};
 use pyo3::exceptions::{PyRuntimeError, PyTypeError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList, PyString};
@@ -24,10 +24,12 @@ mod arrow;
 mod ints;
 mod lists;
 mod progress;
+mod settings;
 mod shards;
 mod texts;
 mod tokenizer_base;
 use progress::PyObserver;
+use settings::TrainSettings;
 use texts::Texts;
 
 /// mimalloc for the engine's small blocks, the system allocator for its
@@ -74,14 +76,6 @@ fn finish<T>(result: Result<T, Error>, mut observer: PyObserver) -> PyResult<T> 
     }
 }
 
-/// Training options, passed from the Python facade as one dict whose keys
-/// are `TrainOptions`' fields; converted and checked in the core.
-fn train_config(args: &Bound<'_, PyAny>) -> PyResult<TrainConfig> {
-    let options: TrainOptions = pythonize::depythonize(args)
-        .map_err(|e| to_pyerr(Error::parameter(format!("training options: {e}"))))?;
-    options.into_config().map_err(to_pyerr)
-}
-
 /// `bpeforge_core::api::merge_splits`, for the tiktoken importer.
 #[pyfunction]
 fn merge_splits(py: Python<'_>, tokens: Vec<Vec<u8>>, ranks: Vec<u32>) -> PyResult<Vec<Option<usize>>> {
@@ -97,13 +91,6 @@ fn unreachable_merges(py: Python<'_>, base: usize, merges: Vec<(u32, u32)>) -> u
     py.detach(|| bpeforge_core::api::unreachable_merges(base, &merges))
 }
 
-/// The default memory budget of a run started now (`max_memory=None`):
-/// a share of the memory available on this machine.
-#[pyfunction]
-fn default_memory_budget() -> u64 {
-    bpeforge_core::api::default_budget()
-}
-
 /// The training option names the engine takes (`TrainOptions`' fields).
 #[pyfunction]
 fn train_option_names() -> Vec<&'static str> {
@@ -112,29 +99,29 @@ fn train_option_names() -> Vec<&'static str> {
 
 /// Trains on files (the engine reads and decompresses them itself).
 #[pyfunction]
-fn train_files(py: Python<'_>, paths: Vec<PathBuf>, args: &Bound<'_, PyAny>, progress: &Bound<'_, PyAny>) -> PyResult<NativeTokenizer> {
-    let config = train_config(args)?;
+fn train_files(py: Python<'_>, paths: Vec<PathBuf>, settings: &TrainSettings, progress: &Bound<'_, PyAny>) -> PyResult<NativeTokenizer> {
+    let config = &settings.config;
     let mut observer = PyObserver::new(progress)?;
-    let result = py.detach(|| bpeforge_core::api::train_files(&paths, &config, &mut observer));
+    let result = py.detach(|| bpeforge_core::api::train_files(&paths, config, &mut observer));
     NativeTokenizer::from_model(finish(result, observer)?)
 }
 
 /// Counts the word types of files (or of a byte range of one plain file) and
 /// returns them serialized: one shard of a distributed count.
 #[pyfunction]
-#[pyo3(signature = (paths, args, progress, byte_range=None))]
+#[pyo3(signature = (paths, settings, progress, byte_range=None))]
 fn count_files<'py>(
     py: Python<'py>,
     paths: Vec<PathBuf>,
-    args: &Bound<'_, PyAny>,
+    settings: &TrainSettings,
     progress: &Bound<'_, PyAny>,
     byte_range: Option<(u64, u64)>,
 ) -> PyResult<Bound<'py, PyBytes>> {
-    let config = train_config(args)?;
+    let config = &settings.config;
     let mut observer = PyObserver::new(progress)?;
     let result = py.detach(|| {
         let raw = Arc::new(std::sync::atomic::AtomicU64::new(0));
-        api::count_words(&config, &mut observer, |sink, observer| {
+        api::count_words(config, &mut observer, |sink, observer| {
             if observer.should_stop() {
                 return Err(Error::interrupted());
             }
@@ -166,8 +153,8 @@ const ITER_CHUNK_ITEMS: usize = 65_536;
 /// (Over 80 lines: the pull loop keeps the Python error it met for after
 /// counting.)
 #[pyfunction]
-fn train_iterator(py: Python<'_>, texts: &Bound<'_, PyAny>, args: &Bound<'_, PyAny>, progress: &Bound<'_, PyAny>) -> PyResult<NativeTokenizer> {
-    let config = train_config(args)?;
+fn train_iterator(py: Python<'_>, texts: &Bound<'_, PyAny>, settings: &TrainSettings, progress: &Bound<'_, PyAny>) -> PyResult<NativeTokenizer> {
+    let config = &settings.config;
     let mut observer = PyObserver::new(progress)?;
     let iter = texts.try_iter().map_err(|_| {
         PyTypeError::new_err(format!(
@@ -246,7 +233,7 @@ fn train_iterator(py: Python<'_>, texts: &Bound<'_, PyAny>, args: &Bound<'_, PyA
             return NativeTokenizer::from_model(finish(Err(e), observer)?);
         }
     };
-    let result = py.detach(|| api::train_counted(counted, &config, None, serde_json::json!(["<iterator>"]), &mut observer));
+    let result = py.detach(|| api::train_counted(counted, config, None, serde_json::json!(["<iterator>"]), &mut observer));
     NativeTokenizer::from_model(finish(result, observer)?)
 }
 
@@ -712,7 +699,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(train_files, m)?)?;
     m.add_function(wrap_pyfunction!(train_iterator, m)?)?;
     m.add_function(wrap_pyfunction!(arrow::train_arrow, m)?)?;
-    m.add_function(wrap_pyfunction!(default_memory_budget, m)?)?;
     m.add_function(wrap_pyfunction!(merge_splits, m)?)?;
     m.add_function(wrap_pyfunction!(unreachable_merges, m)?)?;
     m.add_function(wrap_pyfunction!(arrow::count_arrow_shard, m)?)?;
@@ -720,7 +706,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(arrow::encode_arrow, m)?)?;
     m.add_function(wrap_pyfunction!(count_files, m)?)?;
     m.add_function(wrap_pyfunction!(shards::train_counts, m)?)?;
-    m.add_function(wrap_pyfunction!(shards::check_train_options, m)?)?;
     m.add_function(wrap_pyfunction!(shards::language_table, m)?)?;
     m.add_function(wrap_pyfunction!(shards::count_shard, m)?)?;
     m.add_function(wrap_pyfunction!(shards::train_count_sum, m)?)?;
@@ -733,6 +718,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(train_option_names, m)?)?;
     m.add_function(wrap_pyfunction!(script_of, m)?)?;
     m.add_class::<NativeTokenizer>()?;
+    m.add_class::<TrainSettings>()?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("DEFAULT_PRETOKENIZER", bpeforge_core::api::DEFAULT_PRETOKENIZER)?;
     m.add("PRESETS", presets(m.py())?)?;

@@ -4,8 +4,8 @@
 //! serialized table as it arrives, so the driver never holds every shard's
 //! table at once, and then trains exactly as the local file path does.
 
-use super::{finish, to_pyerr, train_config, NativeTokenizer, PyObserver};
-use bpeforge_core::api::{self, train_on_counts, LanguageTable};
+use super::{finish, to_pyerr, NativeTokenizer, PyObserver, TrainSettings};
+use bpeforge_core::api::{self, train_on_counts, LanguageTable, ShardedCount};
 use bpeforge_core::api::WordCounts;
 use bpeforge_core::api::Error;
 use bpeforge_core::api::{count_shard as count_one_shard, Shard};
@@ -15,22 +15,14 @@ use pyo3::types::PyBytes;
 use std::path::PathBuf;
 use std::time::Instant;
 
-/// Checks the training options (as every entry point does), so that a bad
-/// one fails on the driver before any task starts.
-#[pyfunction]
-pub(crate) fn check_train_options(args: &Bound<'_, PyAny>) -> PyResult<()> {
-    train_config(args).map(|_| ())
-}
-
 /// The run's languages, their line counts and the UTF-8 bytes of their
 /// texts known before counting (`pipeline::language_table`: language
 /// files, per-file tags, or with `lang_field` a pass over the records):
 /// built once, by one task, and sent to every shard and to the driver's
 /// training.
 #[pyfunction]
-pub(crate) fn language_table(py: Python<'_>, paths: Vec<PathBuf>, args: &Bound<'_, PyAny>) -> PyResult<(Vec<String>, Vec<u64>, Vec<u64>)> {
-    let config = train_config(args)?;
-    let table = py.detach(|| api::language_table(&paths, &config)).map_err(to_pyerr)?;
+pub(crate) fn language_table(py: Python<'_>, paths: Vec<PathBuf>, settings: &TrainSettings) -> PyResult<(Vec<String>, Vec<u64>, Vec<u64>)> {
+    let table = py.detach(|| api::language_table(&paths, &settings.config)).map_err(to_pyerr)?;
     let Some((table, bytes)) = table else {
         return Err(to_pyerr(Error::parameter("language_table needs langs, file_languages or lang_field")));
     };
@@ -53,24 +45,24 @@ pub(crate) fn table_of(config: &TrainConfig, languages: Option<(Vec<String>, Vec
 /// Counts one shard (see `bpeforge_core::shard`) and returns its table
 /// serialized, with the UTF-8 bytes of each language's texts (balanced runs).
 #[pyfunction]
-#[pyo3(signature = (paths, file_indices, args, progress, byte_range=None, lines_before=0, languages=None))]
+#[pyo3(signature = (paths, file_indices, settings, progress, byte_range=None, lines_before=0, languages=None))]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn count_shard<'py>(
     py: Python<'py>,
     paths: Vec<PathBuf>,
     file_indices: Vec<usize>,
-    args: &Bound<'_, PyAny>,
+    settings: &TrainSettings,
     progress: &Bound<'_, PyAny>,
     byte_range: Option<(u64, u64)>,
     lines_before: u64,
     languages: Option<(Vec<String>, Vec<u64>)>,
 ) -> PyResult<(Bound<'py, PyBytes>, Vec<u64>)> {
-    let config = train_config(args)?;
+    let config = &settings.config;
     let table = table_of(&config, languages).map_err(to_pyerr)?;
     let mut observer = PyObserver::new(progress)?;
     let shard = Shard { paths, file_indices, byte_range, lines_before };
     let result = py.detach(|| {
-        count_one_shard(&shard, table.as_ref(), &config, &mut observer).map(|c| (c.counts.to_bytes(), c.lang_bytes))
+        count_one_shard(&shard, table.as_ref(), config, &mut observer).map(|c| (c.counts.to_bytes(), c.lang_bytes))
     });
     let (bytes, lang_bytes) = finish(result, observer)?;
     Ok((PyBytes::new(py, &bytes), lang_bytes))
@@ -157,20 +149,24 @@ impl CountSum {
 
 /// Trains on a `CountSum` (which is used up) as the local file path trains
 /// on its counts: the plain driver, or with `languages` (names, lines) and
-/// `lang_bytes` the run's language balancing. The counting time recorded is
-/// the time spent summing.
+/// `lang_bytes` the run's language balancing. With `sharded` (the seconds
+/// counting took from the first task to the summed table, and the number
+/// of shards) the model's timings record the sharded count
+/// (`stats::ShardedCount`); without it, the time spent summing.
 #[pyfunction]
-#[pyo3(signature = (sum, args, progress, inputs, languages=None, lang_bytes=None))]
+#[pyo3(signature = (sum, settings, progress, inputs, languages=None, lang_bytes=None, sharded=None))]
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn train_count_sum(
     py: Python<'_>,
     sum: &Bound<'_, CountSum>,
-    args: &Bound<'_, PyAny>,
+    settings: &TrainSettings,
     progress: &Bound<'_, PyAny>,
     inputs: Vec<String>,
     languages: Option<(Vec<String>, Vec<u64>)>,
     lang_bytes: Option<Vec<u64>>,
+    sharded: Option<(f64, usize)>,
 ) -> PyResult<NativeTokenizer> {
-    let config = train_config(args)?;
+    let config = &settings.config;
     let table = table_of(&config, languages).map_err(to_pyerr)?;
     let lang_bytes = lang_bytes.unwrap_or_else(|| vec![0; table.as_ref().map_or(0, |t| t.names.len())]);
     if table.as_ref().is_some_and(|t| t.names.len() != lang_bytes.len()) {
@@ -183,7 +179,11 @@ pub(crate) fn train_count_sum(
     let mut observer = PyObserver::new(progress)?;
     let result = py.detach(|| {
         let count = bpeforge_core::api::PhaseTime::wall(seconds, bpeforge_core::api::threads_or_default(config.threads));
-        train_on_counts(counts, table.as_ref(), &lang_bytes, &config, &mut observer, serde_json::json!(inputs), count)
+        let mut model = train_on_counts(counts, table.as_ref(), &lang_bytes, config, &mut observer, serde_json::json!(inputs), count)?;
+        if let Some((seconds, shards)) = sharded {
+            ShardedCount { seconds, shards }.record(&mut model.metadata);
+        }
+        Ok(model)
     });
     NativeTokenizer::from_model(finish(result, observer)?)
 }
@@ -192,16 +192,16 @@ pub(crate) fn train_count_sum(
 /// weight if `weights` is given, and runs the merge loop: `CountSum` and
 /// `train_count_sum` in one call, for parts already in memory.
 #[pyfunction]
-#[pyo3(signature = (parts, args, progress, inputs, weights=None))]
+#[pyo3(signature = (parts, settings, progress, inputs, weights=None))]
 pub(crate) fn train_counts(
     py: Python<'_>,
     parts: Vec<Vec<u8>>,
-    args: &Bound<'_, PyAny>,
+    settings: &TrainSettings,
     progress: &Bound<'_, PyAny>,
     inputs: Vec<String>,
     weights: Option<Vec<f64>>,
 ) -> PyResult<NativeTokenizer> {
-    let config = train_config(args)?;
+    let config = &settings.config;
     if let Some(w) = weights.as_ref().filter(|w| w.len() != parts.len()) {
         return Err(to_pyerr(Error::parameter(format!("weights: {} weight(s) for {} part(s)", w.len(), parts.len()))));
     }
@@ -212,7 +212,7 @@ pub(crate) fn train_counts(
             sum.add_part(part, weights.as_ref().map(|w| w[i]))?;
         }
         let count = bpeforge_core::api::PhaseTime::wall(sum.seconds, bpeforge_core::api::threads_or_default(config.threads));
-        bpeforge_core::api::train_from_counts(sum.take()?, &config, &mut observer, serde_json::json!(inputs), count)
+        bpeforge_core::api::train_from_counts(sum.take()?, config, &mut observer, serde_json::json!(inputs), count)
     });
     NativeTokenizer::from_model(finish(result, observer)?)
 }

@@ -22,7 +22,7 @@ use crate::count::WordCounts;
 use crate::error::Result;
 use crate::model::Model;
 use crate::observe::Observer;
-use crate::train::TrainConfig;
+use crate::train::ValidConfig;
 
 /// Balanced training on counts keyed (parity) or weighted (temperature) by
 /// language: the step the file entry takes instead of the plain driver.
@@ -32,7 +32,7 @@ pub fn train_balanced(
     table: &LanguageTable,
     lang_bytes: &[u64],
     balance: &LanguageBalance,
-    config: &TrainConfig,
+    config: &ValidConfig,
     observer: &mut dyn Observer,
     inputs: serde_json::Value,
     count: crate::clock::PhaseTime,

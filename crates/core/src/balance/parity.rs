@@ -50,7 +50,7 @@ use crate::error::{Error, Result};
 use crate::model::Model;
 use super::temperature::{LanguageTable, MAX_LANGUAGE_WEIGHT, WEIGHT_SCALE};
 use crate::observe::{BalanceRound, MergeProgress, Observer};
-use crate::train::{train_from_counts, Parity, TrainConfig};
+use crate::train::{train_derived, Parity, TrainConfig};
 
 /// Largest change of a weight in one round.
 const MAX_STEP: f64 = 8.0;
@@ -206,7 +206,6 @@ pub fn train_parity(
     inputs: serde_json::Value,
     count: PhaseTime,
 ) -> Result<Model> {
-    parity.validate()?;
     let mut rounds_observer = Rounds { inner: observer, counted: false };
     let observer: &mut dyn Observer = &mut rounds_observer;
     let reference = reference_language(table, text_bytes, parity)?;
@@ -230,7 +229,7 @@ pub fn train_parity(
         let last = round + 1 == measure_rounds;
         let counts = combine(&tagged, &weights, languages, false);
         let mut model = if last && !held {
-            train_from_counts(counts, config, observer, inputs.clone(), count)?
+            train_derived(counts, config, observer, inputs.clone(), count)?
         } else {
             // Intermediate rounds neither checkpoint nor write the CSV.
             let mut quiet = config.clone();
@@ -239,7 +238,7 @@ pub fn train_parity(
             if held {
                 quiet.min_word_count = quiet.min_word_count.max(MEASURE_MIN_COUNT);
             }
-            train_from_counts(counts, &quiet, observer, inputs.clone(), count)?
+            train_derived(counts, &quiet, observer, inputs.clone(), count)?
         };
         let costs = measure(&tagged, &model, languages, held)?;
         let ref_upt = costs[reference].units_per_token();
@@ -268,7 +267,7 @@ pub fn train_parity(
         if last || converged {
             let weights = if held {
                 let weights = search.weights();
-                model = train_from_counts(combine(&tagged, &weights, languages, true), config, observer, inputs, count)?;
+                model = train_derived(combine(&tagged, &weights, languages, true), config, observer, inputs, count)?;
                 weights
             } else {
                 weights

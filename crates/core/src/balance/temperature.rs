@@ -10,7 +10,7 @@ use crate::fields::{bad_record, Fields, OnBadRecord};
 use crate::input::{read_chunks, Chunk, TextMode};
 use crate::model::Model;
 use crate::observe::Observer;
-use crate::train::{train_from_counts, LangSource, LanguageBalance, TrainConfig};
+use crate::train::{train_derived, LangSource, LanguageBalance, TrainConfig};
 use std::io::Read;
 use std::path::PathBuf;
 use std::sync::atomic::AtomicU64;
@@ -385,7 +385,7 @@ pub(crate) fn train_weighted(
     count: crate::clock::PhaseTime,
 ) -> Result<Model> {
     counts.rescale(WEIGHT_SCALE);
-    let mut model = train_from_counts(counts, config, observer, inputs, count)?;
+    let mut model = train_derived(counts, config, observer, inputs, count)?;
     if let Some(obj) = model.metadata.as_object_mut() {
         obj.insert("language_balance".into(), table.metadata(temperature));
     }

@@ -1,7 +1,7 @@
 //! Counting for training: the pre-tokenizer, special tokens and SuperBPE's
 //! stage-2 units of a `TrainConfig`, fed with chunks from files or Python.
 
-use super::TrainConfig;
+use super::{TrainConfig, ValidConfig};
 use crate::count::{count_parallel, CountLimits, Counter, WordCounts};
 use crate::error::Result;
 use crate::input::Chunk;
@@ -15,7 +15,7 @@ pub(crate) const POLL_SECONDS: f64 = 0.05;
 
 /// Counts word types from chunks produced by `feed` (files or Python).
 pub fn count_words<'c>(
-    config: &'c TrainConfig,
+    config: &'c ValidConfig,
     observer: &mut dyn Observer,
     feed: impl FnOnce(&mut dyn FnMut(Chunk) -> Result<()>, &mut dyn Observer) -> Result<()>,
 ) -> Result<WordCounts> {
@@ -24,7 +24,7 @@ pub fn count_words<'c>(
 
 /// `count_words` with per-language integer weights (chunks carry languages).
 pub fn count_words_weighted<'c>(
-    config: &'c TrainConfig,
+    config: &'c ValidConfig,
     observer: &mut dyn Observer,
     lang_weights: Option<&[u64]>,
     feed: impl FnOnce(&mut dyn FnMut(Chunk) -> Result<()>, &mut dyn Observer) -> Result<()>,
@@ -82,8 +82,8 @@ pub(crate) fn count_words_mode<'c>(
         normalizer: normalizer.as_ref(),
     };
     let threads = threads_or_default(config.threads);
-    // The budget less what the process holds now (Python, the input's
-    // buffers): counting keeps within the rest.
+    // `max_memory`'s first effect: the budget less what the process holds
+    // now (Python, the input's buffers); counting keeps within the rest.
     let budget = config.memory_budget();
     let room = budget.saturating_sub(crate::budget::process_rss());
     let asked = config.min_word_count.max(1);

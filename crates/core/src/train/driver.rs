@@ -1,7 +1,7 @@
 //! The training driver: word counts in, model out, as a list of named steps
 //! (HF tokenizers' `do_train` reads the same way):
 //!
-//! 1. validate the settings (`TrainConfig::validate`);
+//! 1. (the settings come validated: a `ValidConfig`, `TrainConfig::validate`);
 //! 2. check the counts and report them;
 //! 3. check what is resumed, and its external id range (`extend::Resume`);
 //! 4. base vocabulary and word table per scheme (`words::build`);
@@ -26,7 +26,8 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 /// One training stage: the named steps from word counts to a model and its
-/// record (SuperBPE runs two of them, `superbpe`).
+/// record (SuperBPE runs two of them, `superbpe`). The settings come checked
+/// (a `ValidConfig`, or a config derived from one: `from_counts`).
 pub(super) fn train_stage(
     counts: WordCounts,
     config: &TrainConfig,
@@ -34,7 +35,6 @@ pub(super) fn train_stage(
     inputs: serde_json::Value,
     count: PhaseTime,
 ) -> Result<(Model, TrainStats)> {
-    config.validate()?;
     let counted = check_counts(&counts, &inputs)?;
     observer.counted(&counted.stats, counted.word_types, &count);
     let specials = config.all_special_tokens();
@@ -120,8 +120,8 @@ struct Fitted {
     budget: u64,
 }
 
-/// Step 2b: estimates the merge phase's memory from the word types and, if
-/// it would not fit the budget, raises `min_word_count` just enough (adding
+/// Step 2b, `max_memory`'s second effect: estimates the merge phase's
+/// memory from the word types and, if it would not fit the budget, raises `min_word_count` just enough (adding
 /// to what merging spilled runs already dropped).
 fn fit_to_budget(counts: &WordCounts, config: &TrainConfig) -> Result<Fitted> {
     let budget = config.memory_budget();
@@ -376,7 +376,7 @@ mod tests {
     }
 
     fn train(c: WordCounts, config: &TrainConfig) -> Result<Model> {
-        train_from_counts(c, config, &mut Silent, serde_json::json!(["test"]), PhaseTime::default())
+        train_from_counts(c, &config.clone().validate()?, &mut Silent, serde_json::json!(["test"]), PhaseTime::default())
     }
 
     #[test]
@@ -448,7 +448,7 @@ mod tests {
                 true
             }
         }
-        let err = train_from_counts(corpus(), &config(264), &mut Stop, serde_json::json!([]), PhaseTime::default()).unwrap_err();
+        let err = train_from_counts(corpus(), &config(264).validate().unwrap(), &mut Stop, serde_json::json!([]), PhaseTime::default()).unwrap_err();
         assert_eq!(err.kind(), ErrorKind::Interrupted);
     }
 }

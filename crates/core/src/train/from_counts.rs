@@ -4,15 +4,29 @@
 
 use super::driver::train_stage;
 use super::stats::TrainStats;
-use super::TrainConfig;
+use super::{TrainConfig, ValidConfig};
 use crate::clock::PhaseTime;
 use crate::count::WordCounts;
 use crate::error::{Error, Result};
 use crate::model::Model;
 use crate::observe::Observer;
 
-/// The merge loop and model assembly, given word counts.
+/// The merge loop and model assembly, given word counts and checked
+/// settings.
 pub fn train_from_counts(
+    counts: WordCounts,
+    config: &ValidConfig,
+    observer: &mut dyn Observer,
+    inputs: serde_json::Value,
+    count: PhaseTime,
+) -> Result<Model> {
+    train_derived(counts, config, observer, inputs, count)
+}
+
+/// `train_from_counts` on a config derived from a validated one (a
+/// balancing round's or a SuperBPE stage's: the same settings with outputs
+/// or limits changed, never checked again).
+pub(crate) fn train_derived(
     counts: WordCounts,
     config: &TrainConfig,
     observer: &mut dyn Observer,
@@ -34,7 +48,6 @@ fn train_with_stats(
 ) -> Result<(Model, TrainStats)> {
     match &config.superbpe {
         Some(sb) => {
-            config.validate()?;
             let units = counts.superword.take().ok_or_else(|| Error::training("SuperBPE needs stage-2 counts"))?;
             super::superbpe::train(counts, *units, config, sb, observer, inputs, count)
         }

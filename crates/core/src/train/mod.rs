@@ -1,7 +1,10 @@
 //! Training: settings -> counting -> word table -> merge loop -> model.
 //!
-//! * `config`: `TrainConfig` (typed settings, validated in one place) and
-//!   `TrainOptions` (the flat option list shared with Python).
+//! * `options`: `TrainOptions`, the flat option list shared with Python and
+//!   the CLI, converted to a config.
+//! * `config`: `TrainConfig`, the typed settings the engine runs on.
+//! * `validate`: `TrainConfig::validate`, the one check, giving the
+//!   `ValidConfig` every entry point takes.
 //! * `counting`: word types from chunks, per the config.
 //! * `from_counts`: `train_from_counts`, one stage or SuperBPE's two.
 //! * `superbpe`: the two-stage SuperBPE run (two driver stages).
@@ -17,6 +20,8 @@
 //! `crate::pipeline`.
 
 pub mod config;
+pub mod options;
+pub mod validate;
 mod counting;
 mod driver;
 mod from_counts;
@@ -26,9 +31,12 @@ pub mod stats;
 mod superbpe;
 mod words;
 
-pub use config::{LangSource, LanguageBalance, Parity, SuperBpe, TrainConfig, TrainOptions};
+pub use config::{LangSource, LanguageBalance, Parity, SuperBpe, TrainConfig};
+pub use options::TrainOptions;
+pub use validate::ValidConfig;
 pub(crate) use counting::{count_words_mode, CountMode, POLL_SECONDS};
 pub use counting::{count_words, count_words_weighted};
 pub use from_counts::train_from_counts;
+pub(crate) use from_counts::train_derived;
 pub use merge::TokenLimits;
 pub use stats::TrainStats;

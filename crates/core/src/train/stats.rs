@@ -231,3 +231,26 @@ impl Timings {
         }
     }
 }
+
+/// A count made in shards elsewhere (Ray tasks) and summed by the driver:
+/// the model's `timings` then say how long counting took from the first
+/// task to the summed table (`count_seconds`), how much of it the driver
+/// spent adding tables (`count_sum_seconds`, what the engine timed), and in
+/// how many shards (`count_shards`).
+#[derive(Debug, Clone, Copy)]
+pub struct ShardedCount {
+    pub seconds: f64,
+    pub shards: usize,
+}
+
+impl ShardedCount {
+    /// Records this count in a model's `metadata` (as `TrainStats::to_metadata` made it).
+    pub fn record(&self, metadata: &mut serde_json::Value) {
+        if let Some(timings) = metadata.get_mut("timings").and_then(|t| t.as_object_mut()) {
+            let summed = timings.get("count_seconds").cloned().unwrap_or(serde_json::Value::Null);
+            timings.insert("count_sum_seconds".into(), summed);
+            timings.insert("count_seconds".into(), serde_json::json!(round3(self.seconds)));
+            timings.insert("count_shards".into(), serde_json::json!(self.shards));
+        }
+    }
+}

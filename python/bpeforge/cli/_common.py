@@ -1,0 +1,118 @@
+"""What every command shares: the parser class, the wording of errors in
+CLI terms (flags, not Python parameters), text input and output helpers."""
+
+from __future__ import annotations
+
+import argparse
+import re
+import io
+import sys
+from collections.abc import Callable, Iterator
+from typing import IO, Any
+
+
+from .._io import open_text, write_atomic
+from ..errors import ParameterError
+
+
+BATCH_LINES = 8192
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, with a usage error in one line (``bpeforge train: error:
+    argument --vocab-size: ...``) instead of the whole usage block first:
+    the usage is what ``--help`` is for."""
+
+    def error(self, message: str) -> Any:  # type: ignore[override]
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+# ---- error messages in the command line's words --------------------------------
+# The library's errors name Python parameters (``text_field=``); the command
+# line says the flags (``--text-field``). One table, from the option list.
+
+
+def _flag_table() -> dict[str, str]:
+    from ..options import _records
+
+    flags: dict[str, str] = {}
+    for name, record in _records():
+        specs = record.cli if isinstance(record.cli, list) else [record.cli] if record.cli else []
+        if specs:
+            flags[name] = specs[0].get("flags", ["--" + name.replace("_", "-")])[0]
+    flags.update({"allowed_special": "--allowed-special", "disallowed_special": "--disallowed-special",
+                  "text_field": "--text-field", "checkpoint_path": "--output", "overwrite": "--force",
+                  "whitespace": "--sp-whitespace", "threads": "--threads"})
+    return flags
+
+
+_FLAGS = _flag_table()
+_ASSIGNMENT = re.compile(r"\b([a-z][a-z0-9_]*)=(\{[^}]*\}|\(\)|\[[^\]]*\]|\"[^\"]*\"|'[^']*'|True\b|[\w.-]+)?")
+_BARE_NAME = re.compile(r"(?<![-\w./])([a-z][a-z0-9]*(?:_[a-z0-9]+)+)\b(?!\(|\.\w)")
+
+
+def cli_wording(message: str) -> str:
+    """``message`` with Python parameters turned into the CLI's flags:
+    ``allowed_special={'<s>'}`` becomes ``--allowed-special '<s>'``,
+    ``text_field=`` ``--text-field``, ``disallowed_special=()``
+    ``--disallowed-special none``, a bare ``vocab_size`` ``--vocab-size``."""
+
+    def assignment(m: re.Match[str]) -> str:
+        name, value = m.group(1), m.group(2)
+        if name not in _FLAGS:
+            return m.group(0)
+        flag = _FLAGS[name]
+        if value is None or value == "True":
+            return flag
+        if value == "()":
+            return f"{flag} none"
+        if value[0] in "{[":
+            items = [v.strip() for v in value[1:-1].split(",") if v.strip()]
+            return " ".join(f"{flag} {v}" for v in items) or f"{flag} none"
+        return f"{flag} {value}"
+
+    message = message.replace(" or use encode_ordinary()", "").replace('separator="\\n"', "--separator $'\\n'")
+    message = _ASSIGNMENT.sub(assignment, message)
+    return _BARE_NAME.sub(lambda m: _FLAGS.get(m.group(1), m.group(1)), message)
+
+
+def _open_text(path: str | None) -> IO[str]:
+    """Open an input for reading text lines; '-' or None is stdin."""
+    if path is None or path == "-":
+        return io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="strict", newline="\n")
+    return open_text(path)
+
+
+def _lines(handle: IO[str], name: str) -> Iterator[str]:
+    lineno = 0
+    try:
+        for line in handle:
+            lineno += 1
+            if line.endswith("\n"):
+                line = line[:-1]
+                if line.endswith("\r"):
+                    line = line[:-1]
+            yield line
+    except UnicodeDecodeError as e:
+        raise ParameterError(f"{name}, line {lineno + 1}: invalid UTF-8 ({e.reason})") from e
+
+
+def _batches(it: Iterator[str], n: int) -> Iterator[list[str]]:
+    batch: list[str] = []
+    for x in it:
+        batch.append(x)
+        if len(batch) >= n:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+def _write_output(path: str | None, emit: Callable[[IO[str]], None]) -> None:
+    """Run ``emit`` on stdout ('-' or None), or on a file written atomically:
+    it appears only if ``emit`` finishes."""
+    if path is None or path == "-":
+        emit(sys.stdout)
+        sys.stdout.flush()
+        return
+    write_atomic(path, emit, text=True)

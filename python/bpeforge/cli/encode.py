@@ -1,0 +1,234 @@
+"""``bpeforge encode`` and ``bpeforge decode``: text to ids and back, locally
+or on a Ray cluster."""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import tempfile
+import json
+import os
+import sys
+import time
+from typing import IO, Any
+
+
+from .._input_formats import plan as input_plan
+from .._io import check_output
+from .._load import load
+from .._progress import FORMATS as PROGRESS_FORMATS
+from .._tokenizer import Tokenizer, id_dtype
+from ..errors import BpeforgeError, ParameterError
+from .._input_formats import INPUT_HELP
+from ._common import BATCH_LINES, _batches, _lines, _open_text, _write_output
+from .train import _ray_address, _shard_bytes
+
+
+def _special_rules(args: argparse.Namespace) -> dict[str, Any]:
+    """``--allowed-special``/``--disallowed-special`` as tiktoken's and
+    ``Tokenizer.encode``'s keywords: special-token text is an error unless
+    allowed (then it is its id) or not disallowed (then it is plain text)."""
+    allowed = args.allowed_special or []
+    disallowed = args.disallowed_special or ["all"]
+    return {"allowed_special": "all" if "all" in allowed else allowed,
+            "disallowed_special": "all" if "all" in disallowed else [] if disallowed == ["none"] else disallowed}
+
+
+def cmd_encode(args: argparse.Namespace) -> int:
+    if args.text_field is not None and args.dropout:
+        raise ParameterError("--text-field is read by the file encoder: not with --dropout")
+    if args.ray is not None:  # --ray [ADDRESS]: bpeforge.distributed
+        return _encode_on_ray(args)
+    if getattr(args, "more_inputs", None):
+        raise ParameterError("several INPUT files need --ray (or encode them one at a time)")
+    to_stdout = not args.output or args.output == "-"
+    sources = [args.input] if args.input and args.input != "-" else []
+    if not to_stdout:
+        check_output(args.output, inputs=sources + [args.model])
+        if args.format != "ids":
+            check_output(args.output + ".offsets.npy", "offsets", inputs=sources + [args.model])
+    if args.format != "ids" and to_stdout:
+        raise ParameterError("--format npy/bin needs an --output file (the offsets go beside it)")
+    if sources:
+        input_plan(sources, text_field=args.text_field)  # structured input needs --text-field
+    tok = load(args.model)
+    kw = _special_rules(args)
+    if args.text_field is not None:
+        kw["text_field"] = args.text_field
+    if args.dropout:
+        return _encode_with_dropout(tok, args, kw)
+    # Every other path runs the engine's file encoder, so line numbers,
+    # invalid UTF-8 and special tokens are handled one way: stdin and stdout
+    # go through temporary files.
+    with tempfile.TemporaryDirectory(prefix="bpeforge-encode-") as tmp:
+        src = args.input if args.input and args.input != "-" else _stdin_to_file(tmp)
+        dst = os.path.join(tmp, "ids.txt") if to_stdout else args.output
+        try:
+            stats = tok.encode_file(src, dst, format=args.format, threads=args.threads,
+                                    progress="off" if args.quiet or to_stdout else args.progress, **kw)
+        except BpeforgeError as e:  # name what the user gave, not our temporary files
+            raise type(e)(str(e).replace(src, args.input or "<stdin>").replace(dst, args.output or "<stdout>")) from None
+        if to_stdout:
+            with open(dst, "rb") as f:
+                shutil.copyfileobj(f, sys.stdout.buffer)
+            sys.stdout.flush()
+    # One summary: the progress printer's own human line, or else this one.
+    human = args.progress == "human" or (args.progress == "auto" and sys.stderr.isatty())
+    if not args.quiet and not to_stdout and not human:
+        print(f"encoded {stats['lines']} lines, {stats['bytes'] / 1e6:.1f} MB -> {stats['tokens']} tokens "
+              f"in {stats['seconds']:.2f}s ({stats['bytes'] / 1e6 / max(stats['seconds'], 1e-9):.1f} MB/s)",
+              file=sys.stderr)
+    return 0
+
+
+def _stdin_to_file(folder: str) -> str:
+    path = os.path.join(folder, "stdin.txt")
+    with open(path, "wb") as f:
+        shutil.copyfileobj(sys.stdin.buffer, f)
+    return path
+
+
+def _encode_with_dropout(tok: Tokenizer, args: argparse.Namespace, kw: dict[str, Any]) -> int:
+    """BPE-dropout samples a new split per call, in Python batches (the file
+    encoder is exact only)."""
+    if args.format != "ids":
+        raise ParameterError("--dropout writes the ids format only")
+    name = args.input or "<stdin>"
+    handle = _open_text(args.input)
+
+    def emit(out: IO[str]) -> None:
+        for batch in _batches(_lines(handle, name), BATCH_LINES):
+            for ids in tok.encode_batch(batch, threads=args.threads, dropout=args.dropout, seed=args.seed, **kw):
+                out.write(" ".join(map(str, ids)))
+                out.write("\n")
+
+    try:
+        _write_output(args.output, emit)
+    finally:
+        handle.close()
+    return 0
+
+
+def _encode_on_ray(args: argparse.Namespace) -> int:
+    """``bpeforge encode --model M INPUT... --ray [ADDRESS] --output DIR``."""
+    from .. import distributed
+
+    address = _ray_address(args.ray)
+    inputs = ([args.input] if args.input else []) + list(args.more_inputs or [])
+    if not inputs or "-" in inputs:
+        raise ParameterError("--ray needs INPUT files (not stdin)")
+    if not args.output or args.output == "-":
+        raise ParameterError("--ray needs --output DIR: the folder for the shards and manifest.json")
+    if args.dropout:
+        raise ParameterError("--dropout is not supported with --ray")
+    tok = load(args.model)
+    kw = _special_rules(args)  # as the local path
+    t0 = time.perf_counter()
+    manifest = distributed.encode(tok, inputs, args.output, format=args.format, address=address,
+                                  num_cpus_per_task=args.threads or 1, shard_bytes=_shard_bytes(args),
+                                  progress="off" if args.quiet else args.progress, text_field=args.text_field, **kw)
+    wall = time.perf_counter() - t0
+    if not args.quiet:
+        print(f"encoded {manifest['lines']} lines, {manifest['bytes'] / 1e6:.1f} MB -> {manifest['tokens']} tokens "
+              f"in {len(manifest['shards'])} shards in {wall:.2f}s; manifest: "
+              f"{os.path.join(args.output, distributed.MANIFEST_NAME)}", file=sys.stderr)
+    return 0
+
+
+def cmd_decode(args: argparse.Namespace) -> int:
+    if args.output and args.output != "-":
+        flat = args.input and args.input.endswith((".npy", ".bin"))
+        check_output(args.output, inputs=[args.input, args.model] + ([args.input + ".offsets.npy"] if flat else [])
+                     if args.input and args.input != "-" else [args.model])
+    tok = load(args.model)
+    name = args.input or "<stdin>"
+    if name.endswith((".npy", ".bin")):
+        texts = _decode_flat(tok, name)
+        _write_output(args.output, lambda out: out.writelines(t + "\n" for t in texts))
+        return 0
+    handle = _open_text(args.input)
+
+    def emit(out: IO[str]) -> None:
+        for lineno, line in enumerate(_lines(handle, name), 1):
+            try:
+                ids = [int(x) for x in line.split()]
+            except ValueError as e:
+                raise ParameterError(f"{name}, line {lineno}: not a list of integer ids ({e})") from e
+            try:
+                text = tok.decode(ids)
+            except BpeforgeError as e:
+                raise ParameterError(f"{name}, line {lineno}: {e}") from e
+            out.write(text)
+            out.write("\n")
+
+    try:
+        _write_output(args.output, emit)
+    finally:
+        handle.close()
+    return 0
+
+
+def _decode_flat(tok: Tokenizer, path: str) -> list[str]:
+    """The lines of an ``encode --format npy|bin`` output (with its
+    ``.offsets.npy``), read without numpy: the CLI reads back whatever it
+    writes, with nothing but bpeforge installed."""
+    from .._npy import read_npy
+
+    offsets_path = path + ".offsets.npy"
+    if not os.path.exists(offsets_path):
+        raise ParameterError(f"{path}: its offsets file {offsets_path} is missing (encode writes both)")
+    try:
+        if path.endswith(".npy"):
+            ids = read_npy(path, ("<u2", "<u4"))
+        else:
+            with open(path, "rb") as f:
+                ids = _flat_ints(f.read(), "<u2" if id_dtype(tok.vocab_size) == "uint16" else "<u4", path)
+        offsets = read_npy(offsets_path, ("<i8",))
+    except (OSError, ValueError) as e:
+        raise ParameterError(f"{path}: not an encoded ids file ({e})") from e
+    if len(offsets) == 0 or offsets[0] != 0 or offsets[-1] != len(ids) \
+            or any(offsets[k] > offsets[k + 1] for k in range(len(offsets) - 1)):
+        raise ParameterError(f"{offsets_path}: the offsets do not fit {path} ({len(ids)} ids)")
+    return tok.decode_batch([ids[offsets[k]:offsets[k + 1]] for k in range(len(offsets) - 1)])
+
+
+def _flat_ints(data: bytes, dtype: str, path: str) -> Any:
+    from .._npy import from_bytes
+
+    return from_bytes(data, dtype, path)
+
+
+def add_commands(sub: Any) -> None:
+    e = sub.add_parser("encode", help="encode text lines to id lines")
+    e.add_argument("--model", "-m", required=True)
+    e.add_argument("input", nargs="?", help=INPUT_HELP + " (default: stdin, text lines)")
+    e.add_argument("more_inputs", nargs="*", metavar="INPUT", help="with --ray: more input files")
+    e.add_argument("--output", "-o", help="output file (default: stdout)")
+    e.add_argument("--threads", type=int, default=None)
+    e.add_argument("--allowed-special", action="append", metavar="TOKEN",
+                   help="special-token text that becomes its id ('all', or a token; repeatable). As in Python and "
+                        "tiktoken, other special-token text is an error unless --disallowed-special leaves it out")
+    e.add_argument("--disallowed-special", action="append", metavar="TOKEN",
+                   help="special-token text that is an error (default 'all' but the allowed ones; 'none': encode "
+                        "it as plain text)")
+    e.add_argument("--format", choices=["ids", "npy", "bin"], default="ids",
+                   help="ids: a line of ids per line; npy/bin: flat ids (uint16 up to 65,536 ids, else uint32: "
+                        "the model's id_dtype, as in Python) + OUTPUT.offsets.npy")
+    e.add_argument("--text-field", metavar="FIELD", default=None,
+                   help="JSON lines: each line's text is this field (dotted path for nested fields); "
+                        "Parquet/Arrow: the text column. Needed for those formats")
+    e.add_argument("--dropout", type=float, default=0.0, help="BPE-dropout probability (default 0: exact)")
+    e.add_argument("--seed", type=int, default=None, help="seed for --dropout")
+    e.add_argument("--progress", choices=PROGRESS_FORMATS, default="auto")
+    e.add_argument("--quiet", "-q", action="store_true")
+    e.add_argument("--ray", nargs="?", const="", default=None, metavar="ADDRESS",
+                   help="encode on a Ray cluster into --output DIR: shards + manifest.json (see bpeforge train --ray)")
+    e.add_argument("--shard-mb", type=float, default=64, help="with --ray: plain files are cut into shards of this many MiB")
+    e.set_defaults(func=cmd_encode)
+
+    d = sub.add_parser("decode", help="decode id lines to text lines")
+    d.add_argument("--model", "-m", required=True)
+    d.add_argument("input", nargs="?", help="what encode wrote: ids lines (default: stdin), or an .npy/.bin file "
+                                            "with its .offsets.npy beside it")
+    d.add_argument("--output", "-o", help="output file (default: stdout)")
+    d.set_defaults(func=cmd_decode)

@@ -1,0 +1,169 @@
+"""``bpeforge train``: the command line's training options made once
+(:func:`bpeforge.options.from_cli`) and handed to the local or the Ray
+training entry as they are."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from typing import Any
+
+from pathlib import Path
+
+from .. import sample_corpus
+from .._io import check_output
+from .._tokenizer import Tokenizer
+from .._progress import FORMATS as PROGRESS_FORMATS
+from .._progress import native_progress
+from .._training import train_files
+from ..errors import OutputError, ParameterError
+from ..options import TrainOptions
+from ..options import add_cli_arguments as add_train_options
+from ..options import from_cli as options_from_cli
+from .._input_formats import INPUT_HELP
+
+
+def _train_options(args: argparse.Namespace, demo: bool) -> TrainOptions:
+    """The training options of a ``bpeforge train`` command line (one list:
+    :mod:`bpeforge.options`); the CLI adds only what follows from its own
+    flags: the sample's vocabulary size, and checkpoints written to --output."""
+    extra: dict[str, Any] = {}
+    if demo and not hasattr(args, "vocab_size"):
+        extra["vocab_size"] = 2000
+    if hasattr(args, "checkpoint_every"):
+        if not args.output:
+            raise ParameterError("--checkpoint-every needs --output (the checkpoint is written there)")
+        extra["checkpoint_path"] = args.output
+    return options_from_cli(args, **extra)
+
+
+#: The model file ``bpeforge train INPUT...`` writes when no --output is given.
+DEFAULT_MODEL_SUFFIX = ".bpeforge.json"
+
+
+def default_model_path(first_input: str) -> str:
+    """The model file a training run without --output writes: the first
+    input's name without its directory and its extensions (``.txt``,
+    ``.jsonl``, ``.zst``...) plus ``.bpeforge.json``, in the current
+    directory: ``data/corpus.txt.xz`` gives ``corpus.bpeforge.json``."""
+    name = os.path.basename(first_input.rstrip("/" + os.sep)) or "model"
+    stem = name.split(".")[0] or name
+    return stem + DEFAULT_MODEL_SUFFIX
+
+
+def cmd_train(args: argparse.Namespace) -> int:
+    inputs: list[str] = args.inputs
+    demo = not inputs
+    if demo and args.output:
+        # An unset variable ($CORPUS) must not train the demo into a real path.
+        raise ParameterError("no INPUT files given: name the text to train on (the bundled demo runs only "
+                             "without --output)")
+    args.default_output = False
+    if not demo and not args.output:
+        # A run never throws its model away: without --output it is saved
+        # under a default name, which never replaces an existing file.
+        args.output = default_model_path(inputs[0])
+        args.default_output = True
+        if os.path.lexists(args.output):
+            raise OutputError(f"no --output given, and the default output {args.output} already exists: give "
+                              "--output MODEL (an existing file is replaced only when named with --output)")
+    if args.output:
+        # now, not after hours of training; never over a corpus or language file
+        check_output(args.output, "model", inputs=inputs + list(getattr(args, "langs", None) or []))
+    if demo:
+        inputs = [str(sample_corpus())]
+        print(f"No input given: training on the bundled sample corpus ({inputs[0]}).", file=sys.stderr)
+    options = _train_options(args, demo)
+    progress = "off" if args.quiet else args.progress
+    t0 = time.perf_counter()
+    args.started = time.time()
+    if args.ray is not None:  # --ray [ADDRESS]: count on a Ray cluster
+        from .. import distributed
+
+        tok = distributed.train_with(inputs, options, address=_ray_address(args.ray),
+                                     shard_bytes=_shard_bytes(args), num_cpus_per_task=1,
+                                     progress=progress)
+    else:
+        tok = train_files(inputs, options, native_progress(progress))
+    wall = time.perf_counter() - t0
+    if args.output:
+        tok.save(args.output)
+    if not args.quiet or demo:
+        _print_summary(tok, inputs, wall, args.output, sample=demo, default_output=args.default_output)
+    elif args.default_output:  # quiet, but the file name was not the user's: say it
+        print(f"saved to {args.output} (no --output given)", file=sys.stderr)
+    return 0
+
+
+def _ray_address(value: str) -> str | None:
+    """``--ray`` alone is None; an existing file is an input given after
+    ``--ray`` by mistake."""
+    if value == "":
+        return None
+    if os.path.isfile(value) and ":" not in value and value not in ("auto", "local"):
+        raise ParameterError(
+            f"--ray took {value!r} as the Ray address, but it is a file: put --ray after the "
+            "inputs, or write --ray=ADDRESS (e.g. --ray=auto)"
+        )
+    return value
+
+
+def _shard_bytes(args: argparse.Namespace) -> int:
+    return max(1, int(args.shard_mb * (1 << 20)))
+
+
+def _print_summary(tok: Tokenizer, inputs: list[str], wall: float, output: str | None, sample: bool,
+                   default_output: bool = False) -> None:
+    meta = tok.metadata
+    corpus = meta.get("corpus", {})
+    timings = meta.get("timings", {})
+    merges = len(tok.merge_counts)
+    w = sys.stdout.write
+    w(f"trained {tok!r} in {wall:.2f}s "
+      f"(counting {timings.get('count_seconds', 0):.2f}s, merging {timings.get('merge_seconds', 0):.2f}s)\n")
+    w(f"  corpus: {corpus.get('bytes', 0) / 1e6:.2f} MB, {corpus.get('texts', 0)} texts, "
+      f"{corpus.get('pretokens', 0)} pre-tokens, {meta.get('word_types', 0)} word types\n")
+    w(f"  merges: {merges}" + (" (stopped early: no pair reached min_frequency)" if meta.get("stopped_early") else "") + "\n")
+    if merges:
+        counts = tok.merge_counts
+        w(f"  pair counts: first {counts[0]}, last {counts[-1]}\n")
+    if output:
+        w(f"  saved to {output}" + (" (no --output given: the default name; -o MODEL to choose one)"
+                                    if default_output else "") + "\n")
+    if sample:
+        from .. import _demo
+
+        w("\n".join(_demo.show(tok, Path(inputs[0]))) + "\n")
+
+
+def add_command(sub: Any) -> None:
+    t = sub.add_parser("train", help="train a vocabulary (no INPUT: the bundled sample corpus)")
+    t.add_argument("inputs", nargs="*", metavar="INPUT", help=INPUT_HELP)
+    t.add_argument("--output", "-o", help="model file to write (.json, or .json.gz); default: the first INPUT's "
+                                          "name + .bpeforge.json in the current folder (never replacing a file)")
+    add_train_options(t)  # every training option, from bpeforge.options
+    t.add_argument("--progress", choices=PROGRESS_FORMATS, default="auto")
+    t.add_argument("--quiet", "-q", action="store_true", help="no progress and no summary")
+    t.add_argument("--ray", nargs="?", const="", default=None, metavar="ADDRESS",
+                   help="count on a Ray cluster (alone: as ray.init(), else a local Ray; 'auto', HOST:PORT, ray://HOST:10001)")
+    t.add_argument("--shard-mb", type=float, default=64, help="with --ray: plain files are cut into shards of this many MiB")
+    t.set_defaults(func=cmd_train)
+
+
+def _interrupted(args: argparse.Namespace) -> str:
+    """The Ctrl-C message: on its own line (a live progress line may be
+    open), and for training what was kept and how to go on."""
+    msg = "\nbpeforge: interrupted"
+    if args.func is not cmd_train:
+        return msg
+    out = getattr(args, "output", None)
+    saved = out and os.path.exists(out) and os.path.getmtime(out) >= getattr(args, "started", float("inf")) - 1
+    if saved and hasattr(args, "checkpoint_every"):
+        inputs = " ".join(args.inputs)
+        return (f"{msg}: the merges learned so far are saved in the checkpoint {out}; resume with: "
+                f"bpeforge train {inputs} --resume {out} -o {out} (and the same options)")
+    return (f"{msg}: nothing was saved" + (f" to {out}" if out else "") + " (with --checkpoint-every N, "
+            "the model so far is saved every N merges and on Ctrl-C, and --resume continues it)")
