@@ -2,9 +2,6 @@
 (any iterable of ``str``) and :func:`train_from_dataset` (Hugging Face
 datasets). Each makes its :class:`bpeforge.TrainOptions` once, by name, and
 hands the engine its checked settings (:meth:`TrainOptions.settings`).
-
-Why functions over 80 lines: ``train`` and ``train_from_iterator`` are their
-signatures (one keyword per option) and docstrings; the bodies are a few lines.
 """
 
 from __future__ import annotations
@@ -107,6 +104,8 @@ def train(
         >>> tok.decode(tok.encode("hello world"))
         'hello world'
     """
+    # Why this function is long: its signature names every option and its
+    # docstring documents them; the body is a few lines.
     options = TrainOptions(vocab_size=vocab_size, scheme=scheme, pretokenizer=pretokenizer,
                            special_tokens=special_tokens, min_frequency=min_frequency,
                            max_token_length=max_token_length, threads=threads, character_coverage=character_coverage,

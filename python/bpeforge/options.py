@@ -19,7 +19,7 @@ told. From it come
   :func:`from_cli`), for the local and the ``--ray`` path alike,
 * the ``Args:`` section of :func:`bpeforge.train`'s docstring.
 
-Why one file over 600 lines: it is the option list itself, one record per
+Why this file is long: it is the option list itself, one record per
 option (documentation, check, command-line flags), and the checks those
 records name; split, an option's parts would live in several places.
 
@@ -300,9 +300,8 @@ def _resume_source(v: Any) -> Any:
     if hasattr(v, "_native"):
         return v
     if hasattr(v, "to_json"):
-        from ._tokenizer import Tokenizer
-
-        return Tokenizer.from_json(v.to_json())
+        text = v.to_json()
+        return _native.NativeTokenizer.from_json(text.encode() if isinstance(text, str) else text)
     try:
         return os.fspath(v)
     except TypeError:

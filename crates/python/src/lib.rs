@@ -8,13 +8,8 @@ use bpeforge_core::api::{Cache, Encoder, FlatIds, Specials};
 use bpeforge_core::api::{encode_file, IdFormat};
 use bpeforge_core::api::{Error, ErrorKind};
 use bpeforge_core::api::{FieldSpec, Fields, OnBadRecord};
-use bpeforge_core::api::{Chunk, Layout};
 use bpeforge_core::api::Model;
-use bpeforge_core::api::{PreTokenizer, PreTokenizerSpec};
-use bpeforge_core::api::CountProgress;
-use bpeforge_core::api::{CountPacer, CountScope, Observer};
-use bpeforge_core::api::{self, TrainOptions};
-use pyo3::exceptions::{PyRuntimeError, PyTypeError};
+use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList, PyString};
 use std::path::PathBuf;
@@ -23,11 +18,13 @@ use std::sync::{Arc, Mutex};
 mod arrow;
 mod ints;
 mod lists;
+mod pretokenize;
 mod progress;
 mod settings;
 mod shards;
 mod texts;
 mod tokenizer_base;
+mod training;
 use progress::PyObserver;
 use settings::TrainSettings;
 use texts::Texts;
@@ -89,152 +86,6 @@ fn merge_splits(py: Python<'_>, tokens: Vec<Vec<u8>>, ranks: Vec<u32>) -> PyResu
 #[pyfunction]
 fn unreachable_merges(py: Python<'_>, base: usize, merges: Vec<(u32, u32)>) -> usize {
     py.detach(|| bpeforge_core::api::unreachable_merges(base, &merges))
-}
-
-/// The training option names the engine takes (`TrainOptions`' fields).
-#[pyfunction]
-fn train_option_names() -> Vec<&'static str> {
-    TrainOptions::names().to_vec()
-}
-
-/// Trains on files (the engine reads and decompresses them itself).
-#[pyfunction]
-fn train_files(py: Python<'_>, paths: Vec<PathBuf>, settings: &TrainSettings, progress: &Bound<'_, PyAny>) -> PyResult<NativeTokenizer> {
-    let config = &settings.config;
-    let mut observer = PyObserver::new(progress)?;
-    let result = py.detach(|| bpeforge_core::api::train_files(&paths, config, &mut observer));
-    NativeTokenizer::from_model(finish(result, observer)?)
-}
-
-/// Counts the word types of files (or of a byte range of one plain file) and
-/// returns them serialized: one shard of a distributed count.
-#[pyfunction]
-#[pyo3(signature = (paths, settings, progress, byte_range=None))]
-fn count_files<'py>(
-    py: Python<'py>,
-    paths: Vec<PathBuf>,
-    settings: &TrainSettings,
-    progress: &Bound<'_, PyAny>,
-    byte_range: Option<(u64, u64)>,
-) -> PyResult<Bound<'py, PyBytes>> {
-    let config = &settings.config;
-    let mut observer = PyObserver::new(progress)?;
-    let result = py.detach(|| {
-        let raw = Arc::new(std::sync::atomic::AtomicU64::new(0));
-        api::count_words(config, &mut observer, |sink, observer| {
-            if observer.should_stop() {
-                return Err(Error::interrupted());
-            }
-            match byte_range {
-                Some((start, end)) => {
-                    if paths.len() != 1 {
-                        return Err(Error::parameter("byte_range needs exactly one input file"));
-                    }
-                    bpeforge_core::api::read_range_chunks(&paths[0], &config.text_mode, start, end, raw.clone(), sink)
-                }
-                None => {
-                    bpeforge_core::api::total_size(&paths)?;
-                    bpeforge_core::api::read_chunks(&paths, &config.text_mode, raw.clone(), sink)
-                }
-            }
-        })
-        .map(|c| c.to_bytes())
-    });
-    Ok(PyBytes::new(py, &finish(result, observer)?))
-}
-
-/// Texts pulled from the iterator per chunk (bounded memory, few GIL trips).
-const ITER_CHUNK_BYTES: usize = 4 << 20;
-const ITER_CHUNK_ITEMS: usize = 65_536;
-
-/// Trains on a Python iterable of `str`, through the pipeline's steps as for
-/// files (`count_fed`, then `train_counted`): the calling thread pulls texts
-/// under the GIL while worker threads count earlier chunks without it.
-/// (Over 80 lines: the pull loop keeps the Python error it met for after
-/// counting.)
-#[pyfunction]
-fn train_iterator(py: Python<'_>, texts: &Bound<'_, PyAny>, settings: &TrainSettings, progress: &Bound<'_, PyAny>) -> PyResult<NativeTokenizer> {
-    let config = &settings.config;
-    let mut observer = PyObserver::new(progress)?;
-    let iter = texts.try_iter().map_err(|_| {
-        PyTypeError::new_err(format!(
-            "texts must be an iterable of str, got {}",
-            texts.get_type().name().map(|n| n.to_string()).unwrap_or_default()
-        ))
-    })?;
-    let source: Arc<str> = Arc::from("<iterator>");
-    let watch = bpeforge_core::api::Stopwatch::start(bpeforge_core::api::threads_or_default(config.threads));
-    let start = watch.instant();
-    let mut py_error: Option<PyErr> = None;
-    let feed = |sink: &mut dyn FnMut(Chunk) -> bpeforge_core::api::Result<()>, observer: &mut dyn Observer, _: &mut [u64]| {
-        let mut item_no: u64 = 0;
-        let mut iter = iter;
-        let mut pacer = CountPacer::new(start);
-        let mut read: u64 = 0;
-        loop {
-            let mut data = Vec::with_capacity(ITER_CHUNK_BYTES + 4096);
-            let mut ends = Vec::new();
-            let first = item_no + 1;
-            let mut exhausted = false;
-            while data.len() < ITER_CHUNK_BYTES && ends.len() < ITER_CHUNK_ITEMS {
-                if ends.len() % 4096 == 4095 && observer.should_stop() {
-                    return Err(Error::interrupted());
-                }
-                match iter.next() {
-                    None => {
-                        exhausted = true;
-                        break;
-                    }
-                    Some(Err(e)) => {
-                        py_error = Some(e);
-                        return Err(Error::input("the iterator raised an exception"));
-                    }
-                    Some(Ok(obj)) => {
-                        item_no += 1;
-                        let s = match obj.cast::<PyString>() {
-                            Ok(s) => s,
-                            Err(_) => {
-                                py_error = Some(PyTypeError::new_err(format!(
-                                    "texts: item {item_no} is {}, not str",
-                                    obj.get_type().name().map(|n| n.to_string()).unwrap_or_default()
-                                )));
-                                return Err(Error::input("bad item"));
-                            }
-                        };
-                        match s.to_str() {
-                            Ok(t) => data.extend_from_slice(t.as_bytes()),
-                            Err(e) => {
-                                py_error = Some(e);
-                                return Err(Error::input("bad item"));
-                            }
-                        }
-                        ends.push(data.len());
-                    }
-                }
-            }
-            read += data.len() as u64;
-            if !ends.is_empty() {
-                sink(Chunk { data, layout: Layout::Ends(ends), source: source.clone(), first_line: first, langs: Vec::new() })?;
-            }
-            pacer.poll(observer, |t| CountProgress { raw_bytes_done: read, raw_bytes_total: None, elapsed: t, file: None })?;
-            if exhausted {
-                return Ok(0_u64);
-            }
-            let _ = py;
-        }
-    };
-    let counted = api::count_fed(&config, None, Vec::new(), watch, &mut observer, CountScope::Run, Box::new(feed));
-    let counted = match counted {
-        Ok(c) => c,
-        Err(e) => {
-            if let Some(err) = py_error {
-                return Err(err);
-            }
-            return NativeTokenizer::from_model(finish(Err(e), observer)?);
-        }
-    };
-    let result = py.detach(|| api::train_counted(counted, config, None, serde_json::json!(["<iterator>"]), &mut observer));
-    NativeTokenizer::from_model(finish(result, observer)?)
 }
 
 /// A trained model, ready to encode and decode.
@@ -622,72 +473,6 @@ impl NativeTokenizer {
     }
 }
 
-/// The pre-tokenizer named `preset` (a preset or a custom regex), compiled
-/// once per process: building one per call made `pretokenize` run at
-/// 0.14 MB/s. `reference` picks the regex path for the presets.
-fn cached_pretokenizer(preset: &str, reference: bool) -> PyResult<Arc<PreTokenizer>> {
-    type Compiled = std::collections::HashMap<(String, bool), Arc<PreTokenizer>>;
-    static CACHE: std::sync::OnceLock<Mutex<Compiled>> = std::sync::OnceLock::new();
-    let cache = CACHE.get_or_init(Default::default);
-    let key = (preset.to_string(), reference);
-    if let Some(p) = cache.lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
-        return Ok(Arc::clone(p));
-    }
-    let spec = PreTokenizerSpec::from_name(preset);
-    let p = Arc::new(if reference { PreTokenizer::regex_reference(spec) } else { PreTokenizer::new(spec) }.map_err(to_pyerr)?);
-    let mut map = cache.lock().unwrap_or_else(|e| e.into_inner());
-    // Custom patterns are unbounded in number: keep the cache small.
-    if map.len() >= 64 {
-        map.clear();
-    }
-    map.insert(key, Arc::clone(&p));
-    Ok(p)
-}
-
-/// The pieces a pre-tokenizer cuts `text` into.
-#[pyfunction]
-#[pyo3(signature = (text, preset=bpeforge_core::api::DEFAULT_PRETOKENIZER))]
-fn pretokenize<'t>(text: &'t str, preset: &str) -> PyResult<Vec<&'t str>> {
-    cached_pretokenizer(preset, false)?.pieces(text).map_err(to_pyerr)
-}
-
-/// `pretokenize` on the regex path even for the presets: the reference the
-/// hand-written scanners are tested against (tests, fuzz, bench only).
-#[pyfunction]
-#[pyo3(signature = (text, preset=bpeforge_core::api::DEFAULT_PRETOKENIZER))]
-fn _pretokenize_reference<'t>(text: &'t str, preset: &str) -> PyResult<Vec<&'t str>> {
-    cached_pretokenizer(preset, true)?.pieces(text).map_err(to_pyerr)
-}
-
-/// The number of pieces, without building them as Python strings, with the
-/// GIL released: times the pre-tokenizer alone (bench/pretok.py).
-#[pyfunction]
-#[pyo3(signature = (text, preset=bpeforge_core::api::DEFAULT_PRETOKENIZER, reference=false))]
-fn _pretokenize_count(py: Python<'_>, text: &str, preset: &str, reference: bool) -> PyResult<usize> {
-    let p = cached_pretokenizer(preset, reference)?;
-    py.detach(|| {
-        let mut n = 0usize;
-        p.split(text, &mut |_| n += 1).map(|()| n)
-    })
-    .map_err(to_pyerr)
-}
-
-/// The pre-tokenizer presets (`bpeforge_core::api::PRESETS`, the one
-/// table), as a tuple of dicts: `name`, `aliases`, `about`, and `pattern`
-/// and `fast` (None for the presets without a regex).
-fn presets(py: Python<'_>) -> PyResult<Bound<'_, pyo3::types::PyTuple>> {
-    let items = bpeforge_core::api::PRESETS.iter().map(|p| {
-        let d = pyo3::types::PyDict::new(py);
-        d.set_item("name", p.name)?;
-        d.set_item("aliases", pyo3::types::PyTuple::new(py, p.aliases)?)?;
-        d.set_item("about", p.about)?;
-        d.set_item("pattern", p.regex.as_ref().map(|r| r.pattern))?;
-        d.set_item("fast", p.regex.as_ref().map(|r| r.fast))?;
-        Ok(d)
-    });
-    pyo3::types::PyTuple::new(py, items.collect::<PyResult<Vec<_>>>()?)
-}
-
 /// Number of threads used when `threads=None`.
 #[pyfunction]
 fn default_threads() -> usize {
@@ -696,32 +481,32 @@ fn default_threads() -> usize {
 
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add_function(wrap_pyfunction!(train_files, m)?)?;
-    m.add_function(wrap_pyfunction!(train_iterator, m)?)?;
+    m.add_function(wrap_pyfunction!(training::train_files, m)?)?;
+    m.add_function(wrap_pyfunction!(training::train_iterator, m)?)?;
     m.add_function(wrap_pyfunction!(arrow::train_arrow, m)?)?;
     m.add_function(wrap_pyfunction!(merge_splits, m)?)?;
     m.add_function(wrap_pyfunction!(unreachable_merges, m)?)?;
     m.add_function(wrap_pyfunction!(arrow::count_arrow_shard, m)?)?;
     m.add_function(wrap_pyfunction!(arrow::encode_arrow_file, m)?)?;
     m.add_function(wrap_pyfunction!(arrow::encode_arrow, m)?)?;
-    m.add_function(wrap_pyfunction!(count_files, m)?)?;
+    m.add_function(wrap_pyfunction!(training::count_files, m)?)?;
     m.add_function(wrap_pyfunction!(shards::train_counts, m)?)?;
     m.add_function(wrap_pyfunction!(shards::language_table, m)?)?;
     m.add_function(wrap_pyfunction!(shards::count_shard, m)?)?;
     m.add_function(wrap_pyfunction!(shards::train_count_sum, m)?)?;
     m.add_class::<shards::CountSum>()?;
     m.add_class::<tokenizer_base::TokenizerBase>()?;
-    m.add_function(wrap_pyfunction!(pretokenize, m)?)?;
-    m.add_function(wrap_pyfunction!(_pretokenize_reference, m)?)?;
-    m.add_function(wrap_pyfunction!(_pretokenize_count, m)?)?;
+    m.add_function(wrap_pyfunction!(pretokenize::pretokenize, m)?)?;
+    m.add_function(wrap_pyfunction!(pretokenize::_pretokenize_reference, m)?)?;
+    m.add_function(wrap_pyfunction!(pretokenize::_pretokenize_count, m)?)?;
     m.add_function(wrap_pyfunction!(default_threads, m)?)?;
-    m.add_function(wrap_pyfunction!(train_option_names, m)?)?;
-    m.add_function(wrap_pyfunction!(script_of, m)?)?;
+    m.add_function(wrap_pyfunction!(training::train_option_names, m)?)?;
+    m.add_function(wrap_pyfunction!(pretokenize::script_of, m)?)?;
     m.add_class::<NativeTokenizer>()?;
     m.add_class::<TrainSettings>()?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("DEFAULT_PRETOKENIZER", bpeforge_core::api::DEFAULT_PRETOKENIZER)?;
-    m.add("PRESETS", presets(m.py())?)?;
+    m.add("PRESETS", pretokenize::presets(m.py())?)?;
     m.add("PROGRESS_FORMATS", pyo3::types::PyTuple::new(m.py(), bpeforge_core::api::ProgressFormat::NAMES)?)?;
     m.add_class::<progress::ShardReporter>()?;
     m.add("COMPRESSIONS", pyo3::types::PyTuple::new(m.py(), bpeforge_core::api::COMPRESSIONS)?)?;
@@ -729,74 +514,3 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
 }
 
 // ---- Unicode Script property (for `bpeforge report`) -----------------------
-
-/// The Unicode Script property of each character of `text` (`"Latin"`,
-/// `"Han"`, `"Common"`, `"Inherited"`; `"Unknown"` for unassigned code
-/// points), from the Unicode tables the regex engine already carries, so
-/// the report's script figure and the pre-tokenizer's `\p{..}` classes use
-/// the same Unicode version.
-#[pyfunction]
-fn script_of(text: &str) -> Vec<&'static str> {
-    let table = SCRIPT_TABLE.get_or_init(script_table);
-    text.chars()
-        .map(|c| match table.binary_search_by(|&(lo, hi, _)| {
-            if hi < c {
-                std::cmp::Ordering::Less
-            } else if lo > c {
-                std::cmp::Ordering::Greater
-            } else {
-                std::cmp::Ordering::Equal
-            }
-        }) {
-            Ok(i) => table[i].2,
-            Err(_) => "Unknown",
-        })
-        .collect()
-}
-
-static SCRIPT_TABLE: std::sync::OnceLock<Vec<(char, char, &'static str)>> = std::sync::OnceLock::new();
-
-/// Every Script value of Unicode 16 (PropertyValueAliases.txt) but Unknown,
-/// the set regex-syntax 0.8 generates its `\p{Script=..}` tables for.
-/// tests/test_report.py checks that together they cover every assigned
-/// character.
-const SCRIPT_NAMES: &[&str] = &[
-    "Adlam", "Ahom", "Anatolian_Hieroglyphs", "Arabic", "Armenian", "Avestan", "Balinese", "Bamum", "Bassa_Vah",
-    "Batak", "Bengali", "Bhaiksuki", "Bopomofo", "Brahmi", "Braille", "Buginese", "Buhid", "Canadian_Aboriginal",
-    "Carian", "Caucasian_Albanian", "Chakma", "Cham", "Cherokee", "Chorasmian", "Common", "Coptic", "Cuneiform",
-    "Cypriot", "Cypro_Minoan", "Cyrillic", "Deseret", "Devanagari", "Dives_Akuru", "Dogra", "Duployan",
-    "Egyptian_Hieroglyphs", "Elbasan", "Elymaic", "Ethiopic", "Garay", "Georgian", "Glagolitic", "Gothic", "Grantha",
-    "Greek", "Gujarati", "Gunjala_Gondi", "Gurmukhi", "Gurung_Khema", "Han", "Hangul", "Hanifi_Rohingya", "Hanunoo",
-    "Hatran", "Hebrew", "Hiragana", "Imperial_Aramaic", "Inherited", "Inscriptional_Pahlavi",
-    "Inscriptional_Parthian", "Javanese", "Kaithi", "Kannada", "Katakana", "Kawi", "Kayah_Li", "Kharoshthi",
-    "Khitan_Small_Script", "Khmer", "Khojki", "Khudawadi", "Kirat_Rai", "Lao", "Latin", "Lepcha", "Limbu",
-    "Linear_A", "Linear_B", "Lisu", "Lycian", "Lydian", "Mahajani", "Makasar", "Malayalam", "Mandaic", "Manichaean",
-    "Marchen", "Masaram_Gondi", "Medefaidrin", "Meetei_Mayek", "Mende_Kikakui", "Meroitic_Cursive",
-    "Meroitic_Hieroglyphs", "Miao", "Modi", "Mongolian", "Mro", "Multani", "Myanmar", "Nabataean", "Nag_Mundari",
-    "Nandinagari", "New_Tai_Lue", "Newa", "Nko", "Nushu", "Nyiakeng_Puachue_Hmong", "Ogham", "Ol_Chiki", "Ol_Onal",
-    "Old_Hungarian", "Old_Italic", "Old_North_Arabian", "Old_Permic", "Old_Persian", "Old_Sogdian",
-    "Old_South_Arabian", "Old_Turkic", "Old_Uyghur", "Oriya", "Osage", "Osmanya", "Pahawh_Hmong", "Palmyrene",
-    "Pau_Cin_Hau", "Phags_Pa", "Phoenician", "Psalter_Pahlavi", "Rejang", "Runic", "Samaritan", "Saurashtra",
-    "Sharada", "Shavian", "Siddham", "SignWriting", "Sinhala", "Sogdian", "Sora_Sompeng", "Soyombo", "Sundanese",
-    "Sunuwar", "Syloti_Nagri", "Syriac", "Tagalog", "Tagbanwa", "Tai_Le", "Tai_Tham", "Tai_Viet", "Takri", "Tamil",
-    "Tangsa", "Tangut", "Telugu", "Thaana", "Thai", "Tibetan", "Tifinagh", "Tirhuta", "Todhri", "Toto",
-    "Tulu_Tigalari", "Ugaritic", "Vai", "Vithkuqi", "Wancho", "Warang_Citi", "Yezidi", "Yi", "Zanabazar_Square",
-];
-
-/// (first, last, script) ranges sorted by first char: each script's class
-/// as regex-syntax resolves `\p{Script=NAME}`. The ranges are disjoint
-/// (each code point has one Script value).
-fn script_table() -> Vec<(char, char, &'static str)> {
-    use regex_syntax::hir::{Class, HirKind};
-    let mut table = Vec::new();
-    for &name in SCRIPT_NAMES {
-        // A name this regex-syntax does not know is skipped (its characters
-        // read "Unknown"); the coverage test would say so.
-        let Ok(hir) = regex_syntax::parse(&format!(r"\p{{Script={name}}}")) else { continue };
-        if let HirKind::Class(Class::Unicode(class)) = hir.kind() {
-            table.extend(class.ranges().iter().map(|r| (r.start(), r.end(), name)));
-        }
-    }
-    table.sort_unstable_by_key(|&(lo, _, _)| lo);
-    table
-}

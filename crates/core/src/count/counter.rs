@@ -1,11 +1,6 @@
 //! Counting the pre-tokens of texts (`Counter`): the special-token split,
 //! the normalizer, the pre-tokenizer and SuperBPE's second split, per text,
 //! chunk and record layout.
-//!
-//! (`count_into` is over 80 lines: it is the per-text hot path, one nest of
-//! closures over the special-token split, the normalizer, the UTF-8 runs
-//! and both pre-tokenizers that share the adder and the scratch borrows;
-//! cut into functions, each would take those borrows again.)
 
 use super::{Adder, WordCounts};
 use crate::error::{Error, Result};

@@ -1,6 +1,4 @@
 //! Counting's tests: keys, tables, merging, spilling, the binary form.
-//! (`partitions_keep_every_entry` is over 80 lines: one scenario, flushes
-//! in several orders, spilled and not, checked against one expectation.)
 
 use super::table::{mid_key, mid_key_bytes, short_key, MID_KEY, SHORT_KEY};
 use super::*;

@@ -83,12 +83,7 @@ impl Encoder {
             }
         }
         let to_int = model.ids.as_deref().map(internal_ids);
-        let sp = match &model.scheme {
-            Scheme::Chars { fuse_unk, dummy_prefix, .. } => {
-                SentencePieceRules { byte_ids: model.byte_token_ids(), fuse_unk: *fuse_unk, dummy_prefix: *dummy_prefix }
-            }
-            Scheme::Bytes => SentencePieceRules::default(),
-        };
+        let sp = sentencepiece_rules(&model);
         let mut enc = Encoder {
             to_ext: model.ids.clone(),
             to_int,
@@ -113,17 +108,23 @@ impl Encoder {
             batch_caches: Default::default(),
         };
         if matches!(enc.model.scheme, Scheme::Bytes) {
-            enc.byte_pair_ranks = (0..1u32 << 16)
-                .map(|xy| enc.rank(enc.base_start + (xy >> 8), enc.base_start + (xy & 0xff)).0)
-                .collect();
-            let ids = match known_whole {
-                Some(ids) => ids,
-                None => enc.reachable(),
-            };
-            let whole = PieceIds::new(ids.iter().map(|&id| (enc.raw.get(id as usize), id)));
-            enc.whole = whole;
+            enc.add_byte_level_tables(known_whole);
         }
         Ok(enc)
+    }
+
+    /// Byte-level models only: the rank of every pair of bytes, and the
+    /// table of pieces that are one whole token (`known_whole` from a
+    /// snapshot, else found now: `reachable`).
+    fn add_byte_level_tables(&mut self, known_whole: Option<Vec<u32>>) {
+        self.byte_pair_ranks = (0..1u32 << 16)
+            .map(|xy| self.rank(self.base_start + (xy >> 8), self.base_start + (xy & 0xff)).0)
+            .collect();
+        let ids = match known_whole {
+            Some(ids) => ids,
+            None => self.reachable(),
+        };
+        self.whole = PieceIds::new(ids.iter().map(|&id| (self.raw.get(id as usize), id)));
     }
 
     /// The piece cache a tokenizer keeps for its many calls of encoding,
@@ -283,6 +284,17 @@ fn shown_tokens(model: &Model, raw: &Arena) -> Arena {
         })
         .collect();
     Arena::new(shown.iter().map(Vec::as_slice))
+}
+
+/// The SentencePiece rules a chars model keeps (byte fallback's ids, fused
+/// unknowns, the dummy prefix); none for byte-level models.
+fn sentencepiece_rules(model: &Model) -> SentencePieceRules {
+    match &model.scheme {
+        Scheme::Chars { fuse_unk, dummy_prefix, .. } => {
+            SentencePieceRules { byte_ids: model.byte_token_ids(), fuse_unk: *fuse_unk, dummy_prefix: *dummy_prefix }
+        }
+        Scheme::Bytes => SentencePieceRules::default(),
+    }
 }
 
 /// The inverse of a model's `ids` table: external id to internal index
