@@ -405,31 +405,40 @@ impl WordCounts {
 
     /// The sum of the runs in `dirs` (and of `stats`): types counted fewer
     /// than the count `choose_min` picks from the runs' histogram are left
-    /// out (and recorded in `memory.dropped`).
+    /// out (and recorded in `memory.dropped`); SuperBPE's units likewise,
+    /// in the room the word types' table leaves.
     fn from_runs(dirs: &SpillDirs, stats: CountStats, superword_stats: Option<CountStats>, choose_min: Option<&ChooseMin>) -> Result<WordCounts> {
         let mut out = WordCounts::new();
-        let mut min = 1;
-        if let Some(choose) = choose_min {
-            let mut h = CountHistogram::new();
-            dirs.main.merge(|k, v| h.add(run_key_len(k), v))?;
-            let (chosen, dropped) = choose(&h)?;
-            min = chosen;
-            let kept = h.kept(chosen).0;
-            out.short = ShortTable::with_capacity(kept as usize * 4 / 3 + 1);
-            out.memory.dropped = dropped;
-            out.memory.types_left_out = h.kept(1).0 - kept;
-        }
-        out.add_runs(&dirs.main, min)?;
+        out.add_fitted_runs(&dirs.main, choose_min, 0)?;
         out.stats = stats;
         out.memory.spill_runs = dirs.main.run_count();
         out.memory.spill_bytes = dirs.main.bytes_written();
         if let (Some(d), Some(st)) = (dirs.superword.as_ref(), superword_stats) {
             let mut s = WordCounts::new();
-            s.add_runs(d, 1)?;
+            s.add_fitted_runs(d, choose_min, out.table_bytes())?;
             s.stats = st;
+            s.memory.spill_runs = d.run_count();
+            s.memory.spill_bytes = d.bytes_written();
             out.superword = Some(Box::new(s));
         }
         Ok(out)
+    }
+
+    /// Adds the merged runs of `dir`, the types counted at least as often as
+    /// `choose_min` picks from their histogram (`held`: the bytes of tables
+    /// already built beside this one), recording what that left out.
+    fn add_fitted_runs(&mut self, dir: &SpillDir, choose_min: Option<&ChooseMin>, held: u64) -> Result<()> {
+        let Some(choose) = choose_min else {
+            return self.add_runs(dir, 1);
+        };
+        let mut h = CountHistogram::new();
+        dir.merge(|k, v| h.add(run_key_len(k), v))?;
+        let (chosen, dropped) = choose(&h, held)?;
+        let kept = h.kept(chosen).0;
+        self.short = ShortTable::with_capacity(kept as usize * 4 / 3 + 1);
+        self.memory.dropped = dropped;
+        self.memory.types_left_out = h.kept(1).0 - kept;
+        self.add_runs(dir, chosen)
     }
 
     /// Adds the merged runs of `dir`, the types counted at least `min` times.
@@ -457,9 +466,10 @@ fn run_key_len(k: RunKey) -> usize {
     }
 }
 
-/// Picks the `min_word_count` for merged runs from their histogram, and
-/// what it drops beyond the one asked for.
-pub type ChooseMin<'a> = dyn Fn(&CountHistogram) -> Result<(u64, Option<Dropped>)> + Sync + 'a;
+/// Picks the `min_word_count` for merged runs from their histogram and the
+/// bytes of the tables already built beside them (SuperBPE's units come
+/// after the word types), and what it drops beyond the one asked for.
+pub type ChooseMin<'a> = dyn Fn(&CountHistogram, u64) -> Result<(u64, Option<Dropped>)> + Sync + 'a;
 
 /// The memory limits of one counting (`count_parallel`).
 pub struct CountLimits<'a> {
@@ -1167,10 +1177,13 @@ mod tests {
                     _ => panic!("superword table lost"),
                 }
             }
-            let choose = |h: &CountHistogram| -> Result<(u64, Option<Dropped>)> {
+            // The units come second, beside the word types' table: they
+            // get a higher minimum here, to tell the two apart.
+            let choose = |h: &CountHistogram, held: u64| -> Result<(u64, Option<Dropped>)> {
+                let min = if held > 0 { 30 } else { 3 };
                 let (types, _, pieces) = h.kept(1);
-                let (kept, _, kept_pieces) = h.kept(3);
-                Ok((3, Some(Dropped { min_word_count: 3, types: types - kept, pretokens: pieces - kept_pieces })))
+                let (kept, _, kept_pieces) = h.kept(min);
+                Ok((min, Some(Dropped { min_word_count: min, types: types - kept, pretokens: pieces - kept_pieces })))
             };
             let limits = CountLimits { budget: CountBudget { total: 1 << 20, worker_table: 64 << 10 }, choose_min: Some(&choose) };
             let pruned = count_parallel(&counter, 2, Some(&limits), feed).unwrap();
@@ -1180,6 +1193,16 @@ mod tests {
             assert_eq!(snapshot(&pruned), expected);
             assert_eq!(pruned.memory.types_left_out as usize, before - expected.len());
             assert_eq!(pruned.memory.dropped.unwrap().types as usize, before - expected.len());
+            // SuperBPE's units are pruned by the same rule, with their own record.
+            if let (Some(units), Some(all)) = (&pruned.superword, &plain.superword) {
+                let mut expected = snapshot(all);
+                let before = expected.len();
+                expected.retain(|_, v| *v >= 30);
+                assert!(expected.len() < before, "{} of {before} units kept", expected.len());
+                assert_eq!(snapshot(units), expected);
+                assert_eq!(units.memory.types_left_out as usize, before - expected.len());
+                assert_eq!(units.memory.dropped.unwrap().types as usize, before - expected.len());
+            }
         }
     }
 
