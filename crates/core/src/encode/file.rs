@@ -125,9 +125,12 @@ pub fn encode_file(
     std::thread::scope(|s| {
         let (chunks, received) = std::sync::mpsc::sync_channel::<Result<Chunk>>(CHUNKS_AHEAD);
         s.spawn(move || {
-            // A failed send means the encoding stopped (its error wins).
-            let sent = read_chunks(src, &mode, read, &mut |chunk| chunks.send(Ok(chunk)).map_err(|_| Error::interrupted()));
-            if let Err(e) = sent {
+            // A failed send means the encoding stopped (its error wins); a
+            // panic while reading becomes an error, as on the workers.
+            let sent = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                read_chunks(src, &mode, read, &mut |chunk| chunks.send(Ok(chunk)).map_err(|_| Error::interrupted()))
+            }));
+            if let Err(e) = sent.unwrap_or_else(|_| Err(crate::util::worker_crashed())) {
                 let _ = chunks.send(Err(e));
             }
         });
