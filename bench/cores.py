@@ -29,10 +29,18 @@ rows alternating) and their median is shown with the spread.
 virtual environment with an older build), so two builds can be measured
 side by side on the same machine. Results: ``--out`` (JSON and Markdown).
 
+``--quick`` gives the figures a 2-core machine can check (the fallback
+targets): s10 only, trained at 1, 2 and 16 threads, every run repeated
+``--repeat`` times (default 5) in alternating order whatever its length,
+no s50 and no encoding; after the table, the count and merge phases at 2
+threads against 1 and the peak RSS at 2 against 1 and at 16 against 2
+threads, each a ratio of medians with every measure's spread.
+
 Usage::
 
     python bench/cores.py                              # s10 and s50 (16-core machine: under 8 minutes)
     python bench/cores.py --scales 2,4 --threads 2     # a small machine
+    python bench/cores.py --quick                      # 2 cores: s10 at 1, 2 and 16 threads, 5 rounds
 """
 
 from __future__ import annotations
@@ -166,6 +174,36 @@ def table(rows: list[tuple[str, int, dict[str, Any]]], markdown: bool) -> str:
     return format_table(headers, lines, markdown=markdown, right=[False] + [True] * (len(headers) - 1))
 
 
+#: --quick: the thread counts trained on s10, and the fallback targets.
+QUICK_THREADS = (1, 2, 16)
+QUICK_TARGETS = {"count": 1.8, "merge": 1.6, "rss 2/1": 1.1, "rss 16/2": 1.25}
+
+
+def spread(values: list[float], digits: int = 2) -> str:
+    return f"{median(values):.{digits}f} ({min(values):.{digits}f}-{max(values):.{digits}f})"
+
+
+def quick_ratios(runs: dict[str, list[dict[str, Any]]], size: str) -> str:
+    """The fallback targets' ratios from the --quick rows (medians of the
+    alternating runs, each measure with its spread)."""
+    by = {t: [r for r in runs[f"train {size}|{t}"] if "failed" not in r] for t in QUICK_THREADS}
+    if not all(by.values()):
+        return "ratios: a row failed"
+    lines = []
+    for phase, key in (("count", "count_s"), ("merge", "merge_s"), ("whole run", "wall_s")):
+        one, two = ([r[key] for r in by[t]] for t in (1, 2))
+        target = QUICK_TARGETS.get(phase)
+        goal = f" (target >= {target}x)" if target else ""
+        lines.append(f"{phase}: 1 thread {spread(one)} s, 2 threads {spread(two)} s: "
+                     f"{median(one) / median(two):.2f}x faster{goal}")
+    rss = {t: [r["peak_rss"] / 2**30 for r in by[t]] for t in QUICK_THREADS}
+    lines.append(f"peak RSS GiB: 1 thread {spread(rss[1])}, 2 threads {spread(rss[2])}, 16 threads {spread(rss[16])}")
+    for a, b in ((2, 1), (16, 2)):
+        target = QUICK_TARGETS[f"rss {a}/{b}"]
+        lines.append(f"peak RSS {a} threads / {b}: {median(rss[a]) / median(rss[b]):.2f}x (target <= {target}x)")
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--scales", default="10,50",
@@ -173,7 +211,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--threads", type=int, default=os.cpu_count() or 1, help="'all threads' (default: the cores)")
     ap.add_argument("--vocab-size", type=int, default=32000)
     ap.add_argument("--encode-lines", type=int, default=300_000)
-    ap.add_argument("--repeat", type=int, default=3, help="runs of a short row (median shown)")
+    ap.add_argument("--repeat", type=int, default=None, help="runs of a short row (median shown; default 3, --quick 5)")
+    ap.add_argument("--quick", action="store_true",
+                    help="2-core figures: s10 at 1, 2 and 16 threads, every row repeated, then the targets' ratios")
     ap.add_argument("--short", type=float, default=20.0, help="a row whose first run is shorter is repeated")
     ap.add_argument("--python", default=sys.executable, help="interpreter of the measured processes")
     ap.add_argument("--timeout", type=float, default=1800.0)
@@ -183,20 +223,27 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--scale-tool", type=Path, default=SHARED / "tools" / "scale_corpus.py")
     ap.add_argument("--out", type=Path, default=HERE / "results" / "cores")
     args = ap.parse_args(argv)
+    if args.repeat is None:
+        args.repeat = 5 if args.quick else 3
     small, large = (f"s{k}" for k in args.scales.split(","))
     args.workdir.mkdir(parents=True, exist_ok=True)
     args.out.mkdir(parents=True, exist_ok=True)
 
-    corpus_path("m1", args)
-    with ThreadPoolExecutor(3) as pool:  # the corpora and the encode text at once
-        built = {size: pool.submit(corpus_path, size, args) for size in (small, large)}
-        text_job = pool.submit(encode_text, args)
-        corpora = {size: f.result() for size, f in built.items()}
-        text = text_job.result()
-
     all_threads = args.threads
-    trains = [(small, t) for t in sorted({1, min(4, all_threads), all_threads})] + [(large, all_threads)]
-    encodes = [(mode, t) for mode in ("file_npy", "batch_numpy", "batch_lists") for t in sorted({1, all_threads})]
+    if args.quick:
+        corpora, text = {small: corpus_path(small, args)}, None
+        trains = [(small, t) for t in QUICK_THREADS]
+        encodes: list[tuple[str, int]] = []
+        args.short = float("inf")
+    else:
+        corpus_path("m1", args)
+        with ThreadPoolExecutor(3) as pool:  # the corpora and the encode text at once
+            built = {size: pool.submit(corpus_path, size, args) for size in (small, large)}
+            text_job = pool.submit(encode_text, args)
+            corpora = {size: f.result() for size, f in built.items()}
+            text = text_job.result()
+        trains = [(small, t) for t in sorted({1, min(4, all_threads), all_threads})] + [(large, all_threads)]
+        encodes = [(mode, t) for mode in ("file_npy", "batch_numpy", "batch_lists") for t in sorted({1, all_threads})]
     runs: dict[str, list[dict[str, Any]]] = {}
     model: str | None = None
     for round_ in range(args.repeat):
@@ -205,13 +252,13 @@ def main(argv: list[str] | None = None) -> int:
             if round_ == 0 or all(r.get("wall_s", 1e9) < args.short for r in runs[key]):
                 print(f"{key} (run {round_ + 1}) ...", file=sys.stderr, flush=True)
                 runs.setdefault(key, []).append(train_job(corpora[size], t, args, f"train-{size}-{t}"))
-            if size == small and t == all_threads and model is None and "model" in runs[key][-1]:
+            if encodes and size == small and t == all_threads and model is None and "model" in runs[key][-1]:
                 # Encoding uses a copy: the job's folder is reused by later runs.
                 model = str(args.workdir / f"model-{small}.json")
                 Path(model).write_bytes(Path(runs[key][-1]["model"]).read_bytes())
         for mode, t in encodes:
             key = f"encode {mode}|{t}"
-            if model is None:
+            if model is None or text is None:
                 runs[key] = [{"failed": "no model (training failed)"}]
                 continue
             if round_ == 0 or all(r.get("wall_s", 1e9) < args.short for r in runs[key]):
@@ -220,16 +267,19 @@ def main(argv: list[str] | None = None) -> int:
 
     rows = []
     for key, rs in runs.items():
-        name, t = key.split("|")
-        rows.append((name, int(t), summarize(rs)))
+        name, threads = key.split("|")
+        rows.append((name, int(threads), summarize(rs)))
     info = machine_info()
     header = (f"bench/cores.py on {info['cpu_model']}, {info['nproc']} CPUs, {info['memory_gib']} GiB, load "
               f"{info['loadavg'][0]:.1f}; interpreter {args.python}")
     print(header)
     print(table(rows, markdown=False))
+    ratios = quick_ratios(runs, small) if args.quick else ""
+    if ratios:
+        print(ratios)
     (args.out / "cores.json").write_text(json.dumps({"machine": info, "args": vars(args) | {
         k: str(v) for k, v in vars(args).items() if isinstance(v, Path)}, "runs": runs}, indent=1, default=str))
-    (args.out / "cores.md").write_text(header + "\n\n" + table(rows, markdown=True) + "\n")
+    (args.out / "cores.md").write_text(header + "\n\n" + table(rows, markdown=True) + "\n" + (f"\n{ratios}\n" if ratios else ""))
     return 0
 
 

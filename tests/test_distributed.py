@@ -10,6 +10,7 @@ import json
 import os
 import re
 import shutil
+import time
 from pathlib import Path
 
 import numpy as np
@@ -17,6 +18,7 @@ import pytest
 
 import bpeforge
 from bpeforge import cli
+from bpeforge.options import TrainOptions
 
 ray = pytest.importorskip("ray", reason="Ray is not installed: pip install 'bpeforge[ray]' to test bpeforge.distributed")
 from conftest import SLICE_FILE, SLICE_LANGS_FILE, shared_corpus  # noqa: E402
@@ -515,6 +517,26 @@ def test_each_counting_task_takes_its_share_of_the_memory_budget(corpus):
     kw = dict(vocab_size=700, progress=False, max_memory=rss + (512 << 20))
     assert comparable(distributed.train([corpus["big"]], shard_bytes=9_000, **kw)) == comparable(
         bpeforge.train([corpus["big"]], **kw))
+
+
+def test_count_tasks_side_by_side_on_one_node_share_its_budget(corpus):
+    """Two 1-CPU counting tasks running at the same time on the 2-CPU node:
+    the budgets they received add up to at most max_memory."""
+
+    @ray.remote(num_cpus=1, max_calls=1)
+    def counted(shard, args):
+        start = time.monotonic()
+        budget = distributed._task_budget(args, 1)["max_memory"]
+        distributed._count_task(shard, args, None, 1)
+        time.sleep(0.5)  # long enough for the other task to start meanwhile
+        return budget, start, time.monotonic()
+
+    max_memory = 3 << 30
+    args = dict(TrainOptions(threads=1).engine_args(), max_memory=max_memory)
+    shard = {"paths": [str(corpus["big"])], "byte_range": None, "files": [0]}
+    (a, a0, a1), (b, b0, b1) = ray.get([counted.remote(shard, args) for _ in range(2)])
+    assert max(a0, b0) < min(a1, b1), "the tasks did not run side by side"
+    assert a + b <= max_memory and a == b == max_memory // 2
 
 
 def test_structured_input_is_refused_on_ray_as_locally(tmp_path, capsys):

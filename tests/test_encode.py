@@ -3,6 +3,7 @@ tokens in text, BPE-dropout, batches, files, long and empty inputs."""
 
 from __future__ import annotations
 
+import json
 import lzma
 
 import pytest
@@ -392,3 +393,31 @@ def test_encode_file_failure_leaves_nothing(tmp_path) -> None:
         tok.encode_file(tmp_path / "missing.txt", dst, format="npy")
     assert dst.read_bytes() == b"earlier output"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out.npy"]
+
+
+def test_encode_file_across_chunks_matches_on_any_thread_count(tmp_path, corpus_slice) -> None:
+    """Input of several 4 MiB chunks, encoded as one stream of blocks: the
+    same ids at 1, 2 and 3 threads as encode_batch, and an error in a later
+    chunk names its own line."""
+    np = pytest.importorskip("numpy")
+    tok = bpeforge.train_from_iterator(corpus_slice[:2000], vocab_size=600, progress=False)
+    lines = []
+    while sum(map(len, lines)) < 9_500_000:
+        lines.extend(corpus_slice)
+    src = tmp_path / "src.txt"
+    src.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    ids, offsets = tok.encode_batch(lines, threads=2, as_numpy=True)
+    for threads in (1, 2, 3):
+        dst = tmp_path / f"out{threads}.npy"
+        stats = tok.encode_file(src, dst, format="npy", threads=threads)
+        assert stats["lines"] == len(lines) and stats["tokens"] == len(ids)
+        assert np.array_equal(np.load(dst), ids), threads
+        assert np.array_equal(np.load(str(dst) + ".offsets.npy"), offsets), threads
+    records = tmp_path / "records.jsonl"
+    bad = len(lines) - 7
+    with records.open("w", encoding="utf-8") as f:
+        for i, line in enumerate(lines):
+            f.write('{"text": 5}\n' if i == bad else json.dumps({"text": line}) + "\n")
+    with pytest.raises(bpeforge.InputError, match=rf"records.jsonl, line {bad + 1}:"):
+        tok.encode_file(records, tmp_path / "r.ids", text_field="text", threads=2)
+    assert not (tmp_path / "r.ids").exists()

@@ -447,9 +447,11 @@ class Tokenizer(_native.TokenizerBase):
             return flat32.astype(self.id_dtype, copy=False), offsets
         if as_numpy:
             np = require("numpy", "encode_batch(as_numpy=True)")
-            flat, ends = self._native.encode_batch_flat(texts, threads, allowed, disallowed, prog)
-            ids = np.frombuffer(flat, dtype="<u4")
-            return ids.astype(self.id_dtype, copy=False), np.frombuffer(ends, dtype="<u8").astype(np.int64)
+            flat, ends, id_bytes = self._native.encode_batch_flat(texts, threads, allowed, disallowed, prog)
+            # Packed by the engine in the model's id type, int64 offsets:
+            # no copy here (on little-endian machines).
+            ids = np.frombuffer(flat, dtype=f"<u{id_bytes}")
+            return ids.astype(self.id_dtype, copy=False), np.frombuffer(ends, dtype="<i8").astype(np.int64, copy=False)
         with _gc_paused():
             return self._native.encode_batch(texts, threads, allowed, disallowed, progress=prog)
 

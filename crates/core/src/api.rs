@@ -33,8 +33,8 @@ pub use crate::ranks::{merge_splits, unreachable_merges};
 
 // Encoding: texts, batches on threads fed in order, files and Arrow data.
 pub use crate::encode::file::{encode_chunks, encode_file, IdFormat};
-pub use crate::encode::{Block, BlockIds, Cache, Encoder, FlatIds, Specials, MIN_CACHE_BYTES};
-pub use crate::ordered::Host;
+pub use crate::encode::{Block, BlockIds, Cache, Encoder, PackedIds, Specials, MIN_CACHE_BYTES};
+pub use crate::ordered::{Deliver, Host};
 
 // What a caller sees: progress, Ctrl-C, and the progress printer.
 pub use crate::clock::{PhaseTime, Stopwatch};

@@ -4,14 +4,14 @@
 //! converting arguments and releasing the GIL; they share the error mapping
 //! and the observer, so they stay one layer in one file, as tiktoken's py.rs.)
 
-use bpeforge_core::api::{Cache, Encoder, FlatIds, Specials};
+use bpeforge_core::api::{Cache, Encoder, PackedIds, Specials};
 use bpeforge_core::api::{encode_file, IdFormat};
 use bpeforge_core::api::{Error, ErrorKind};
 use bpeforge_core::api::{FieldSpec, Fields, OnBadRecord};
 use bpeforge_core::api::Model;
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyList, PyString};
+use pyo3::types::{PyByteArray, PyBytes, PyList, PyString};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
@@ -337,7 +337,9 @@ impl NativeTokenizer {
         Ok((s.lines, s.tokens, s.bytes, s.seconds, s.id_bytes))
     }
 
-    /// One flat little-endian u32 id buffer and u64 offsets, for numpy.
+    /// The ids as one flat little-endian buffer of `id_bytes` (2 or 4) per
+    /// id and `len(texts) + 1` int64 offsets, for numpy; bytearrays, so the
+    /// arrays made on them are writable without a copy.
     #[pyo3(signature = (texts, threads=None, allowed=None, disallowed=None, progress=None))]
     fn encode_batch_flat<'py>(
         &self,
@@ -347,16 +349,14 @@ impl NativeTokenizer {
         allowed: Option<Vec<usize>>,
         disallowed: Option<Vec<usize>>,
         progress: Option<&Bound<'py, PyAny>>,
-    ) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)> {
+    ) -> PyResult<(Bound<'py, PyByteArray>, Bound<'py, PyByteArray>, usize)> {
         let rule = specials_rule(&self.enc, allowed, disallowed)?;
         let texts = Texts::new(texts)?;
         let threads = check_threads(threads)?;
         let mut observer = progress.map(PyObserver::new).transpose()?;
-        let sink = FlatIds::with_texts(texts.len());
-        let FlatIds { ids, offsets } = lists::encode_texts(py, &self.enc, &texts, sink, &rule, threads, None, observer.as_mut())?;
-        let id_bytes: Vec<u8> = ids.iter().flat_map(|x| x.to_le_bytes()).collect();
-        let off_bytes: Vec<u8> = offsets.iter().flat_map(|x| x.to_le_bytes()).collect();
-        Ok((PyBytes::new(py, &id_bytes), PyBytes::new(py, &off_bytes)))
+        let sink = PackedIds::new(&self.enc, texts.len());
+        let PackedIds { ids, offsets, id_bytes, .. } = lists::encode_texts(py, &self.enc, &texts, sink, &rule, threads, None, observer.as_mut())?;
+        Ok((PyByteArray::new(py, &ids), PyByteArray::new(py, &offsets), id_bytes))
     }
 
     fn decode_bytes<'py>(&self, py: Python<'py>, ids: Vec<i64>) -> PyResult<Bound<'py, PyBytes>> {

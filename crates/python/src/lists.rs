@@ -11,9 +11,9 @@
 use crate::ints::{item_array, new_list, IdInts};
 use crate::progress::{BatchPacer, PyObserver};
 use crate::texts::Texts;
-use bpeforge_core::api::{Block, BlockIds, Encoder, FlatIds, Specials};
+use bpeforge_core::api::{Block, BlockIds, Encoder, PackedIds, Specials};
 use bpeforge_core::api::{Error, Result};
-use bpeforge_core::api::Host;
+use bpeforge_core::api::{Deliver, Host};
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::ffi;
 use pyo3::prelude::*;
@@ -86,8 +86,8 @@ impl<'py> Sink<'py> for Lists<'_, 'py> {
     }
 }
 
-/// All ids in one vector (for numpy).
-impl Sink<'_> for FlatIds {
+/// All ids in numpy's layout.
+impl Sink<'_> for PackedIds {
     fn take(&mut self, _: Python<'_>, ids: &BlockIds) -> PyResult<()> {
         self.append(ids);
         Ok(())
@@ -143,7 +143,9 @@ impl<'a, 'py, S: Sink<'py>> Host<Block<&'a str>, &BlockIds> for Batch<'a, 'py, S
         }
         block
     }
+}
 
+impl<'a, 'py, S: Sink<'py>> Deliver<Block<&'a str>, &BlockIds> for Batch<'a, 'py, S> {
     fn deliver(&mut self, block: Block<&'a str>, ids: &BlockIds) -> Result<()> {
         if let Err(e) = self.sink.take(self.py, ids) {
             self.raised.get_or_insert(e);

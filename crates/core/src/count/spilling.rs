@@ -103,31 +103,40 @@ impl WordCounts {
 
     /// The sum of the runs in `dirs` (and of `stats`): types counted fewer
     /// than the count `choose_min` picks from the runs' histogram are left
-    /// out (and recorded in `memory.dropped`).
+    /// out (and recorded in `memory.dropped`); SuperBPE's units likewise,
+    /// in the room the word types' table leaves.
     pub(super) fn from_runs(dirs: &SpillDirs, stats: CountStats, superword_stats: Option<CountStats>, choose_min: Option<&ChooseMin>) -> Result<WordCounts> {
         let mut out = WordCounts::new();
-        let mut min = 1;
-        if let Some(choose) = choose_min {
-            let mut h = CountHistogram::new();
-            dirs.main.merge(|k, v| h.add(run_key_len(k), v))?;
-            let (chosen, dropped) = choose(&h)?;
-            min = chosen;
-            let kept = h.kept(chosen).0;
-            out.short = ShortTable::with_capacity(kept as usize * 4 / 3 + 1);
-            out.memory.dropped = dropped;
-            out.memory.types_left_out = h.kept(1).0 - kept;
-        }
-        out.add_runs(&dirs.main, min)?;
+        out.add_fitted_runs(&dirs.main, choose_min, 0)?;
         out.stats = stats;
         out.memory.spill_runs = dirs.main.run_count();
         out.memory.spill_bytes = dirs.main.bytes_written();
         if let (Some(d), Some(st)) = (dirs.superword.as_ref(), superword_stats) {
             let mut s = WordCounts::new();
-            s.add_runs(d, 1)?;
+            s.add_fitted_runs(d, choose_min, out.table_bytes())?;
             s.stats = st;
+            s.memory.spill_runs = d.run_count();
+            s.memory.spill_bytes = d.bytes_written();
             out.superword = Some(Box::new(s));
         }
         Ok(out)
+    }
+
+    /// Adds the merged runs of `dir`, the types counted at least as often as
+    /// `choose_min` picks from their histogram (`held`: the bytes of tables
+    /// already built beside this one), recording what that left out.
+    fn add_fitted_runs(&mut self, dir: &SpillDir, choose_min: Option<&ChooseMin>, held: u64) -> Result<()> {
+        let Some(choose) = choose_min else {
+            return self.add_runs(dir, 1);
+        };
+        let mut h = CountHistogram::new();
+        dir.merge(|k, v| h.add(run_key_len(k), v))?;
+        let (chosen, dropped) = choose(&h, held)?;
+        let kept = h.kept(chosen).0;
+        self.short = ShortTable::with_capacity(kept as usize * 4 / 3 + 1);
+        self.memory.dropped = dropped;
+        self.memory.types_left_out = h.kept(1).0 - kept;
+        self.add_runs(dir, chosen)
     }
 
     /// Adds the merged runs of `dir`, the types counted at least `min` times.
@@ -155,9 +164,10 @@ fn run_key_len(k: RunKey) -> usize {
     }
 }
 
-/// Picks the `min_word_count` for merged runs from their histogram, and
-/// what it drops beyond the one asked for.
-pub type ChooseMin<'a> = dyn Fn(&CountHistogram) -> Result<(u64, Option<Dropped>)> + Sync + 'a;
+/// Picks the `min_word_count` for merged runs from their histogram and the
+/// bytes of the tables already built beside them (SuperBPE's units come
+/// after the word types), and what it drops beyond the one asked for.
+pub type ChooseMin<'a> = dyn Fn(&CountHistogram, u64) -> Result<(u64, Option<Dropped>)> + Sync + 'a;
 
 /// The memory limits of one counting (`count_parallel`).
 pub struct CountLimits<'a> {

@@ -146,10 +146,13 @@ fn spilled_counts_equal_the_in_memory_count() {
                 _ => panic!("superword table lost"),
             }
         }
-        let choose = |h: &CountHistogram| -> Result<(u64, Option<Dropped>)> {
+        // The units come second, beside the word types' table: they
+        // get a higher minimum here, to tell the two apart.
+        let choose = |h: &CountHistogram, held: u64| -> Result<(u64, Option<Dropped>)> {
+            let min = if held > 0 { 30 } else { 3 };
             let (types, _, pieces) = h.kept(1);
-            let (kept, _, kept_pieces) = h.kept(3);
-            Ok((3, Some(Dropped { min_word_count: 3, types: types - kept, pretokens: pieces - kept_pieces })))
+            let (kept, _, kept_pieces) = h.kept(min);
+            Ok((min, Some(Dropped { min_word_count: min, types: types - kept, pretokens: pieces - kept_pieces })))
         };
         let limits = CountLimits { budget: CountBudget { total: 1 << 20, worker_table: 64 << 10 }, choose_min: Some(&choose) };
         let pruned = count_parallel(&counter, 2, Some(&limits), feed).unwrap();
@@ -159,6 +162,16 @@ fn spilled_counts_equal_the_in_memory_count() {
         assert_eq!(snapshot(&pruned), expected);
         assert_eq!(pruned.memory.types_left_out as usize, before - expected.len());
         assert_eq!(pruned.memory.dropped.unwrap().types as usize, before - expected.len());
+        // SuperBPE's units are pruned by the same rule, with their own record.
+        if let (Some(units), Some(all)) = (&pruned.superword, &plain.superword) {
+            let mut expected = snapshot(all);
+            let before = expected.len();
+            expected.retain(|_, v| *v >= 30);
+            assert!(expected.len() < before, "{} of {before} units kept", expected.len());
+            assert_eq!(snapshot(units), expected);
+            assert_eq!(units.memory.types_left_out as usize, before - expected.len());
+            assert_eq!(units.memory.dropped.unwrap().types as usize, before - expected.len());
+        }
     }
 }
 

@@ -2,17 +2,18 @@
 //! handed over in input order while later blocks are still being encoded
 //! (`crate::ordered`), so results never depend on the thread count.
 
+use super::cache::Pooled;
 use super::{Cache, Encoder, Specials};
 use crate::error::Result;
-use crate::ordered::{run_ordered, Host};
+use crate::ordered::{run_ordered, Deliver, Host};
 use std::sync::Mutex;
 
 /// Text per block: small enough that the last blocks' results (handed over
 /// after all encoding ends) take little time, large enough that handing
 /// blocks over costs nothing measurable.
-const BLOCK_BYTES: usize = 64 << 10;
+pub(super) const BLOCK_BYTES: usize = 64 << 10;
 /// Texts per block at most (for very short texts).
-const BLOCK_TEXTS: usize = 2048;
+pub(super) const BLOCK_TEXTS: usize = 2048;
 
 /// A text of a batch: a `str`, whose UTF-8 is known (`Encoder::encode_str`
 /// skips checking it again), or raw bytes (any bytes).
@@ -136,6 +137,12 @@ where
     fn prepare(&mut self) -> Result<Option<Block<T>>> {
         self.host.prepare()
     }
+}
+
+impl<T, H> Deliver<Block<T>, BlockIds> for Recycling<'_, H>
+where
+    H: for<'b> Deliver<Block<T>, &'b BlockIds>,
+{
     fn deliver(&mut self, block: Block<T>, ids: BlockIds) -> Result<()> {
         let delivered = self.host.deliver(block, &ids);
         self.spares.give(ids);
@@ -169,6 +176,42 @@ impl FlatIds {
     }
 }
 
+/// A batch's ids in numpy's layout, packed block by block as they are
+/// delivered (while later blocks are encoded): little-endian uint16 when
+/// every id fits (`Encoder::vocab_size` up to 65,536, the rule of
+/// `file::encode_file`'s outputs), else uint32; and `texts + 1` int64
+/// offsets. The arrays are made from these bytes without another pass.
+pub struct PackedIds {
+    pub id_bytes: usize,
+    pub ids: Vec<u8>,
+    pub offsets: Vec<u8>,
+    tokens: u64,
+}
+
+impl PackedIds {
+    /// Empty, with room for the offsets of `texts` texts.
+    pub fn new(enc: &Encoder, texts: usize) -> Self {
+        let id_bytes = if enc.vocab_size() > 1 << 16 { 4 } else { 2 };
+        let mut offsets = Vec::with_capacity((texts + 1) * 8);
+        offsets.extend_from_slice(&0i64.to_le_bytes());
+        PackedIds { id_bytes, ids: Vec::new(), offsets, tokens: 0 }
+    }
+
+    /// Appends the next block's ids.
+    pub fn append(&mut self, block: &BlockIds) {
+        // The low `id_bytes` of an id's little-endian bytes (ids of a
+        // uint16 model are below 65,536).
+        let (at, width) = (self.ids.len(), self.id_bytes);
+        self.ids.resize(at + block.ids.len() * width, 0);
+        for (slot, id) in self.ids[at..].chunks_exact_mut(width).zip(&block.ids) {
+            slot.copy_from_slice(&id.to_le_bytes()[..width]);
+        }
+        let base = self.tokens;
+        self.offsets.extend(block.ends.iter().flat_map(|&e| ((base + e as u64) as i64).to_le_bytes()));
+        self.tokens += block.ids.len() as u64;
+    }
+}
+
 /// The host of `encode_batch_flat`: blocks of a slice, into `FlatIds`.
 struct Flat<'a, T> {
     texts: &'a [T],
@@ -180,6 +223,9 @@ impl<T: Text + Copy> Host<Block<T>, &BlockIds> for Flat<'_, T> {
     fn prepare(&mut self) -> Result<Option<Block<T>>> {
         Block::cut(self.texts.len(), &mut self.next, |i| Ok(self.texts[i]))
     }
+}
+
+impl<T: Text + Copy> Deliver<Block<T>, &BlockIds> for Flat<'_, T> {
     fn deliver(&mut self, _: Block<T>, block: &BlockIds) -> Result<()> {
         self.out.append(block);
         Ok(())
@@ -226,7 +272,13 @@ impl Encoder {
         // with caches that start empty (in one process, the two builds
         // alternating, medians of 8), and 1 thread the same.
         let mut host = Recycling { host, spares: &spares };
-        run_ordered(threads, &mut host, &|| self.batch_caches.take(|| self.seeded_for_batch()), &|block, cache| work(block, cache))
+        run_ordered(threads, &mut host, &|| self.batch_cache(), &|block, cache| work(block, cache))
+    }
+
+    /// A cache for one thread of a batch (or of `file::encode_file`), from
+    /// the encoder's pool and back to it when dropped.
+    pub(super) fn batch_cache(&self) -> Pooled<'_> {
+        self.batch_caches.take(|| self.seeded_for_batch())
     }
 
     /// Encodes many texts on `threads` threads, as one flat id vector plus

@@ -1,8 +1,9 @@
 //! Streaming a corpus of any size into ids: text lines, `.npy` or raw binary.
 //!
-//! Lines are read in chunks of a few MiB (plain or compressed input), each
-//! chunk is encoded on all threads, and the ids are written in input order,
-//! so memory stays bounded by the chunk size whatever the corpus size.
+//! Lines are read in chunks of a few MiB (plain or compressed input) on a
+//! reader thread, the chunks' lines are encoded in blocks by one set of
+//! threads for the whole input, and the ids are written in input order, so
+//! memory stays bounded by a few chunks whatever the corpus size.
 //! The same loop encodes chunks from elsewhere (`encode_chunks`: Arrow
 //! rows from the Python bindings).
 //! Outputs go to temporary files beside the destination and are renamed into
@@ -17,13 +18,16 @@
 //! * `bin`: the same ids as raw little-endian uint16/uint32 (nanoGPT style),
 //!   with the same `.offsets.npy` beside it.
 
-use super::{Encoder, Specials};
+use super::batch::{BLOCK_BYTES, BLOCK_TEXTS};
+use super::cache::Pooled;
+use super::{Cache, Encoder, Specials};
 use crate::atomic::{persist, temp_beside};
 use crate::error::{Error, Result};
 use crate::fields::{FieldSpec, Fields};
 use crate::input::{read_chunks, total_size, Chunk, TextMode};
-use std::borrow::Cow;
 use crate::observe::{CountProgress, EncodeStats, Observer};
+use crate::ordered::Deliver;
+use std::borrow::Cow;
 use std::io::{BufWriter, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -96,6 +100,8 @@ impl NpyStream {
 
 /// Encodes every line of `src` into `dst` (with `fields`, the text of each
 /// line is its JSON field or its one column; a blank line is an empty text).
+/// A reader thread reads (and decompresses) the input a few chunks ahead
+/// of the encoding threads.
 #[allow(clippy::too_many_arguments)]
 pub fn encode_file(
     enc: &Encoder,
@@ -116,9 +122,26 @@ pub fn encode_file(
     let total = total_size(src)?;
     let raw = Arc::new(AtomicU64::new(0));
     let read = raw.clone();
-    let feed = move |sink: &mut dyn FnMut(Chunk) -> Result<()>| read_chunks(src, &mode, read, sink);
-    encode_chunks(enc, dst, format, specials, threads, fields, observer, (raw, Some(total)), Box::new(feed))
+    std::thread::scope(|s| {
+        let (chunks, received) = std::sync::mpsc::sync_channel::<Result<Chunk>>(CHUNKS_AHEAD);
+        s.spawn(move || {
+            // A failed send means the encoding stopped (its error wins); a
+            // panic while reading becomes an error, as on the workers.
+            let sent = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                read_chunks(src, &mode, read, &mut |chunk| chunks.send(Ok(chunk)).map_err(|_| Error::interrupted()))
+            }));
+            if let Err(e) = sent.unwrap_or_else(|_| Err(crate::util::worker_crashed())) {
+                let _ = chunks.send(Err(e));
+            }
+        });
+        let feed = move |sink: &mut dyn FnMut(Chunk) -> Result<()>| received.into_iter().try_for_each(|chunk| sink(chunk?));
+        encode_chunks(enc, dst, format, specials, threads, fields, observer, (raw, Some(total)), Box::new(feed))
+    })
 }
+
+/// Chunks read ahead of the encoding (each `input::CHUNK_SIZE`): enough
+/// that decompressing the next one never leaves the threads without text.
+const CHUNKS_AHEAD: usize = 2;
 
 /// Hands `encode_chunks` the chunks to encode, in output order.
 pub type ChunkFeed<'f> = dyn FnOnce(&mut dyn FnMut(Chunk) -> Result<()>) -> Result<()> + 'f;
@@ -127,10 +150,12 @@ pub type ChunkFeed<'f> = dyn FnOnce(&mut dyn FnMut(Chunk) -> Result<()>) -> Resu
 /// the bindings) into `dst`; `progress` is the input bytes read so far (the
 /// feed adds to it) and their total if known.
 ///
-/// Longer than the usual 80 lines on purpose: one read -> encode -> write
-/// loop whose state (the temporary outputs, the running offsets, counters
-/// and progress) lives across every chunk; cut into parts it would be
-/// passed around as a struct of exactly these locals.
+/// Each chunk is cut into blocks of lines, and one set of `threads` threads
+/// encodes the blocks of all chunks as one ordered stream
+/// (`crate::ordered::stream`): the threads are never restarted between
+/// chunks, the feed reads the next chunk while they work, and the calling
+/// thread writes each block's ids, rendered by the thread that encoded it,
+/// in input order.
 #[allow(clippy::too_many_arguments)]
 pub fn encode_chunks(
     enc: &Encoder,
@@ -143,148 +168,221 @@ pub fn encode_chunks(
     progress: (Arc<AtomicU64>, Option<u64>),
     feed: Box<ChunkFeed<'_>>,
 ) -> Result<EncodeStats> {
-    let (raw, total) = progress;
-    let werr = |e: std::io::Error| Error::output(format!("cannot write {}: {e}", dst.display()));
-    if dst.is_dir() {
-        return Err(Error::output(format!("cannot write {}: it is a directory", dst.display())));
-    }
     let wide = enc.vocab_size() > 1 << 16;
-    let id_bytes = if wide { 4 } else { 2 };
-    let start = Instant::now();
-    let mut stats = EncodeStats { id_bytes, ..Default::default() };
-
-    enum Sink {
-        Text(BufWriter<tempfile::NamedTempFile>),
-        Npy(NpyStream, NpyStream),
-        Bin(BufWriter<tempfile::NamedTempFile>, NpyStream),
-    }
-    let mut sink = match format {
-        IdFormat::Ids => Sink::Text(BufWriter::with_capacity(1 << 20, temp_beside(dst)?)),
-        IdFormat::Npy => Sink::Npy(
-            NpyStream::new(temp_beside(dst)?, if wide { "<u4" } else { "<u2" }).map_err(werr)?,
-            NpyStream::new(temp_beside(&offsets_path(dst))?, "<i8").map_err(werr)?,
-        ),
-        IdFormat::Bin => Sink::Bin(
-            BufWriter::with_capacity(1 << 20, temp_beside(dst)?),
-            NpyStream::new(temp_beside(&offsets_path(dst))?, "<i8").map_err(werr)?,
-        ),
-    };
-    if let Sink::Npy(_, off) | Sink::Bin(_, off) = &mut sink {
-        off.file.write_all(&0i64.to_le_bytes()).map_err(werr)?;
-        off.count = 1;
-    }
-    let mut last_poll = 0.0f64;
-    let mut line_buf: Vec<u8> = Vec::new();
-    feed(&mut |chunk| {
-        let mut texts: Vec<&[u8]> = Vec::new();
-        chunk.for_each_text::<()>(&mut |t, _| {
-            texts.push(t);
-            Ok(())
-        })
-        .ok();
-        let fielded = match fields {
-            Some(f) => field_texts(f, &texts, &chunk.source, chunk.first_line)?,
-            None => Vec::new(),
-        };
-        if fields.is_some() {
-            texts = fielded.iter().map(|t| &t[..]).collect();
-        }
-        let (ids, offsets) = enc
-            .encode_batch_flat(&texts, specials, threads)
-            .map_err(|e| name_the_line(&enc, &texts, specials, &chunk.source, chunk.first_line, e))?;
-        stats.lines += texts.len() as u64;
-        stats.bytes += texts.iter().map(|t| t.len() as u64).sum::<u64>();
-        let base = stats.tokens;
-        stats.tokens += ids.len() as u64;
-        match &mut sink {
-            Sink::Text(w) => {
-                for k in 0..texts.len() {
-                    line_buf.clear();
-                    let line = &ids[offsets[k] as usize..offsets[k + 1] as usize];
-                    for (n, id) in line.iter().enumerate() {
-                        if n > 0 {
-                            line_buf.push(b' ');
-                        }
-                        line_buf.extend_from_slice(id.to_string().as_bytes());
-                    }
-                    line_buf.push(b'\n');
-                    w.write_all(&line_buf).map_err(werr)?;
-                }
-            }
-            Sink::Npy(NpyStream { file, count, .. }, off) => {
-                write_ids(file, &ids, wide).map_err(werr)?;
-                *count += ids.len() as u64;
-                write_offsets(off, &offsets[1..], base).map_err(werr)?;
-            }
-            Sink::Bin(file, off) => {
-                write_ids(file, &ids, wide).map_err(werr)?;
-                write_offsets(off, &offsets[1..], base).map_err(werr)?;
-            }
-        }
-        let t = start.elapsed().as_secs_f64();
-        if t - last_poll >= 0.05 {
-            last_poll = t;
-            if observer.should_stop() {
-                return Err(Error::interrupted());
-            }
-            observer.encoding(&CountProgress { raw_bytes_done: raw.load(Ordering::Relaxed), raw_bytes_total: total, elapsed: t, file: None });
-        }
-        Ok(())
+    let out = Output::create(dst, format, wide)?;
+    let mut writer = Writer { out, observer, raw: progress.0, total: progress.1, start: Instant::now(), last_poll: 0.0 };
+    let work = |slice: &Slice, cache: &mut Pooled<'_>| encode_slice(enc, slice, specials, fields, format, wide, cache);
+    crate::ordered::stream(threads, &|| enc.batch_cache(), &work, |s| {
+        feed(&mut |chunk| cut(chunk, &mut |slice| s.push(slice, &mut writer)))?;
+        s.finish(&mut writer)
     })?;
-    match sink {
-        Sink::Text(w) => {
-            let tmp = w.into_inner().map_err(|e| werr(e.into_error()))?;
-            tmp.as_file().sync_all().map_err(werr)?;
-            persist(tmp, dst)?;
-        }
-        Sink::Npy(ids, off) => {
-            let ids = ids.finish().map_err(werr)?;
-            let off = off.finish().map_err(werr)?;
-            persist(off, &offsets_path(dst))?;
-            persist(ids, dst)?;
-        }
-        Sink::Bin(w, off) => {
-            let tmp = w.into_inner().map_err(|e| werr(e.into_error()))?;
-            tmp.as_file().sync_all().map_err(werr)?;
-            let off = off.finish().map_err(werr)?;
-            persist(off, &offsets_path(dst))?;
-            persist(tmp, dst)?;
-        }
-    }
+    let Writer { out, observer, start, .. } = writer;
+    let mut stats = out.persist(dst)?;
     stats.seconds = start.elapsed().as_secs_f64();
     observer.encoded(&stats);
     Ok(stats)
 }
 
-/// The text of each structured line (one per line; blank lines are empty
-/// texts), or the error naming the first line without one.
-fn field_texts<'a>(fields: &Fields, lines: &[&'a [u8]], source: &str, first_line: u64) -> Result<Vec<Cow<'a, [u8]>>> {
-    let mut found = Vec::with_capacity(1);
-    let mut out = Vec::with_capacity(lines.len());
-    for (k, line) in lines.iter().enumerate() {
-        found.clear();
-        fields.texts(line, &mut found).map_err(|why| {
-            Error::input(format!("{source}, line {}: {why} (every line needs its text: one row of ids per line)", first_line + k as u64))
-        })?;
-        out.push(found.pop().unwrap_or(Cow::Borrowed(&b""[..])));
-    }
-    Ok(out)
+/// A block of a chunk's texts: their byte ranges in `chunk.data`, the first
+/// on line `first_line`.
+struct Slice {
+    chunk: Arc<Chunk>,
+    spans: Vec<(usize, usize)>,
+    first_line: u64,
 }
 
-/// The error of a batch, naming the line it comes from: the batch is
-/// encoded again one text at a time (only on this error path) to find it.
-fn name_the_line(enc: &Encoder, texts: &[&[u8]], specials: &Specials, source: &str, first_line: u64, e: Error) -> Error {
-    let mut ids = Vec::new();
-    for (k, t) in texts.iter().enumerate() {
-        ids.clear();
-        if let Err(e) = enc.encode_into(t, specials, &mut ids, None) {
-            return e.with_context(format_args!("{source}, line {}", first_line + k as u64));
+/// Cuts `chunk` into blocks of about `batch::BLOCK_BYTES` of text.
+fn cut(chunk: Chunk, push: &mut dyn FnMut(Slice) -> Result<()>) -> Result<()> {
+    let mut spans = Vec::new();
+    chunk
+        .for_each_text::<()>(&mut |t, at| {
+            spans.push((at, at + t.len()));
+            Ok(())
+        })
+        .ok();
+    let (chunk, mut first) = (Arc::new(chunk), 0usize);
+    while first < spans.len() {
+        let (mut end, mut bytes) = (first, 0usize);
+        while end < spans.len() && bytes < BLOCK_BYTES && end - first < BLOCK_TEXTS {
+            bytes += spans[end].1 - spans[end].0;
+            end += 1;
         }
+        let first_line = chunk.first_line + first as u64;
+        push(Slice { chunk: Arc::clone(&chunk), spans: spans[first..end].to_vec(), first_line })?;
+        first = end;
     }
-    e.with_context(format_args!("{source}, lines {first_line}.."))
+    Ok(())
 }
 
-fn write_ids(w: &mut impl Write, ids: &[u32], wide: bool) -> std::io::Result<()> {
+/// A block's ids rendered in the output's format, and where each text's
+/// ids end (counted from the block's first id).
+struct Encoded {
+    rendered: Vec<u8>,
+    ends: Vec<u64>,
+    text_bytes: u64,
+}
+
+/// Encodes one block (on any thread), each line's error naming its line.
+fn encode_slice(
+    enc: &Encoder,
+    slice: &Slice,
+    specials: &Specials,
+    fields: Option<&Fields>,
+    format: IdFormat,
+    wide: bool,
+    cache: &mut Cache,
+) -> Result<Encoded> {
+    let data = &slice.chunk.data;
+    let text_bytes: usize = slice.spans.iter().map(|(s, e)| e - s).sum();
+    let (mut ids, mut ends) = (Vec::with_capacity(text_bytes / 3 + 1), Vec::with_capacity(slice.spans.len()));
+    let mut found = Vec::with_capacity(1);
+    let mut text_bytes = 0u64;
+    for (k, &(s, e)) in slice.spans.iter().enumerate() {
+        let line = &data[s..e];
+        let at = || format!("{}, line {}", slice.chunk.source, slice.first_line + k as u64);
+        let text = match fields {
+            None => Cow::Borrowed(line),
+            Some(f) => {
+                found.clear();
+                f.texts(line, &mut found)
+                    .map_err(|why| Error::input(format!("{}: {why} (every line needs its text: one row of ids per line)", at())))?;
+                found.pop().unwrap_or(Cow::Borrowed(&b""[..]))
+            }
+        };
+        enc.encode_into(&text, specials, &mut ids, Some(cache)).map_err(|e| e.with_context(at()))?;
+        text_bytes += text.len() as u64;
+        ends.push(ids.len() as u64);
+    }
+    let rendered = match format {
+        IdFormat::Ids => render_lines(&ids, &ends),
+        IdFormat::Npy | IdFormat::Bin => render_ids(&ids, wide),
+    };
+    Ok(Encoded { rendered, ends, text_bytes })
+}
+
+/// The temporary outputs (renamed into place by `persist`) and what went
+/// into them so far.
+struct Output {
+    sink: Sink,
+    stats: EncodeStats,
+}
+
+enum Sink {
+    Text(BufWriter<tempfile::NamedTempFile>),
+    Npy(NpyStream, NpyStream),
+    Bin(BufWriter<tempfile::NamedTempFile>, NpyStream),
+}
+
+fn write_error(dst: &Path) -> impl Fn(std::io::Error) -> Error + '_ {
+    move |e| Error::output(format!("cannot write {}: {e}", dst.display()))
+}
+
+impl Output {
+    fn create(dst: &Path, format: IdFormat, wide: bool) -> Result<Self> {
+        let werr = write_error(dst);
+        if dst.is_dir() {
+            return Err(Error::output(format!("cannot write {}: it is a directory", dst.display())));
+        }
+        let mut sink = match format {
+            IdFormat::Ids => Sink::Text(BufWriter::with_capacity(1 << 20, temp_beside(dst)?)),
+            IdFormat::Npy => Sink::Npy(
+                NpyStream::new(temp_beside(dst)?, if wide { "<u4" } else { "<u2" }).map_err(&werr)?,
+                NpyStream::new(temp_beside(&offsets_path(dst))?, "<i8").map_err(&werr)?,
+            ),
+            IdFormat::Bin => Sink::Bin(
+                BufWriter::with_capacity(1 << 20, temp_beside(dst)?),
+                NpyStream::new(temp_beside(&offsets_path(dst))?, "<i8").map_err(&werr)?,
+            ),
+        };
+        if let Sink::Npy(_, off) | Sink::Bin(_, off) = &mut sink {
+            off.file.write_all(&0i64.to_le_bytes()).map_err(&werr)?;
+            off.count = 1;
+        }
+        let id_bytes = if wide { 4 } else { 2 };
+        Ok(Output { sink, stats: EncodeStats { id_bytes, ..Default::default() } })
+    }
+
+    /// Appends one block's ids (and their offsets).
+    fn write(&mut self, block: &Encoded) -> std::io::Result<()> {
+        let base = self.stats.tokens;
+        let tokens = block.ends.last().copied().unwrap_or(0);
+        match &mut self.sink {
+            Sink::Text(w) => w.write_all(&block.rendered)?,
+            Sink::Npy(NpyStream { file, count, .. }, off) => {
+                file.write_all(&block.rendered)?;
+                *count += tokens;
+                write_offsets(off, &block.ends, base)?;
+            }
+            Sink::Bin(file, off) => {
+                file.write_all(&block.rendered)?;
+                write_offsets(off, &block.ends, base)?;
+            }
+        }
+        self.stats.lines += block.ends.len() as u64;
+        self.stats.bytes += block.text_bytes;
+        self.stats.tokens += tokens;
+        Ok(())
+    }
+
+    /// Renames the outputs into place (the offsets first).
+    fn persist(self, dst: &Path) -> Result<EncodeStats> {
+        let werr = write_error(dst);
+        match self.sink {
+            Sink::Text(w) => {
+                let tmp = w.into_inner().map_err(|e| werr(e.into_error()))?;
+                tmp.as_file().sync_all().map_err(&werr)?;
+                persist(tmp, dst)?;
+            }
+            Sink::Npy(ids, off) => {
+                let ids = ids.finish().map_err(&werr)?;
+                let off = off.finish().map_err(&werr)?;
+                persist(off, &offsets_path(dst))?;
+                persist(ids, dst)?;
+            }
+            Sink::Bin(w, off) => {
+                let tmp = w.into_inner().map_err(|e| werr(e.into_error()))?;
+                tmp.as_file().sync_all().map_err(&werr)?;
+                let off = off.finish().map_err(&werr)?;
+                persist(off, &offsets_path(dst))?;
+                persist(tmp, dst)?;
+            }
+        }
+        Ok(self.stats)
+    }
+}
+
+/// The calling thread's side of `encode_chunks`: writes each block, in
+/// order, and reports progress (and asks whether to stop) every 50 ms.
+struct Writer<'w> {
+    out: Output,
+    observer: &'w mut dyn Observer,
+    raw: Arc<AtomicU64>,
+    total: Option<u64>,
+    start: Instant,
+    last_poll: f64,
+}
+
+impl Deliver<Slice, Encoded> for Writer<'_> {
+    fn deliver(&mut self, _: Slice, block: Encoded) -> Result<()> {
+        self.out.write(&block).map_err(|e| Error::output(format!("cannot write the output: {e}")))?;
+        let t = self.start.elapsed().as_secs_f64();
+        if t - self.last_poll >= 0.05 {
+            self.last_poll = t;
+            if self.observer.should_stop() {
+                return Err(Error::interrupted());
+            }
+            let done = self.raw.load(Ordering::Relaxed);
+            self.observer.encoding(&CountProgress { raw_bytes_done: done, raw_bytes_total: self.total, elapsed: t, file: None });
+        }
+        Ok(())
+    }
+    fn unlocked<T: Send>(&mut self, f: impl FnOnce() -> T + Send) -> T {
+        f()
+    }
+}
+
+/// Ids as little-endian uint16 (`wide`: uint32), as the `.npy`/`.bin` hold them.
+fn render_ids(ids: &[u32], wide: bool) -> Vec<u8> {
     let mut buf = Vec::with_capacity(ids.len() * 4);
     if wide {
         for &id in ids {
@@ -295,7 +393,38 @@ fn write_ids(w: &mut impl Write, ids: &[u32], wide: bool) -> std::io::Result<()>
             buf.extend_from_slice(&(id as u16).to_le_bytes());
         }
     }
-    w.write_all(&buf)
+    buf
+}
+
+/// One line of space-separated ids per text (`ends`: where each text's ids end).
+fn render_lines(ids: &[u32], ends: &[u64]) -> Vec<u8> {
+    let mut buf = Vec::with_capacity(ids.len() * 7 + ends.len());
+    let mut start = 0usize;
+    for &end in ends {
+        for (n, &id) in ids[start..end as usize].iter().enumerate() {
+            if n > 0 {
+                buf.push(b' ');
+            }
+            push_decimal(&mut buf, id);
+        }
+        buf.push(b'\n');
+        start = end as usize;
+    }
+    buf
+}
+
+fn push_decimal(buf: &mut Vec<u8>, mut n: u32) {
+    let mut digits = [0u8; 10];
+    let mut i = digits.len();
+    loop {
+        i -= 1;
+        digits[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    buf.extend_from_slice(&digits[i..]);
 }
 
 fn write_offsets(off: &mut NpyStream, ends: &[u64], base: u64) -> std::io::Result<()> {

@@ -42,7 +42,7 @@ mod snapshot;
 mod tables;
 pub mod file;
 
-pub use batch::{Block, BlockIds, FlatIds, Text};
+pub use batch::{Block, BlockIds, FlatIds, PackedIds, Text};
 pub use cache::{Cache, MIN_CACHE_BYTES};
 pub use dropout::Dropout;
 

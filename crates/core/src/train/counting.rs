@@ -87,7 +87,7 @@ pub(crate) fn count_words_mode<'c>(
     let budget = config.memory_budget();
     let room = budget.saturating_sub(crate::budget::process_rss());
     let asked = config.min_word_count.max(1);
-    let choose = move |h: &crate::budget::CountHistogram| crate::budget::fit_merge_phase(h, asked, room, budget, true);
+    let choose = move |h: &crate::budget::CountHistogram, held: u64| crate::budget::fit_merge_phase(h, asked, room.saturating_sub(held), budget, true);
     let limits = CountLimits {
         budget: crate::budget::CountBudget::new(room, threads),
         choose_min: if final_counts { Some(&choose) } else { None },
