@@ -89,6 +89,10 @@ fn tables_agree_with_a_plain_map() {
 /// and without SuperBPE's second table, 1 and 3 threads) equals the
 /// in-memory count exactly; and the merged runs can leave out the rarest
 /// types as `choose_min` decides.
+///
+/// Why this function is long: one corpus counted four ways (in memory,
+/// spilled, pruned, and SuperBPE's units pruned beside the words), each
+/// compared with the first; the cases share that corpus and its count.
 #[test]
 fn spilled_counts_equal_the_in_memory_count() {
     use crate::pretok::PreTokenizerSpec;
