@@ -270,7 +270,7 @@ def test_every_listed_compression_is_read_by_the_engine_and_in_python(suffix, fi
     path = tmp_path / f"corpus.txt{suffix}"
     path.write_bytes(compress(files["plain"].read_bytes()))
     assert bpeforge.train(path, vocab_size=VOCAB, progress=False) == plain_model
-    from bpeforge._io import read_texts
+    from bpeforge._texts import read_texts
 
     texts, handle = read_texts(path)
     assert list(texts) == TEXTS

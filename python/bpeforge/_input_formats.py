@@ -47,12 +47,9 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import _native
+from ._io import COMPRESSIONS, compression, open_binary
 from .errors import InputError, ParameterError
 
-#: Compression suffixes, decompressed on the fly by every reader (the
-#: engine's list: crates/core/src/input.rs ``COMPRESSIONS``).
-COMPRESSIONS: tuple[str, ...] = tuple(_native.COMPRESSIONS)
 #: Name endings of each structured format (before any compression suffix).
 PARQUET_SUFFIXES = (".parquet", ".pq")
 ARROW_SUFFIXES = (".arrow", ".feather", ".ipc")
@@ -106,12 +103,6 @@ INPUT_HELP = (f"text file, one text per line; or JSON lines ({', '.join(JSON_LIN
               "Arrow is never read as plain text")
 
 
-def compression(path: str | os.PathLike[str]) -> str | None:
-    """The compression suffix of ``path`` (lower-cased), or None."""
-    low = os.fspath(path).lower()
-    return next((c for c in COMPRESSIONS if low.endswith(c)), None)
-
-
 def detect(path: str | os.PathLike[str]) -> InputFormat:
     """What ``path`` holds, from its name, then its first bytes (see the
     module docstring for the rules). A path that cannot be opened is
@@ -156,8 +147,6 @@ def _head(path: str, comp: str | None) -> bytes | None:
         if comp is None:
             with open(path, "rb") as f:
                 return f.read(SNIFF_BYTES)
-        from ._io import open_binary
-
         with open_binary(path) as f:
             return f.read(SNIFF_BYTES)
     except (OSError, EOFError, ValueError, ParameterError, ImportError):

@@ -2,7 +2,7 @@
 Python package that does either.
 
 * :func:`open_text` opens a corpus or a line file, plain or compressed
-  (the suffixes of :data:`bpeforge._input_formats.COMPRESSIONS`, which the
+  (the suffixes of :data:`COMPRESSIONS`, which the
   engine's own reader, crates/core/src/input.rs, understands too), so a file
   the trainer accepts is a file the CLI and the report accept.
 * :func:`check_output` refuses, before any work, an output that could not
@@ -20,17 +20,16 @@ from __future__ import annotations
 import bz2
 import gzip
 import io
-import json
 import lzma
 import os
 import re
 import secrets
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from typing import IO, Any, Union
 
 from ._extras import require
-from ._input_formats import compression
-from .errors import InputError, OutputError
+from . import _native
+from .errors import OutputError
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -44,6 +43,18 @@ def open_text(path: PathLike, *, errors: str = "strict") -> IO[str]:
     policy (``"strict"`` raises UnicodeDecodeError, which callers turn into an
     error naming the line; ``"replace"`` for best-effort reading)."""
     return io.TextIOWrapper(open_binary(path), encoding="utf-8", errors=errors, newline="\n")
+
+
+#: The compression suffixes every reader understands, the engine's list
+#: (crates/core/src/input.rs ``COMPRESSIONS``): the files :func:`open_binary`
+#: decompresses are exactly the ones the engine does.
+COMPRESSIONS: tuple[str, ...] = tuple(_native.COMPRESSIONS)
+
+
+def compression(path: PathLike) -> str | None:
+    """The compression suffix of ``path`` (lower-cased), or None."""
+    low = os.fspath(path).lower()
+    return next((c for c in COMPRESSIONS if low.endswith(c)), None)
 
 
 def open_binary(path: PathLike) -> IO[bytes]:
@@ -63,7 +74,7 @@ def _open_zstd(path: str) -> IO[bytes]:
         raise
 
 
-#: The opener of each compression suffix (:data:`bpeforge._input_formats.COMPRESSIONS`,
+#: The opener of each compression suffix (:data:`COMPRESSIONS`,
 #: the engine's list; .zst/.zstd need the optional zstandard package).
 _OPENERS: dict[str, Callable[[str], Any]] = {
     ".gz": lambda path: gzip.open(path, "rb"),
@@ -196,31 +207,6 @@ def model_format(path: str) -> str | None:
     return None
 
 
-def read_texts(path: PathLike, text_field: str | None = None, *, errors: str = "strict") -> tuple[Iterator[str], Any]:
-    """The texts of one input file, in Python, read as the engine reads it
-    (what the file is: :func:`bpeforge._input_formats.plan`, which refuses a
-    structured file without ``text_field``): text lines (without their line
-    end), the ``text_field`` of each JSON line (a dotted path reaches nested
-    fields; a blank line is an empty text), or the ``text_field`` column of
-    a Parquet/Arrow file. Returns ``(texts, handle)``; close ``handle``
-    (None for columns) when done."""
-    from . import _input_formats
-
-    path = os.fspath(path)
-    kind = _input_formats.plan([path], text_field=text_field)
-    if kind == "columnar":
-        from ._arrow import column_texts
-
-        assert text_field is not None  # plan() refuses columns without it
-
-        return column_texts(path, text_field), None
-    handle = open_text(path, errors=errors)
-    lines = (strip_eol(x) for x in handle)
-    if text_field is None:
-        return lines, handle
-    return _json_texts(lines, path, text_field), handle
-
-
 def strip_eol(line: str) -> str:
     """``line`` without its ``\n`` or ``\r\n`` end (as the engine cuts lines)."""
     if line.endswith("\n"):
@@ -228,22 +214,3 @@ def strip_eol(line: str) -> str:
         if line.endswith("\r"):
             line = line[:-1]
     return line
-
-
-def _json_texts(lines: Iterator[str], path: str, text_field: str) -> Iterator[str]:
-    keys = text_field.split(".")
-    for lineno, line in enumerate(lines, 1):
-        if not line.strip():
-            yield ""
-            continue
-        try:
-            value: Any = json.loads(line)
-        except ValueError as e:
-            raise InputError(f"{path}, line {lineno}: not a JSON record ({e})") from None
-        for key in keys:
-            if not isinstance(value, dict) or key not in value:
-                raise InputError(f"{path}, line {lineno}: no field {text_field!r}")
-            value = value[key]
-        if not isinstance(value, str):
-            raise InputError(f"{path}, line {lineno}: field {text_field!r} is not a string")
-        yield value

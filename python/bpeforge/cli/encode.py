@@ -6,7 +6,6 @@ from __future__ import annotations
 import argparse
 import shutil
 import tempfile
-import json
 import os
 import sys
 import time

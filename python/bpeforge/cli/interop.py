@@ -4,7 +4,6 @@ tiktoken and SentencePiece."""
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import warnings
 from typing import Any

@@ -5,7 +5,6 @@ training entry as they are."""
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time

@@ -9,7 +9,6 @@ call them without an import cycle.
 
 from __future__ import annotations
 
-import importlib
 import json
 import os
 from typing import TYPE_CHECKING, Any, Union

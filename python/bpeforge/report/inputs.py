@@ -10,7 +10,8 @@ import random
 from collections.abc import Iterable, Iterator
 from typing import Any, Union
 
-from .._io import open_text, read_texts, strip_eol
+from .._io import open_text, strip_eol
+from .._texts import read_texts
 from ..errors import ParameterError
 
 PathLike = Union[str, "os.PathLike[str]"]
