@@ -135,11 +135,10 @@ pub struct PreTokenizer {
     engine: Engine,
 }
 
-fn compile_meta(pattern: &str) -> std::result::Result<meta::Regex, String> {
-    meta::Regex::builder()
-        .configure(meta::Config::new().utf8_empty(true))
-        .build(pattern)
-        .map_err(|e| e.to_string())
+/// The linear-time engine for `pattern`; its error says why it cannot run
+/// it (then a custom pattern goes to the backtracking engine).
+fn compile_meta(pattern: &str) -> std::result::Result<meta::Regex, meta::BuildError> {
+    meta::Regex::builder().configure(meta::Config::new().utf8_empty(true)).build(pattern)
 }
 
 /// Python's `str.isspace()`: Unicode White_Space plus the four information
@@ -163,7 +162,7 @@ impl PreTokenizer {
     #[doc(hidden)]
     pub fn regex_reference(spec: PreTokenizerSpec) -> Result<Self> {
         if let Some(r) = spec.preset().and_then(|p| p.regex.as_ref()) {
-            let re = compile_meta(r.fast).map_err(Error::parameter)?;
+            let re = compile_meta(r.fast).map_err(|e| Error::parameter(e.to_string()))?;
             let engine = match r.cut {
                 Cut::Covering(lookahead) => Engine::Dfa { re, lookahead },
                 Cut::Isolated => Engine::Superword(re),
