@@ -94,6 +94,19 @@ def test_cli_vocab_size_with_k(corpus, tmp_path) -> None:
     assert bpeforge.load(out) == bpeforge.train(corpus, vocab_size=300, progress=False)
 
 
+@pytest.mark.parametrize("flags, said", [
+    (["--balance-rounds", "30"], "--balance-rounds must be an integer from 0 to 20, got 30"),
+    (["--min-word-count", "0"], "--min-word-count must be a positive integer"),
+    (["--columns", "0"], "--columns must be column numbers counted from 1"),
+    (["--threads", "0"], "--threads must be at least 1"),
+    (["--vocab-size", "-3"], "--vocab-size must not be negative, got -3"),
+    (["--checkpoint-every", "0"], "--checkpoint-every must be a positive integer"),
+])
+def test_value_rules_checked_by_the_engine_name_the_flags(corpus, tmp_path, capsys, flags, said) -> None:
+    assert cli.main(["train", str(corpus), "-o", str(tmp_path / "m.json"), *flags]) == 1
+    assert said in capsys.readouterr().err
+
+
 # ---- checks before counting ---------------------------------------------------------------
 
 

@@ -53,22 +53,56 @@ def test_every_option_is_documented_in_train() -> None:
         assert f"        {name}: " in doc, name
 
 
-@pytest.mark.parametrize("bad", [
-    {"vocab_size": 0}, {"vocab_size": -5}, {"vocab_size": True}, {"vocab_size": "32000"},
-    {"min_frequency": -1}, {"max_token_length": 0}, {"threads": 0}, {"min_word_count": 0},
-    {"checkpoint_every": 0}, {"superbpe_transition": 0}, {"superbpe_max_words": -1},
-    {"temperature": 0.0}, {"temperature": float("nan")}, {"max_premium": 1.0}, {"max_premium": float("inf")},
-    {"balance_rounds": 21}, {"premium_reference": " "}, {"balance_min_lines": -1}, {"balance_max_lift": 0.5},
-    {"balance_held_apart": 0.6}, {"balance_held_apart": -0.1},
-    {"special_tokens": "<s>"}, {"special_tokens": [1]}, {"file_languages": "en"}, {"langs": []},
-    {"resume_from": 3}, {"character_coverage": "all"},
-    {"max_memory": "0"}, {"max_memory": "-1G"}, {"max_memory": "lots"}, {"max_memory": 0}, {"max_memory": 1.5},
-    {"max_memory": "8X"}, {"max_memory": True},
+# Each bad value with the rule its error states. Types and forms are Python's
+# (what the engine's typed record needs); every rule about a value is the
+# engine's, checked once, when the options are made.
+@pytest.mark.parametrize("bad, rule", [
+    ({"vocab_size": 0}, "must be a positive integer"), ({"vocab_size": -5}, "must not be negative"),
+    ({"vocab_size": True}, "must be an integer"), ({"vocab_size": "32000"}, "must be an integer"),
+    ({"vocab_size": 255}, "below the base vocabulary.*at least 256"),
+    ({"min_frequency": -1}, "must not be negative"), ({"max_token_length": 0}, "at least 1"),
+    ({"threads": 0}, "at least 1"), ({"min_word_count": 0}, "must be a positive integer"),
+    ({"checkpoint_every": 0}, "must be a positive integer"),
+    ({"superbpe_transition": 0}, "must be a positive integer"), ({"superbpe_max_words": -1}, "must not be negative"),
+    ({"temperature": 0.0}, "must be a positive number"), ({"temperature": float("nan")}, "must be a positive number"),
+    ({"max_premium": 1.0}, "must be a number above 1"), ({"max_premium": float("inf")}, "must be a number above 1"),
+    ({"balance_rounds": 21}, "from 0 to 20"), ({"premium_reference": " "}, "must be a language tag"),
+    ({"balance_min_lines": -1}, "must not be negative"), ({"balance_max_lift": 0.5}, "from 1 to 1024"),
+    ({"balance_held_apart": 0.6}, "from 0 to 0.5"), ({"balance_held_apart": -0.1}, "from 0 to 0.5"),
+    ({"columns": [0]}, "counted from 1"), ({"columns": []}, "counted from 1"), ({"columns": [-1]}, "not be negative"),
+    ({"on_bad_record": "ignore"}, '"error" or "skip"'), ({"text_field": " "}, "non-empty keys"),
+    ({"lang_field": " "}, "must name a field or column"),
+    ({"special_tokens": "<s>"}, "not one string"), ({"special_tokens": [1]}, "must be strings"),
+    ({"file_languages": "en"}, "not one string"), ({"langs": []}, "is empty"),
+    ({"resume_from": 3}, "a Tokenizer, a model path or None"), ({"character_coverage": "all"}, "must be a number"),
+    ({"max_memory": "0"}, "positive number of bytes"), ({"max_memory": "-1G"}, "memory size"),
+    ({"max_memory": "lots"}, "memory size"), ({"max_memory": 0}, "positive number of bytes"),
+    ({"max_memory": -5}, "must not be negative"), ({"max_memory": 1.5}, "memory size"),
+    ({"max_memory": "8X"}, "memory size"), ({"max_memory": True}, "memory size"),
 ])
-def test_bad_values_are_parameter_errors_naming_the_option(bad) -> None:
-    (name,) = bad
-    with pytest.raises(bpeforge.ParameterError, match=name):
+def test_bad_values_are_parameter_errors_naming_the_option_and_the_rule(bad, rule) -> None:
+    name = next(iter(bad))
+    with pytest.raises(bpeforge.ParameterError, match=f"{name}.*{rule}"):
         TrainOptions(**bad)
+
+
+def test_options_pickle_without_their_settings_and_make_them_again() -> None:
+    import pickle
+
+    opts = TrainOptions(vocab_size=300, special_tokens=["<s>"])
+    copy = pickle.loads(pickle.dumps(opts))
+    assert copy == opts and "_settings" not in pickle.loads(pickle.dumps(opts)).__dict__
+    assert copy.settings().memory_budget == opts.settings().memory_budget
+
+
+def test_a_resumed_model_file_is_read_once_when_the_options_are_made(tmp_path) -> None:
+    model = tmp_path / "m.json"
+    bpeforge.train_from_iterator(["hello world"] * 20, vocab_size=260, progress=False).save(model)
+    opts = TrainOptions(resume_from=model, vocab_size=270)
+    model.unlink()  # what follows must not read it again
+    assert opts.settings() is opts.settings()
+    # An Arrow run's settings (their own columns) take the model already read.
+    opts.settings(text_field=None, on_bad_record="error", lang_field=None)
 
 
 @pytest.mark.parametrize("text, expected", [("8G", 8 << 30), ("512M", 512 << 20), ("1.5GiB", 3 << 29),

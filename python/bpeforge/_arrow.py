@@ -233,12 +233,18 @@ def columns_of(options: Any) -> Columns:
     return Columns(options.text_field, options.lang_field, options.on_bad_record)
 
 
+def engine_changes(lang: str | None) -> dict[str, Any]:
+    """How an Arrow run's options differ in the engine's form. The engine
+    counts the batches as they come, so it reads no JSON field
+    (``text_field`` unset) and refuses no record itself; ``lang`` (the
+    language column's name) tells it the run is balanced by each row's
+    language."""
+    return {"text_field": None, "on_bad_record": "error", "lang_field": lang}
+
+
 def engine_options(options: Any, lang: str | None) -> Any:
-    """An Arrow run's options in the engine's form. The engine counts the
-    batches as they come, so it reads no JSON field (``text_field`` unset)
-    and refuses no record itself; ``lang`` (the language column's name)
-    tells it the run is balanced by each row's language."""
-    return options.engine_options(text_field=None, on_bad_record="error", lang_field=lang)
+    """An Arrow run's options in the engine's form (:func:`engine_changes`)."""
+    return options.engine_options(**engine_changes(lang))
 
 
 def text_bytes(paths: list[str], column: str) -> list[tuple[str, int]]:
@@ -271,7 +277,7 @@ def _train(make_source: Any, inputs: list[str], columns: Columns, options: Any, 
            files: list[tuple[str, int]] | None = None) -> Any:
     """Trains on Arrow batches (``make_source()`` gives a fresh iterable each
     pass) of the text column, balanced by the language column if given."""
-    settings = _native.TrainSettings(engine_options(options, columns.lang))
+    settings = options.settings(**engine_changes(columns.lang))
     rows = columns.rows()
     languages = None
     if columns.lang is not None:

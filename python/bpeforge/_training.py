@@ -155,7 +155,9 @@ def train_from_dataset(
     given = [k for k in ("text_field", "lang_field") if k in options]
     if given:
         raise ParameterError(f"{', '.join(given)}: give text_column=/lang_column= for a dataset")
-    opts = TrainOptions(**options)
+    # The columns are the options' text and language fields, as for a
+    # Parquet file: the engine checks the options with them, when made.
+    opts = TrainOptions(**options, text_field=text_column, lang_field=lang_column)
     opts.refuse(_arrow.TEXT_FILE_ONLY, "for a dataset", "texts are rows of a column")
     return Tokenizer(_arrow.train_from_dataset(ds, text_column, lang_column, batch_size, opts,
                                                native_progress(progress)))

@@ -197,7 +197,7 @@ def train_with(inputs: list[str], opts: TrainOptions, *, address: str | None, sh
     names = _arrow.check_files(abs_inputs, opts) if arrow else None
     columns = _arrow.columns_of(opts) if arrow else None
     engine = _arrow.engine_options(opts, opts.lang_field) if arrow else opts.engine_options()
-    settings = _native.TrainSettings(engine)  # checked here, before any task
+    settings = opts.settings(**_arrow.engine_changes(opts.lang_field)) if arrow else opts.settings()
     prog = native_progress(progress)
     ray = _connect(address)
     start = time.perf_counter()

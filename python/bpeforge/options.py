@@ -12,9 +12,10 @@ told. From it come
   the :class:`EngineOptions` record (one field per option of the Rust core's
   ``TrainOptions``, by the same names; a test checks both lists are equal)
   into ``_native.TrainSettings``, where the engine converts and checks it
-  once (``TrainConfig::validate``: ranges and the rules between options, and
-  a resumed model's settings against the options given); every training
-  entry point takes that checked value,
+  once, when the options are made (``TrainConfig::validate``: every rule
+  about a value, its range or choices, the rules between options, and a
+  resumed model's settings against the options given; Python checks only
+  types and forms); every training entry point takes that checked value,
 * the ``bpeforge train`` command line (:func:`add_cli_arguments`,
   :func:`from_cli`), for the local and the ``--ray`` path alike,
 * the ``Args:`` section of :func:`bpeforge.train`'s docstring.
@@ -32,7 +33,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import math
 import os
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -82,40 +82,39 @@ class Regex:
             raise ParameterError(f"Regex({self.pattern!r}) is a preset's name: pass pretokenizer={self.pattern!r}")
 
 
-# ---- value checks -------------------------------------------------------------
-# Each returns the value normalised for the engine, or raises ParameterError
-# naming the option.
+# ---- type checks -------------------------------------------------------------
+# Each returns the value in the engine's type, or raises ParameterError naming
+# the option. Only the type and form are checked here: every rule about the
+# value (ranges, choices, rules between options) is the engine's
+# (``TrainConfig::validate``), run when the options are made.
 
 
-def _int(name: str, lo: int, hi: float = math.inf, none_ok: bool = False, what: str = "") -> Callable[[Any], Any]:
+def _int(name: str, none_ok: bool = False) -> Callable[[Any], Any]:
     def check(v: Any) -> Any:
         if v is None and none_ok:
             return None
-        if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= hi:
-            kind = what or (f"an integer from {lo} to {hi}" if hi != math.inf
-                            else "a positive integer" if lo == 1 else f"an integer >= {lo}")
-            raise ParameterError(f"{name} must be {kind}{' or None' if none_ok else ''}, got {v!r}")
+        if isinstance(v, bool) or not isinstance(v, int):
+            raise ParameterError(f"{name} must be an integer{' or None' if none_ok else ''}, got {v!r}")
         return v
     return check
 
 
-def _number(name: str, ok: Callable[[float], bool], what: str, none_ok: bool = False) -> Callable[[Any], Any]:
+def _number(name: str, none_ok: bool = False) -> Callable[[Any], Any]:
     def check(v: Any) -> Any:
         if v is None and none_ok:
             return None
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not ok(float(v)):
-            raise ParameterError(f"{name} must be {what}{' or None' if none_ok else ''}, got {v!r}")
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            raise ParameterError(f"{name} must be a number{' or None' if none_ok else ''}, got {v!r}")
         return float(v)
     return check
 
 
-def _str(name: str, none_ok: bool = False, nonblank: bool = False) -> Callable[[Any], Any]:
+def _str(name: str, none_ok: bool = False) -> Callable[[Any], Any]:
     def check(v: Any) -> Any:
         if v is None and none_ok:
             return None
-        if not isinstance(v, str) or (nonblank and not v.strip()):
-            raise ParameterError(f"{name} must be {'a non-empty ' if nonblank else 'a '}string"
-                                 f"{' or None' if none_ok else ''}, got {v!r}")
+        if not isinstance(v, str):
+            raise ParameterError(f"{name} must be a string{' or None' if none_ok else ''}, got {v!r}")
         return v
     return check
 
@@ -162,9 +161,7 @@ def parse_memory_size(v: Any, name: str = "max_memory") -> int | None:
             and m.group(2).lower() in _SIZE_UNITS:
         n = int(float(m.group(1)) * _SIZE_UNITS[m.group(2).lower()])
     else:
-        n = -1
-    if n <= 0:
-        raise ParameterError(f"{name} must be a positive memory size such as 8G, 512M, 1.5GiB or a number of "
+        raise ParameterError(f"{name} must be a memory size such as 8G, 512M, 1.5GiB or a number of "
                              f"bytes (or None for the default), got {v!r}")
     return n
 
@@ -222,7 +219,7 @@ def _text_field(v: Any) -> Any:
     """A JSON field name or dotted path; a column number is ``columns``'s job."""
     if isinstance(v, int) and not isinstance(v, bool):
         raise ParameterError(f"text_field={v!r}: for a column of tab-separated lines give columns=[{v}]")
-    return _str("text_field", none_ok=True, nonblank=True)(v)
+    return _str("text_field", none_ok=True)(v)
 
 
 def _columns(v: Any) -> Any:
@@ -238,17 +235,9 @@ def _columns(v: Any) -> Any:
         out = list(v)
     except TypeError:
         raise ParameterError(f"columns must be a list of column numbers (from 1), got {v!r}") from None
-    if not out or any(isinstance(c, bool) or not isinstance(c, int) or c < 1 for c in out):
+    if any(isinstance(c, bool) or not isinstance(c, int) for c in out):
         raise ParameterError(f"columns must be column numbers counted from 1 (e.g. [1, 2]), got {v!r}")
     return out
-
-
-def _choice(name: str, choices: Sequence[str]) -> Callable[[Any], Any]:
-    def check(v: Any) -> Any:
-        if v not in choices:
-            raise ParameterError(f"{name} must be one of {', '.join(map(repr, choices))}, got {v!r}")
-        return v
-    return check
 
 
 def _path(name: str) -> Callable[[Any], Any]:
@@ -346,7 +335,7 @@ class TrainOptions:
     """
 
     vocab_size: int = opt(32000, "total vocabulary size: special tokens + base symbols + merges.",
-                          _int("vocab_size", 1),
+                          _int("vocab_size"),
                           cli={"type": _cli_count, "metavar": "N",
                                "help": "total vocabulary size: 32000, 32k (= 32,000), 64Ki (= 65,536); default "
                                        "32000 (2000 for the sample)"})
@@ -367,16 +356,16 @@ class TrainOptions:
                                           cli={"flags": ["--special-token"], "action": "append", "metavar": "T",
                                                "help": "a special token (repeatable)"})
     min_frequency: int = opt(2, "stop when the best pair occurs fewer times than this.",
-                             _int("min_frequency", 0, what="a non-negative integer"), cli=_INT)
+                             _int("min_frequency"), cli=_INT)
     max_token_length: int | None = opt(None, "longest merged token, in bytes (None: no limit).",
-                                       _int("max_token_length", 1, none_ok=True),
+                                       _int("max_token_length", none_ok=True),
                                        cli={"type": int, "help": "longest merged token in bytes"})
     threads: int | None = opt(None, "counting threads (None: all cores). The result never depends on it.",
-                              _int("threads", 1, none_ok=True, what="a positive integer (None: all cores)"),
+                              _int("threads", none_ok=True),
                               cli={"type": int, "help": "counting threads (default: all cores)"})
     character_coverage: float = opt(1.0, "chars scheme: share of character occurrences the alphabet must "
                                     "cover; rarer characters become ``unk_token``.",
-                                    _number("character_coverage", lambda x: True, "a number"),
+                                    _number("character_coverage"),
                                     cli={"type": float, "help": "chars scheme"})
     end_of_word_suffix: str | None = opt(None, 'chars scheme: mark word ends with this suffix (e.g. ``"</w>"``, '
                                          "as subword-nmt) instead of the ``▁`` prefix.",
@@ -420,11 +409,11 @@ class TrainOptions:
     on_bad_record: str = opt("error", 'with ``text_field`` or ``columns``: a line without its text (malformed '
                              'JSON, a missing or non-string field, a missing column) is an error naming file '
                              'and line (``"error"``), or skipped and counted in the metadata as '
-                             '``corpus.bad_records`` (``"skip"``).', _choice("on_bad_record", ("error", "skip")),
+                             '``corpus.bad_records`` (``"skip"``).', _str("on_bad_record"),
                              files_only=True, cli={"choices": ["error", "skip"]})
     min_word_count: int = opt(1, "drop word types seen fewer times than this after counting (1 keeps all): "
                               "less memory and merge time on huge corpora, at the cost of merges that only "
-                              "rare words would get.", _int("min_word_count", 1),
+                              "rare words would get.", _int("min_word_count"),
                               cli={"type": int, "help": "drop word types seen fewer times (1: keep all)"})
     resume_from: Any = opt(None, "a model (or its path) to continue to ``vocab_size``: the merges equal one "
                            "straight run to ``vocab_size``. Its scheme, pre-tokenizer, special tokens and "
@@ -439,7 +428,7 @@ class TrainOptions:
                                            "when interrupted; restart with ``resume_from``.",
                                            _output_path("checkpoint_path"))
     checkpoint_every: int = opt(1000, "merges between checkpoints (with ``checkpoint_path``).",
-                                _int("checkpoint_every", 1),
+                                _int("checkpoint_every"),
                                 cli={"type": int, "metavar": "N",
                                      "help": "save the model to --output every N merges (and on Ctrl-C); "
                                              "restart with --resume"})
@@ -447,12 +436,12 @@ class TrainOptions:
                                           "``pretokenizer`` up to this vocabulary size, then merges that may "
                                           "span several words (stage 2 pre-tokenizer ``\"superword\"``). Bytes "
                                           "scheme only. The model encodes with the stage-2 pre-tokenizer, "
-                                          "exactly as trained.", _int("superbpe_transition", 1, none_ok=True),
+                                          "exactly as trained.", _int("superbpe_transition", none_ok=True),
                                           cli={"type": int, "metavar": "T",
                                                "help": "SuperBPE: plain BPE up to vocabulary size T, then "
                                                        "multi-word tokens"})
     superbpe_max_words: int = opt(4, "SuperBPE: at most this many words per token (0: no limit).",
-                                  _int("superbpe_max_words", 0, what="a non-negative integer (0: no limit)"),
+                                  _int("superbpe_max_words"),
                                   cli={"type": int, "help": "SuperBPE: words per token at most (0: no limit)"})
     superbpe_colon_rule: bool = opt(True, 'SuperBPE: no token spans ": ".', _flag,
                                     cli={"action": argparse.BooleanOptionalAction,
@@ -474,7 +463,7 @@ class TrainOptions:
                                  "is this field (JSON lines with ``text_field``; a dotted path) or column "
                                  "(Parquet/Arrow; :func:`bpeforge.train_from_dataset`'s ``lang_column``). The "
                                  "model equals the texts as lines with a ``langs`` file of the same tags.",
-                                 _str("lang_field", none_ok=True, nonblank=True), files_only=True,
+                                 _str("lang_field", none_ok=True), files_only=True,
                                  cli={"metavar": "FIELD", "help": "language balancing: each record's language is "
                                                                   "this field (JSON lines, Parquet), instead of "
                                                                   "--langs"})
@@ -482,7 +471,7 @@ class TrainOptions:
                              "of lines p "
                              "becomes p^(1/T) (normalised): low-resource languages weigh more, and no line is "
                              "dropped (every word type keeps a count of at least 1).",
-                             _number("temperature", lambda x: 0.0 < x < math.inf, "a positive number"),
+                             _number("temperature"),
                              files_only=True,
                              cli={"type": float, "help": "language balancing: share p becomes p^(1/T) "
                                                          "(1: off; 3-5 is common)"})
@@ -495,8 +484,7 @@ class TrainOptions:
                                     "with); up to ``balance_rounds`` retrainings, stopping early once no "
                                     "language is above. Costs one merge loop per round, never a second pass "
                                     "over the corpus. ``language_balance`` in the metadata records every round.",
-                                    _number("max_premium", lambda x: 1.0 < x < math.inf,
-                                            "a number above 1 (e.g. 1.2)", none_ok=True),
+                                    _number("max_premium", none_ok=True),
                                     files_only=True,
                                     cli={"type": float, "metavar": "P",
                                          "help": "parity balancing: lift languages until none needs more than P "
@@ -505,22 +493,22 @@ class TrainOptions:
                               "lines one round measures, lifts (up to ``balance_max_lift`` at once) and a last "
                               "merge loop trains on every line: two merge loops in all; more rounds ease the "
                               "lifts back toward the band as measured on the held-apart lines.",
-                              _int("balance_rounds", 0, 20),
+                              _int("balance_rounds"),
                               files_only=True,
                               cli={"type": int, "help": "with --max-premium: retraining rounds at most"})
     premium_reference: str | None = opt(None, "the reference language (default: the one with the most bytes).",
-                                        _str("premium_reference", none_ok=True, nonblank=True),
+                                        _str("premium_reference", none_ok=True),
                                         files_only=True,
                                         cli={"metavar": "LANG", "help": "with --max-premium: the reference "
                                              "language (default: the one with the most bytes)"})
     balance_min_lines: int = opt(500, "languages with fewer lines keep their weight (too little text to "
-                                 "measure reliably).", _int("balance_min_lines", 0, what="a non-negative integer"),
+                                 "measure reliably).", _int("balance_min_lines"),
                                  files_only=True,
                                  cli={"type": int, "help": "with --max-premium: languages with fewer lines "
                                                            "keep their weight"})
     balance_max_lift: float = opt(16.0, "the most a language's weight is multiplied by (default 16): a "
                                   "language that needs more gains little per merge it takes from all the others.",
-                                  _number("balance_max_lift", lambda x: 1.0 <= x <= 1024.0, "a number from 1 to 1024"),
+                                  _number("balance_max_lift"),
                                   files_only=True,
                                   cli={"type": float, "help": "with --max-premium: the most a language's "
                                                               "weight is multiplied by"})
@@ -529,7 +517,7 @@ class TrainOptions:
                                     "are measured on them, so weight goes where merges help text the vocabulary "
                                     "has not seen. The final round trains on every line. 0: measure on the "
                                     "training lines themselves (merges that memorise them look like gains).",
-                                    _number("balance_held_apart", lambda x: 0.0 <= x <= 0.5, "a number from 0 to 0.5"),
+                                    _number("balance_held_apart"),
                                     files_only=True,
                                     cli={"type": float, "metavar": "SHARE",
                                          "help": "with --max-premium: share of each language's lines held apart "
@@ -552,23 +540,14 @@ class TrainOptions:
                                                                        "70%% of available memory)"})
 
     def __post_init__(self) -> None:
-        # Check every value's type and form now, so a bad one fails before
-        # any work starts; keep the engine's form of each.
+        # Convert every value to the engine's type now (a wrong type names
+        # the parameter), then let the engine check the values (ranges,
+        # choices, the rules between options) by making the settings: a bad
+        # value fails here, before any work starts, and the settings made
+        # are the ones the run takes (a resumed model file is parsed once).
         engine = EngineOptions(**{name: record.check(getattr(self, name)) for name, record in _records()})
         object.__setattr__(self, "_engine", engine)
-        self._check_byte_vocabulary(engine)
-
-    def _check_byte_vocabulary(self, engine: Any) -> None:
-        """A byte-level vocabulary holds the 256 bytes and the special tokens
-        before any merge: a smaller ``vocab_size`` is refused now, before the
-        corpus is read (the engine says the same only after counting)."""
-        if engine.scheme != "bytes" or engine.resume_from is not None:
-            return
-        fixed = 256 + len(set(engine.special_tokens or ()))
-        if engine.vocab_size < fixed:
-            raise ParameterError(f"vocab_size {engine.vocab_size} is below the base vocabulary of the bytes "
-                                 f"scheme: {fixed - 256} special token(s) + 256 base symbols = {fixed}; raise "
-                                 f"vocab_size to at least {fixed}")
+        object.__setattr__(self, "_settings", _native.TrainSettings(engine))
 
     def engine_options(self, **changes: Any) -> Any:
         """The options in the engine's form (``changes`` replaced: a
@@ -576,14 +555,21 @@ class TrainOptions:
         engine = self._engine  # type: ignore[attr-defined]
         return dataclasses.replace(engine, **changes) if changes else engine
 
-    def settings(self) -> _native.TrainSettings:
+    def settings(self, **changes: Any) -> _native.TrainSettings:
         """The options converted and checked by the engine, once: what every
-        training entry point of the engine takes. Made at the first call."""
+        training entry point of the engine takes. Made with the options (and
+        again in a process that unpickled them: the settings stay in theirs).
+        With ``changes`` (:meth:`engine_options`), settings of their own; a
+        resumed model file is not read again (the model already read is)."""
         made = self.__dict__.get("_settings")
         if made is None:
             made = _native.TrainSettings(self.engine_options())
             object.__setattr__(self, "_settings", made)
-        return made
+        if not changes:
+            return made
+        if isinstance(self.engine_options().resume_from, str):
+            changes.setdefault("resume_from", made)
+        return _native.TrainSettings(self.engine_options(**changes))
 
     def __getstate__(self) -> dict[str, Any]:
         # The engine's settings stay in their process (a copy makes its own).

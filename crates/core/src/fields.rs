@@ -81,7 +81,7 @@ impl Fields {
     /// names `option`, the parameter that gave the path (`text_field`, ...).
     pub fn json_path(option: &str, dotted: &str) -> crate::error::Result<Vec<String>> {
         let keys: Vec<String> = dotted.split('.').map(str::to_string).collect();
-        if keys.iter().any(|k| k.is_empty()) {
+        if dotted.trim().is_empty() || keys.iter().any(|k| k.is_empty()) {
             return Err(Error::parameter(format!(
                 "{option} {dotted:?}: a dotted path of non-empty keys, e.g. \"text\" or \"meta.body\""
             )));

@@ -21,7 +21,8 @@ impl TrainSettings {
     /// `TrainOptions`, by the same names, with the engine's types:
     /// `bpeforge.options.EngineOptions`) and checks it. `resume_from` is a
     /// loaded model (`_native.NativeTokenizer`, whose model is taken as it
-    /// is) or a model path (read and parsed here, once).
+    /// is), a model path (read and parsed here, once) or the
+    /// `TrainSettings` of the same options (whose model is taken).
     #[new]
     fn new(py: Python<'_>, options: &Bound<'_, PyAny>) -> PyResult<Self> {
         let fields = PyDict::new(py);
@@ -31,8 +32,7 @@ impl TrainSettings {
             })?;
             fields.set_item(name, value)?;
         }
-        let mut record: TrainOptions = pythonize::depythonize(&fields)
-            .map_err(|e| to_pyerr(Error::parameter(format!("training options: {e}"))))?;
+        let mut record: TrainOptions = pythonize::depythonize(&fields).map_err(|e| to_pyerr(conversion_error(py, &fields, e)))?;
         record.resume_from = resumed_model(py, &options.getattr("resume_from")?)?;
         let config = py.detach(|| record.into_config()).map_err(to_pyerr)?;
         Ok(TrainSettings { config })
@@ -56,10 +56,15 @@ impl TrainSettings {
 }
 
 /// `resume_from`: a loaded model's own `Model` (a `Tokenizer`'s, taken as
-/// it is: no copy through JSON) or a model file, read and parsed once.
+/// it is: no copy through JSON), the model another `TrainSettings` of the
+/// same run already read, or a model file, read and parsed once.
 fn resumed_model(py: Python<'_>, value: &Bound<'_, PyAny>) -> PyResult<Option<Model>> {
     if value.is_none() {
         return Ok(None);
+    }
+    // The settings of the same options: the model they already read.
+    if let Ok(settings) = value.cast::<TrainSettings>() {
+        return Ok(settings.get().config.resume_from.clone());
     }
     // A `bpeforge.Tokenizer` holds its `NativeTokenizer` as `_native`.
     let native = if value.hasattr("_native")? { value.getattr("_native")? } else { value.clone() };
@@ -68,4 +73,29 @@ fn resumed_model(py: Python<'_>, value: &Bound<'_, PyAny>) -> PyResult<Option<Mo
     }
     let path: PathBuf = value.extract()?;
     py.detach(|| Model::load(&path)).map(Some).map_err(to_pyerr)
+}
+
+/// Why the options do not fit the engine's record, naming the option: the
+/// first field that does not convert on its own (Python hands over values
+/// of the right kind, so this is a negative or too large integer where
+/// the engine counts).
+fn conversion_error(py: Python<'_>, fields: &Bound<'_, PyDict>, whole: pythonize::PythonizeError) -> Error {
+    for (name, value) in fields.iter() {
+        let one = PyDict::new(py);
+        if one.set_item(&name, &value).is_err() {
+            continue;
+        }
+        if let Err(e) = pythonize::depythonize::<TrainOptions>(&one) {
+            let negative = |v: &Bound<'_, PyAny>| v.extract::<i64>().is_ok_and(|n| n < 0);
+            let has_negative = negative(&value)
+                || value.try_iter().is_ok_and(|items| items.flatten().any(|v| negative(&v)));
+            let shown = value.repr().map_or_else(|_| "?".to_string(), |r| r.to_string());
+            return if has_negative {
+                Error::parameter(format!("{name} must not be negative, got {shown}"))
+            } else {
+                Error::parameter(format!("{name}: {e} (got {shown})"))
+            };
+        }
+    }
+    Error::parameter(format!("training options: {whole}"))
 }

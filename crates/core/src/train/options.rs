@@ -133,6 +133,7 @@ impl TrainOptions {
         if let Some(model) = &self.resume_from {
             self.check_resumed_settings(model)?;
         }
+        self.check_ranges()?;
         let scheme = match self.scheme.as_str() {
             "bytes" if self.byte_fallback || self.fuse_unk => {
                 return Err(Error::parameter("byte_fallback and fuse_unk are options of scheme=\"chars\" (the bytes scheme never has unknown characters)"))
@@ -166,14 +167,11 @@ impl TrainOptions {
             .max_token_length(self.max_token_length)
             .threads(threads)
             .text_mode(text_mode)
-            .min_word_count(self.min_word_count.max(1));
+            .min_word_count(self.min_word_count);
         if let Some(model) = self.resume_from {
             config = config.resume_from(model);
         }
         if let Some(path) = self.checkpoint_path {
-            if self.checkpoint_every == 0 {
-                return Err(Error::parameter("checkpoint_every must be at least 1 when a checkpoint path is given"));
-            }
             config = config.checkpoint(path, self.checkpoint_every);
         }
         config.progress_csv = self.progress_csv;
@@ -202,6 +200,30 @@ impl TrainOptions {
             });
         }
         config.validate()
+    }
+
+    /// The ranges of the options the config keeps only when another option
+    /// is set (the parity tuning without `max_premium`, `temperature`
+    /// without languages, `checkpoint_every` without a path): a value out
+    /// of range is refused whether or not it is used. The others are
+    /// checked where the config is (`TrainConfig::validate`).
+    fn check_ranges(&self) -> Result<()> {
+        if self.checkpoint_every == 0 {
+            return Err(Error::parameter("checkpoint_every must be a positive integer (merges between checkpoints), got 0"));
+        }
+        if self.superbpe_transition == Some(0) {
+            return Err(Error::parameter("superbpe_transition must be a positive integer (a vocabulary size) or None, got 0"));
+        }
+        super::validate::check_temperature(self.temperature)?;
+        let parity = Parity {
+            max_premium: self.max_premium.unwrap_or(Parity::default().max_premium),
+            rounds: self.balance_rounds,
+            reference: self.premium_reference.clone(),
+            min_lines: self.balance_min_lines,
+            max_lift: self.balance_max_lift,
+            held_apart: self.balance_held_apart,
+        };
+        if self.max_premium.is_some() { parity.validate() } else { parity.validate_tuning() }
     }
 
     /// A resumed model keeps its scheme, pre-tokenizer, special tokens and
@@ -290,6 +312,9 @@ fn lang_source(langs: Option<Vec<PathBuf>>, file_languages: Option<Vec<String>>,
     match (langs, file_languages, lang_field) {
         (Some(files), None, None) => Ok(Some(LangSource::Files(files))),
         (None, Some(tags), None) => Ok(Some(LangSource::PerFile(tags))),
+        (None, None, Some(field)) if field.trim().is_empty() => {
+            Err(Error::parameter("lang_field must name a field or column, got an empty string"))
+        }
         (None, None, Some(field)) => Ok(Some(LangSource::Field(field))),
         (None, None, None) => Ok(None),
         _ => Err(Error::parameter(
@@ -467,6 +492,35 @@ mod tests {
         let bad = TrainOptions { temperature: 2.0, ..TrainOptions::default() };
         let err = bad.into_config().unwrap_err();
         assert!(err.message().contains("temperature needs langs"), "{}", err.message());
+    }
+
+    /// Every value rule is the engine's: each option out of range is refused
+    /// with its Python name and the rule, also where it would go unused.
+    #[test]
+    fn each_value_rule_names_the_option_and_the_rule() {
+        let d = TrainOptions::default;
+        let cases: Vec<(TrainOptions, &str)> = vec![
+            (TrainOptions { vocab_size: 0, ..d() }, "vocab_size must be a positive integer"),
+            (TrainOptions { vocab_size: 257, special_tokens: vec!["<a>".into(), "<b>".into()], ..d() }, "at least 258"),
+            (TrainOptions { min_word_count: 0, ..d() }, "min_word_count must be a positive integer"),
+            (TrainOptions { checkpoint_every: 0, ..d() }, "checkpoint_every must be a positive integer"),
+            (TrainOptions { superbpe_transition: Some(0), ..d() }, "superbpe_transition must be a positive integer"),
+            (TrainOptions { temperature: 0.0, ..d() }, "temperature must be a positive number"),
+            (TrainOptions { temperature: f64::NAN, ..d() }, "temperature must be a positive number"),
+            (TrainOptions { max_premium: Some(1.0), ..d() }, "max_premium must be a number above 1"),
+            (TrainOptions { balance_rounds: 21, ..d() }, "balance_rounds must be an integer from 0 to 20"),
+            (TrainOptions { balance_max_lift: 0.5, ..d() }, "balance_max_lift must be a number from 1 to 1024"),
+            (TrainOptions { balance_held_apart: 0.6, ..d() }, "balance_held_apart must be a number from 0 to 0.5"),
+            (TrainOptions { premium_reference: Some(" ".into()), ..d() }, "premium_reference must be a language tag"),
+            (TrainOptions { lang_field: Some(" ".into()), ..d() }, "lang_field must name a field or column"),
+            (TrainOptions { text_field: Some(" ".into()), ..d() }, "text_field \" \": a dotted path"),
+            (TrainOptions { columns: Some(vec![]), ..d() }, "columns must be column numbers counted from 1"),
+            (TrainOptions { on_bad_record: "ignore".into(), ..d() }, "on_bad_record must be \"error\" or \"skip\""),
+        ];
+        for (options, rule) in cases {
+            let err = options.into_config().unwrap_err();
+            assert!(err.message().contains(rule), "{rule}: {}", err.message());
+        }
     }
 
     #[test]

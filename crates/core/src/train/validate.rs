@@ -56,21 +56,28 @@ impl Parity {
                 self.max_premium
             )));
         }
+        self.validate_tuning()
+    }
+
+    /// The reweighting options' own ranges (all but `max_premium`):
+    /// checked also where `max_premium` is unset, so a value out of range
+    /// is refused even when it would not be used.
+    pub fn validate_tuning(&self) -> Result<()> {
         if !(self.max_lift >= 1.0 && self.max_lift <= 1024.0) {
             return Err(Error::parameter(format!(
-                "balance_max_lift must be from 1 to 1024, got {}",
+                "balance_max_lift must be a number from 1 to 1024, got {}",
                 self.max_lift
             )));
         }
         if !(0.0..=0.5).contains(&self.held_apart) {
             return Err(Error::parameter(format!(
-                "balance_held_apart must be from 0 to 0.5 (a share of each language's lines), got {}",
+                "balance_held_apart must be a number from 0 to 0.5 (a share of each language's lines), got {}",
                 self.held_apart
             )));
         }
         if self.rounds > 20 {
             return Err(Error::parameter(format!(
-                "balance_rounds must be at most 20, got {}",
+                "balance_rounds must be an integer from 0 to 20, got {}",
                 self.rounds
             )));
         }
@@ -85,6 +92,15 @@ impl Parity {
     }
 }
 
+/// `temperature`: each language's share p becomes p^(1/T), so T is a
+/// positive, finite number (checked where given, balanced or not).
+pub(crate) fn check_temperature(t: f64) -> Result<()> {
+    if !(t > 0.0 && t.is_finite()) {
+        return Err(Error::parameter(format!("temperature must be a positive number, got {t}")));
+    }
+    Ok(())
+}
+
 impl TrainConfig {
     /// Checks the settings before any input is read: the one place every
     /// entry (files, iterator, distributed counts, Rust callers) is checked.
@@ -95,13 +111,16 @@ impl TrainConfig {
 
     fn check(&self) -> Result<()> {
         if self.vocab_size == 0 {
-            return Err(Error::parameter("vocab_size must be positive"));
+            return Err(Error::parameter("vocab_size must be a positive integer, got 0"));
         }
         if self.vocab_size > u32::MAX as usize / 2 {
             return Err(Error::parameter(format!("vocab_size {} is too large", self.vocab_size)));
         }
         if self.max_memory == Some(0) {
             return Err(Error::parameter("max_memory must be a positive number of bytes (e.g. \"8G\"), or None for the default"));
+        }
+        if self.min_word_count == 0 {
+            return Err(Error::parameter("min_word_count must be a positive integer (1 keeps every word type), got 0"));
         }
         if self.max_token_length == Some(0) {
             return Err(Error::parameter("max_token_length must be at least 1 (or None for no limit)"));
@@ -121,9 +140,29 @@ impl TrainConfig {
                 return Err(Error::parameter("separator must not be empty"));
             }
         }
+        self.validate_base_vocabulary()?;
         PreTokenizer::new(self.pretokenizer.clone())?;
         self.validate_balance()?;
         self.validate_superbpe()
+    }
+
+    /// A byte-level vocabulary holds the 256 bytes and the special tokens
+    /// before any merge: a smaller `vocab_size` is refused before the
+    /// corpus is read (a chars alphabet is known only after counting: the
+    /// driver checks it then).
+    fn validate_base_vocabulary(&self) -> Result<()> {
+        if !matches!(self.scheme, Scheme::Bytes) || self.resume_from.is_some() {
+            return Ok(());
+        }
+        let specials = self.special_tokens.iter().collect::<std::collections::HashSet<_>>().len();
+        let fixed = 256 + specials;
+        if self.vocab_size < fixed {
+            return Err(Error::parameter(format!(
+                "vocab_size {} is below the base vocabulary of the bytes scheme: {specials} special token(s) + 256 base symbols = {fixed}; raise vocab_size to at least {fixed}",
+                self.vocab_size
+            )));
+        }
+        Ok(())
     }
 
     fn validate_scheme(&self) -> Result<()> {
@@ -166,9 +205,7 @@ impl TrainConfig {
 
     fn validate_balance(&self) -> Result<()> {
         let Some(b) = &self.balance else { return Ok(()) };
-        if !(b.temperature > 0.0 && b.temperature.is_finite()) {
-            return Err(Error::parameter(format!("temperature must be positive, got {}", b.temperature)));
-        }
+        check_temperature(b.temperature)?;
         match (&b.source, &self.text_mode) {
             (_, TextMode::Lines) => {}
             (LangSource::Field(_), TextMode::Fields(f)) if matches!(f.spec, FieldSpec::Json(_)) => {}
