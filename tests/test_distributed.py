@@ -524,17 +524,19 @@ def test_count_tasks_side_by_side_on_one_node_share_its_budget(corpus):
     the budgets they received add up to at most max_memory."""
 
     @ray.remote(num_cpus=1, max_calls=1)
-    def counted(shard, args):
+    def counted(shard, engine):
+        from bpeforge import _ray_tasks
+
         start = time.monotonic()
-        budget = distributed._task_budget(args, 1)["max_memory"]
-        distributed._count_task(shard, args, None, 1)
+        budget = _ray_tasks._task_settings(engine, 1).memory_budget
+        _ray_tasks._count_task(shard, engine, None, 1)
         time.sleep(0.5)  # long enough for the other task to start meanwhile
         return budget, start, time.monotonic()
 
     max_memory = 3 << 30
-    args = dict(TrainOptions(threads=1).engine_args(), max_memory=max_memory)
+    engine = TrainOptions(threads=1, max_memory=max_memory).engine_options()
     shard = {"paths": [str(corpus["big"])], "byte_range": None, "files": [0]}
-    (a, a0, a1), (b, b0, b1) = ray.get([counted.remote(shard, args) for _ in range(2)])
+    (a, a0, a1), (b, b0, b1) = ray.get([counted.remote(shard, engine) for _ in range(2)])
     assert max(a0, b0) < min(a1, b1), "the tasks did not run side by side"
     assert a + b <= max_memory and a == b == max_memory // 2
 
