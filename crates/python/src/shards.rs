@@ -63,7 +63,7 @@ pub(crate) fn count_shard<'py>(
     let shard = Shard { paths, file_indices, byte_range, lines_before };
     let result = py.detach(|| {
         let (counts, lang_bytes) = count_shard_output(&shard, table.as_ref(), config, &mut observer)?;
-        let len = counts.wire_len()?;
+        let len = counts.wire_len_within(config.memory_budget())?;
         Ok((counts, len, lang_bytes))
     });
     let (counts, len, lang_bytes) = finish(result, observer)?;

@@ -6,7 +6,8 @@
 use super::spilling::SpillDirs;
 use super::wire::{WireWriter, COUNTS_HEADER_BYTES};
 use super::{ChooseMin, CountStats, WordCounts};
-use crate::error::Result;
+use crate::budget::human;
+use crate::error::{Error, Result};
 use crate::spill::{RunKey, SpillDir};
 use std::sync::Arc;
 
@@ -46,6 +47,30 @@ impl CountOutput {
                 Ok(len)
             }
         }
+    }
+
+    /// `wire_len`, checked against a memory `budget` before anything is
+    /// allocated for it: the output must fit in what the process leaves
+    /// free (with a table, also in what writing it frees behind the cursor).
+    pub fn wire_len_within(&self, budget: u64) -> Result<usize> {
+        let len = self.wire_len()?;
+        let held = crate::budget::process_rss();
+        let freed = match self {
+            CountOutput::Table(t) => t.table_bytes(),
+            CountOutput::Runs(_) => 0,
+        };
+        if len as u64 > budget.saturating_sub(held).saturating_add(freed) {
+            return Err(Error::training(format!(
+                "max_memory: this counting task's counts take {} in their serialized form, more than the {} its \
+                 share of max_memory ({}) leaves free (the process already holds {}); raise max_memory, or give \
+                 each task more CPUs (num_cpus_per_task) or less text (shard_bytes)",
+                human(len as u64),
+                human(budget.saturating_sub(held)),
+                human(budget),
+                human(held),
+            )));
+        }
+        Ok(len)
     }
 
     /// Writes the wire form into `out`, which is `wire_len()` bytes long,
