@@ -7,7 +7,9 @@ task's peak is at most its share.
 
     python bench/ray_task_budget.py [--corpus multi-1m] [--max-memory-mb 400] [--tasks 2]
 
-Without ``--max-memory-mb`` the budget is so large that nothing spills: the
+The peak is measured before the task returns its counts; Ray's object
+store copy of them comes after (a task refuses to make counts that would
+not fit twice in its share). Without ``--max-memory-mb`` the budget is so large that nothing spills: the
 peak a task reaches on its own.
 """
 
@@ -39,6 +41,7 @@ def main() -> None:
     import ray
 
     from bpeforge import _ray_tasks
+    from bpeforge.errors import TrainingError
     from bpeforge.options import TrainOptions
 
     @ray.remote(num_cpus=1, max_calls=1)
@@ -46,7 +49,11 @@ def main() -> None:
         before = status_mb("VmRSS")
         share = _ray_tasks._task_settings(engine, 1).memory_budget / 2**20
         start = time.monotonic()
-        counts, _ = _ray_tasks._count_task(shard, engine, None, 1)
+        try:
+            counts, _ = _ray_tasks._count_task(shard, engine, None, 1)
+        except TrainingError as e:  # the counts cannot fit the share: refused before they are made
+            return {"share_mb": share, "rss_before_mb": before, "peak_mb": status_mb("VmHWM"), "result_mb": 0.0,
+                    "start": start, "end": time.monotonic(), "error": str(e)}
         return {"share_mb": share, "rss_before_mb": before, "peak_mb": status_mb("VmHWM"),
                 "result_mb": len(counts) / 2**20, "start": start, "end": time.monotonic()}
 
@@ -63,7 +70,8 @@ def main() -> None:
         t0 = min(t["start"] for t in tasks)
         print(f"max_memory {a.max_memory_mb:.0f} MiB, {a.tasks} tasks on a {a.tasks}-CPU node")
         for t in tasks:
-            print(json.dumps({k: round(v - t0 if k in ("start", "end") else v, 1) for k, v in t.items()}))
+            print(json.dumps({k: v if k == "error" else round(v - t0 if k in ("start", "end") else v, 1)
+                              for k, v in t.items()}))
         print(f"shares together {sum(t['share_mb'] for t in tasks):.0f} MiB; "
               f"peaks together {sum(t['peak_mb'] for t in tasks):.0f} MiB")
     finally:

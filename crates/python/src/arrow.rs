@@ -241,7 +241,7 @@ pub fn count_arrow_shard<'py>(
     let counted = count_arrow(batches, config, table.as_ref(), &mut observer, CountScope::Part, Vec::new())?;
     let (counts, lang_bytes) = finish(counted, observer)?.into_parts();
     let counts = api::CountOutput::Table(counts);
-    let len = py.detach(|| counts.wire_len_within(config.memory_budget())).map_err(to_pyerr)?;
+    let len = py.detach(|| counts.wire_len_within(config.memory_budget(), crate::shards::RETURNED_COPIES)).map_err(to_pyerr)?;
     Ok((crate::shards::wire_bytes(py, counts, len)?, lang_bytes))
 }
 

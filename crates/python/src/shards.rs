@@ -63,12 +63,16 @@ pub(crate) fn count_shard<'py>(
     let shard = Shard { paths, file_indices, byte_range, lines_before };
     let result = py.detach(|| {
         let (counts, lang_bytes) = count_shard_output(&shard, table.as_ref(), config, &mut observer)?;
-        let len = counts.wire_len_within(config.memory_budget())?;
+        let len = counts.wire_len_within(config.memory_budget(), RETURNED_COPIES)?;
         Ok((counts, len, lang_bytes))
     });
     let (counts, len, lang_bytes) = finish(result, observer)?;
     Ok((wire_bytes(py, counts, len)?, lang_bytes))
 }
+
+/// The copies of a task's serialized counts held at once as it returns
+/// them: its `bytes`, and Ray's object store's copy made from them.
+pub(crate) const RETURNED_COPIES: u64 = 2;
 
 /// The counts' wire form (`WordCounts::to_bytes`) written straight into a
 /// Python `bytes` of its length: one copy of the output, and a table freed

@@ -50,21 +50,25 @@ impl CountOutput {
     }
 
     /// `wire_len`, checked against a memory `budget` before anything is
-    /// allocated for it: the output must fit in what the process leaves
-    /// free (with a table, also in what writing it frees behind the cursor).
-    pub fn wire_len_within(&self, budget: u64) -> Result<usize> {
+    /// allocated for it: `copies` of the output (a Ray task's returned
+    /// bytes are copied into the object store while they are still held)
+    /// must fit in what the process leaves free (with a table, also in what
+    /// writing it frees behind the cursor).
+    pub fn wire_len_within(&self, budget: u64, copies: u64) -> Result<usize> {
         let len = self.wire_len()?;
         let held = crate::budget::process_rss();
         let freed = match self {
             CountOutput::Table(t) => t.table_bytes(),
             CountOutput::Runs(_) => 0,
         };
-        if len as u64 > budget.saturating_sub(held).saturating_add(freed) {
+        if (len as u64).saturating_mul(copies) > budget.saturating_sub(held).saturating_add(freed) {
             return Err(Error::training(format!(
-                "max_memory: this counting task's counts take {} in their serialized form, more than the {} its \
+                "max_memory: this counting task's counts take {} in their serialized form, {} with the copies \
+                 held while they are returned ({copies}), more than the {} its \
                  share of max_memory ({}) leaves free (the process already holds {}); raise max_memory, or give \
                  each task more CPUs (num_cpus_per_task) or less text (shard_bytes)",
                 human(len as u64),
+                human((len as u64).saturating_mul(copies)),
                 human(budget.saturating_sub(held)),
                 human(budget),
                 human(held),
