@@ -56,10 +56,8 @@ pub(crate) fn count_words_mode<'c>(
     final_counts: bool,
     feed: impl FnOnce(&mut dyn FnMut(Chunk) -> Result<()>, &mut dyn Observer) -> Result<()>,
 ) -> Result<WordCounts> {
-    match count_words_output(config, observer, mode, final_counts, feed)? {
-        CountOutput::Table(t) => Ok(t),
-        runs => runs.into_table(None),
-    }
+    // Final counts come back as their fitted table; a part's runs are merged whole.
+    count_words_output(config, observer, mode, final_counts, feed)?.into_table(None)
 }
 
 /// `count_words_mode` leaving a count that spilled as its runs, unless
