@@ -1,5 +1,5 @@
 """Counting tasks side by side on one Ray node against the node's budget:
-each task's share of ``max_memory`` (``distributed._task_budget``) and its
+each task's share of ``max_memory`` (``_ray_tasks._task_settings``) and its
 worker's peak RSS (VmHWM; every task in a fresh worker), on a local Ray with
 ``--tasks`` CPUs running ``--tasks`` 1-CPU tasks at once, each counting the
 whole corpus. The tasks keep the node within ``max_memory`` when every
@@ -7,7 +7,9 @@ task's peak is at most its share.
 
     python bench/ray_task_budget.py [--corpus multi-1m] [--max-memory-mb 400] [--tasks 2]
 
-Without ``--max-memory-mb`` the budget is so large that nothing spills: the
+The peak is measured before the task returns its counts; Ray's object
+store copy of them comes after (a task refuses to make counts that would
+not fit twice in its share). Without ``--max-memory-mb`` the budget is so large that nothing spills: the
 peak a task reaches on its own.
 """
 
@@ -38,15 +40,20 @@ def main() -> None:
     a = ap.parse_args()
     import ray
 
-    from bpeforge import distributed
+    from bpeforge import _ray_tasks
+    from bpeforge.errors import TrainingError
     from bpeforge.options import TrainOptions
 
     @ray.remote(num_cpus=1, max_calls=1)
-    def count(shard: dict, args: dict) -> dict:
+    def count(shard: dict, engine: object) -> dict:
         before = status_mb("VmRSS")
-        share = distributed._task_budget(args, 1)["max_memory"] / 2**20
+        share = _ray_tasks._task_settings(engine, 1).memory_budget / 2**20
         start = time.monotonic()
-        counts, _ = distributed._count_task(shard, args, None, 1)
+        try:
+            counts, _ = _ray_tasks._count_task(shard, engine, None, 1)
+        except TrainingError as e:  # the counts cannot fit the share: refused before they are made
+            return {"share_mb": share, "rss_before_mb": before, "peak_mb": status_mb("VmHWM"), "result_mb": 0.0,
+                    "start": start, "end": time.monotonic(), "error": str(e)}
         return {"share_mb": share, "rss_before_mb": before, "peak_mb": status_mb("VmHWM"),
                 "result_mb": len(counts) / 2**20, "start": start, "end": time.monotonic()}
 
@@ -57,13 +64,14 @@ def main() -> None:
             shutil.copyfileobj(f, out, 1 << 20)
         ray.init(num_cpus=a.tasks, include_dashboard=False, logging_level=logging.WARNING)
         max_memory = int(a.max_memory_mb * 2**20)
-        args = dict(TrainOptions(threads=1).engine_args(), max_memory=max_memory)
+        engine = TrainOptions(threads=1, max_memory=max_memory).engine_options()
         shard = {"paths": [plain], "byte_range": None, "files": [0]}
-        tasks = ray.get([count.remote(shard, args) for _ in range(a.tasks)])
+        tasks = ray.get([count.remote(shard, engine) for _ in range(a.tasks)])
         t0 = min(t["start"] for t in tasks)
         print(f"max_memory {a.max_memory_mb:.0f} MiB, {a.tasks} tasks on a {a.tasks}-CPU node")
         for t in tasks:
-            print(json.dumps({k: round(v - t0 if k in ("start", "end") else v, 1) for k, v in t.items()}))
+            print(json.dumps({k: v if k == "error" else round(v - t0 if k in ("start", "end") else v, 1)
+                              for k, v in t.items()}))
         print(f"shares together {sum(t['share_mb'] for t in tasks):.0f} MiB; "
               f"peaks together {sum(t['peak_mb'] for t in tasks):.0f} MiB")
     finally:

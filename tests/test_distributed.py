@@ -541,6 +541,29 @@ def test_count_tasks_side_by_side_on_one_node_share_its_budget(corpus):
     assert a + b <= max_memory and a == b == max_memory // 2
 
 
+def test_a_count_task_whose_counts_cannot_fit_its_share_fails_before_making_them(corpus):
+    """A 1-CPU task's share leaves about 1 MiB beside what its worker holds:
+    the serialized counts (and Ray's copy of them) cannot fit, so the task
+    fails naming max_memory instead of passing its share."""
+
+    @ray.remote(num_cpus=1, max_calls=1)
+    def counted(shard):
+        from bpeforge import _ray_tasks
+
+        with open("/proc/self/status", encoding="ascii") as f:
+            rss = next(int(line.split()[1]) * 1024 for line in f if line.startswith("VmRSS:"))
+        engine = TrainOptions(threads=1, max_memory=2 * (rss + (1 << 20))).engine_options()
+        try:
+            _ray_tasks._count_task(shard, engine, None, 1)
+        except bpeforge.TrainingError as e:
+            return str(e)
+        return None
+
+    shard = {"paths": [str(corpus["big"])], "byte_range": None, "files": [0]}
+    message = ray.get(counted.remote(shard))
+    assert message is not None and "max_memory" in message and "serialized form" in message, message
+
+
 def test_structured_input_is_refused_on_ray_as_locally(tmp_path, capsys):
     """JSON lines (by name or content) and Parquet go through the same check
     as the local path: never counted or encoded as plain text."""

@@ -19,8 +19,8 @@ pub use crate::train::{count_words, train_from_counts, LangSource, TrainConfig, 
 pub use crate::balance::{LanguageTable, MAX_LANGUAGE_WEIGHT, WEIGHT_SCALE};
 
 // Distributed counting: one shard's counts, and their sum.
-pub use crate::count::{CountStats, WordCounts};
-pub use crate::shard::{count_shard, Shard};
+pub use crate::count::{CountOutput, CountStats, WordCounts};
+pub use crate::shard::{count_shard, count_shard_output, Shard};
 
 // Reading inputs.
 pub use crate::fields::{FieldSpec, Fields, OnBadRecord};

@@ -20,12 +20,12 @@
 //! extra lines, as the local run does.
 
 use crate::balance::{LanguageTable, Tagger};
-use crate::count::WordCounts;
+use crate::count::{CountOutput, WordCounts};
 use crate::error::{Error, Result};
 use crate::input::{read_chunks, read_range_chunks, total_size};
 use crate::observe::Observer;
 use crate::pipeline::{count_mode, reading_mode};
-use crate::train::{count_words_mode, ValidConfig};
+use crate::train::{count_words_output, ValidConfig};
 use std::path::PathBuf;
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
@@ -60,6 +60,19 @@ pub fn count_shard(
     config: &ValidConfig,
     observer: &mut dyn Observer,
 ) -> Result<ShardCounts> {
+    let (out, lang_bytes) = count_shard_output(shard, languages, config, observer)?;
+    Ok(ShardCounts { counts: out.into_table(None)?, lang_bytes })
+}
+
+/// `count_shard`, leaving counts that spilled as their runs: a task writes
+/// them in the wire form (`CountOutput::write_wire`) without building the
+/// table. With the UTF-8 bytes of each language's texts (balanced runs).
+pub fn count_shard_output(
+    shard: &Shard,
+    languages: Option<&LanguageTable>,
+    config: &ValidConfig,
+    observer: &mut dyn Observer,
+) -> Result<(CountOutput, Vec<u64>)> {
     if shard.paths.len() != shard.file_indices.len() {
         return Err(Error::parameter("shard: one file index per path is needed"));
     }
@@ -77,7 +90,7 @@ pub fn count_shard(
     let text_mode = reading_mode(config, languages);
     // Not the final counts (the driver sums the shards), so a spilled count
     // keeps every type.
-    let counts = count_words_mode(config, observer, mode, false, |sink, observer| {
+    let counts = count_words_output(config, observer, mode, false, |sink, observer| {
         if observer.should_stop() {
             return Err(Error::interrupted());
         }
@@ -116,7 +129,7 @@ pub fn count_shard(
         }
         Ok(())
     })?;
-    Ok(ShardCounts { counts, lang_bytes })
+    Ok((counts, lang_bytes))
 }
 
 #[cfg(test)]

@@ -240,8 +240,9 @@ pub fn count_arrow_shard<'py>(
     let table = arrow_languages(config, languages)?;
     let counted = count_arrow(batches, config, table.as_ref(), &mut observer, CountScope::Part, Vec::new())?;
     let (counts, lang_bytes) = finish(counted, observer)?.into_parts();
-    let bytes = py.detach(|| counts.to_bytes());
-    Ok((PyBytes::new(py, &bytes), lang_bytes))
+    let counts = api::CountOutput::Table(counts);
+    let len = py.detach(|| counts.wire_len_within(config.memory_budget(), crate::shards::RETURNED_COPIES)).map_err(to_pyerr)?;
+    Ok((crate::shards::wire_bytes(py, counts, len)?, lang_bytes))
 }
 
 /// A batch as a chunk (its bytes copied once), adding its texts' bytes to

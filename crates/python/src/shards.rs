@@ -8,7 +8,7 @@ use super::{finish, to_pyerr, NativeTokenizer, PyObserver, TrainSettings};
 use bpeforge_core::api::{self, train_on_counts, LanguageTable, ShardedCount};
 use bpeforge_core::api::WordCounts;
 use bpeforge_core::api::Error;
-use bpeforge_core::api::{count_shard as count_one_shard, Shard};
+use bpeforge_core::api::{count_shard_output, CountOutput, Shard};
 use bpeforge_core::api::TrainConfig;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
@@ -62,10 +62,23 @@ pub(crate) fn count_shard<'py>(
     let mut observer = PyObserver::new(progress)?;
     let shard = Shard { paths, file_indices, byte_range, lines_before };
     let result = py.detach(|| {
-        count_one_shard(&shard, table.as_ref(), config, &mut observer).map(|c| (c.counts.to_bytes(), c.lang_bytes))
+        let (counts, lang_bytes) = count_shard_output(&shard, table.as_ref(), config, &mut observer)?;
+        let len = counts.wire_len_within(config.memory_budget(), RETURNED_COPIES)?;
+        Ok((counts, len, lang_bytes))
     });
-    let (bytes, lang_bytes) = finish(result, observer)?;
-    Ok((PyBytes::new(py, &bytes), lang_bytes))
+    let (counts, len, lang_bytes) = finish(result, observer)?;
+    Ok((wire_bytes(py, counts, len)?, lang_bytes))
+}
+
+/// The copies of a task's serialized counts held at once as it returns
+/// them: its `bytes`, and Ray's object store's copy made from them.
+pub(crate) const RETURNED_COPIES: u64 = 2;
+
+/// The counts' wire form (`WordCounts::to_bytes`) written straight into a
+/// Python `bytes` of its length: one copy of the output, and a table freed
+/// behind the cursor (counts that spilled are written from their runs).
+pub(crate) fn wire_bytes(py: Python<'_>, counts: CountOutput, len: usize) -> PyResult<Bound<'_, PyBytes>> {
+    PyBytes::new_with(py, len, |buf| py.detach(|| counts.write_wire(buf)).map_err(to_pyerr))
 }
 
 /// The sum of serialized count tables, added one at a time (each part can

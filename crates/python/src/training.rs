@@ -57,9 +57,14 @@ pub(crate) fn count_files<'py>(
                 }
             }
         })
-        .map(|c| c.to_bytes())
+        .and_then(|c| {
+            let counts = api::CountOutput::Table(c);
+            let len = counts.wire_len()?;
+            Ok((counts, len))
+        })
     });
-    Ok(PyBytes::new(py, &finish(result, observer)?))
+    let (counts, len) = finish(result, observer)?;
+    crate::shards::wire_bytes(py, counts, len)
 }
 
 /// Texts pulled from the iterator per chunk (bounded memory, few GIL trips).

@@ -25,11 +25,14 @@
 //! * `partitioned`: the shared partitions that threads flush into;
 //! * `spilling`: keeping within a memory budget (sorted runs on disk);
 //! * `wire`: the counts' binary form, between processes;
+//! * `output`: a counting's result, a table or spilled runs (written in the
+//!   binary form without building the table);
 //! * `counts`: the table `WordCounts`;
 //! * `table`: the inline-key tables and their prefetching batch.
 
 mod counter;
 mod counts;
+mod output;
 mod parallel;
 mod partitioned;
 mod spilling;
@@ -39,7 +42,8 @@ mod wire;
 pub use crate::count_stats::CountStats;
 pub use counter::{Counter, Scratch};
 pub use counts::{Adder, CountMemory, WordCounts};
-pub use parallel::count_parallel;
+pub use output::{CountOutput, SpilledCounts};
+pub use parallel::{count_parallel, count_parallel_output};
 pub use spilling::{ChooseMin, CountLimits};
 pub use table::short_key_bytes;
 use spilling::SpillDirs;

@@ -5,6 +5,7 @@
 use super::counter::Counter;
 use super::partitioned::Shared;
 use super::spilling::{CountLimits, SpillDirs};
+use super::output::{CountOutput, SpilledCounts};
 use super::WordCounts;
 use crate::count_stats::CountStats;
 use crate::error::{Error, Result};
@@ -25,6 +26,17 @@ pub fn count_parallel(
     limits: Option<&CountLimits>,
     feed: impl FnOnce(&mut dyn FnMut(Chunk) -> Result<()>) -> Result<()>,
 ) -> Result<WordCounts> {
+    count_parallel_output(counter, threads, limits, feed)?.into_table(limits.and_then(|l| l.choose_min))
+}
+
+/// `count_parallel`, leaving a count that spilled as its runs (which
+/// `CountOutput` merges into a table or writes in the wire form).
+pub fn count_parallel_output(
+    counter: &Counter,
+    threads: usize,
+    limits: Option<&CountLimits>,
+    feed: impl FnOnce(&mut dyn FnMut(Chunk) -> Result<()>) -> Result<()>,
+) -> Result<CountOutput> {
     if threads > 1 {
         return count_partitioned(counter, threads, limits, feed);
     }
@@ -42,10 +54,12 @@ pub fn count_parallel(
             _ => Ok(()),
         }
     })?;
-    let Some(dirs) = dirs.take() else { return Ok(counts) };
+    let Some(dirs) = dirs.take() else { return Ok(CountOutput::Table(counts)) };
     let superword_stats = counts.superword.as_ref().map(|s| s.stats.clone());
     counts.spill(&dirs)?;
-    WordCounts::from_runs(&dirs, counts.stats, superword_stats, limits.and_then(|l| l.choose_min))
+    let stats = std::mem::take(&mut counts.stats);
+    drop(counts);
+    Ok(CountOutput::Runs(SpilledCounts { dirs, stats, superword_stats }))
 }
 
 /// An empty table for one counting thread (with SuperBPE's second table
@@ -93,7 +107,7 @@ fn count_partitioned(
     threads: usize,
     limits: Option<&CountLimits>,
     feed: impl FnOnce(&mut dyn FnMut(Chunk) -> Result<()>) -> Result<()>,
-) -> Result<WordCounts> {
+) -> Result<CountOutput> {
     let shared = Shared::new(counter.superword.is_some());
     let total = limits.map_or(u64::MAX, |l| l.budget.total);
     // The threads' rooms take at most a quarter of the budget.
@@ -136,14 +150,14 @@ fn count_partitioned(
     if let Some(dirs) = dirs.take() {
         shared.spill(&dirs)?;
         drop(shared);
-        return WordCounts::from_runs(&dirs, stats, superword_stats, limits.and_then(|l| l.choose_min));
+        return Ok(CountOutput::Runs(SpilledCounts { dirs, stats, superword_stats }));
     }
     let Shared { main, superword } = shared;
     let mut out = main.into_counts(stats);
     if let (Some(units), Some(st)) = (superword, superword_stats) {
         out.superword = Some(Box::new(units.into_counts(st)));
     }
-    Ok(out)
+    Ok(CountOutput::Table(out))
 }
 
 /// Chunks waiting for a counting thread at most: input in flight is this

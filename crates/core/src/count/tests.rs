@@ -325,3 +325,51 @@ fn total_bytes(m: &HashMap<Vec<u8>, u64>) -> Vec<u8> {
     }
     c.to_bytes()
 }
+
+/// A count that spilled is written in the wire form from its runs (no
+/// table built), and reads back as the table a plain count builds; a table
+/// is written as `to_bytes` writes it. With SuperBPE's units, on 1 and 3
+/// threads.
+#[test]
+fn spilled_counts_are_written_from_their_runs() {
+    let text: String = (0..30_000).map(|i| format!("w{} x{}{}", i % 7_919, i % 13, if i % 11 == 0 { "\n" } else { " " })).collect();
+    let chunks: Vec<Vec<u8>> = text.as_bytes().chunks(8_192).map(|c| c.to_vec()).collect();
+    let pre = PreTokenizer::new(crate::pretok::PreTokenizerSpec::Gpt2).unwrap();
+    let stage2 = PreTokenizer::new(crate::pretok::PreTokenizerSpec::Superword).unwrap();
+    let specials = SpecialSplitter::new(&[]).unwrap();
+    for superword in [false, true] {
+        let counter = Counter {
+            pretokenizer: &pre,
+            specials: &specials,
+            allow_invalid_utf8: true,
+            superword: superword.then_some(&stage2),
+            lang_weights: None,
+            tag_languages: false,
+            normalizer: None,
+        };
+        // The same chunks for every count below (only equality matters).
+        let feed = |sink: &mut dyn FnMut(Chunk) -> Result<()>| {
+            for c in &chunks {
+                sink(Chunk { data: c.clone(), layout: Layout::Lines, source: "t".into(), first_line: 1, langs: Vec::new() })?;
+            }
+            Ok(())
+        };
+        let plain = count_parallel(&counter, 1, None, feed).unwrap();
+        let table = CountOutput::Table(count_parallel(&counter, 1, None, feed).unwrap());
+        let mut wire = vec![0; table.wire_len().unwrap()];
+        table.write_wire(&mut wire).unwrap();
+        assert_eq!(wire, plain.to_bytes());
+        for threads in [1, 3] {
+            let limits = CountLimits { budget: CountBudget { total: 1 << 20, worker_table: 16 << 10 }, choose_min: None };
+            let out = count_parallel_output(&counter, threads, Some(&limits), feed).unwrap();
+            assert!(matches!(out, CountOutput::Runs(_)), "the count did not spill");
+            let mut wire = vec![0; out.wire_len().unwrap()];
+            out.write_wire(&mut wire).unwrap();
+            let back = WordCounts::from_bytes(&wire).unwrap();
+            assert_eq!(snapshot(&back), snapshot(&plain));
+            assert_eq!(back.stats, plain.stats);
+            assert_eq!(back.superword.as_deref().map(snapshot), plain.superword.as_deref().map(snapshot));
+            assert_eq!(back.superword.map(|s| s.stats), plain.superword.as_ref().map(|s| s.stats.clone()));
+        }
+    }
+}

@@ -8,6 +8,63 @@ use crate::error::{Error, Result};
 /// Version 2 adds `bad_records` to the stats; version 1 is still read.
 const COUNTS_MAGIC: &[u8; 8] = b"BPFCNT02";
 const COUNTS_MAGIC_V1: &[u8; 8] = b"BPFCNT01";
+/// A table's header: the magic, 5 stats and the number of entries.
+pub(super) const COUNTS_HEADER_BYTES: usize = 56;
+
+/// Writes the wire form into a buffer of its exact length (computed first,
+/// so the output is allocated once, e.g. as a Python `bytes`).
+pub(super) struct WireWriter<'a> {
+    out: &'a mut [u8],
+    at: usize,
+    overflow: bool,
+}
+
+impl<'a> WireWriter<'a> {
+    pub(super) fn new(out: &'a mut [u8]) -> Self {
+        WireWriter { out, at: 0, overflow: false }
+    }
+
+    fn put(&mut self, bytes: &[u8]) {
+        match self.out.get_mut(self.at..self.at + bytes.len()) {
+            Some(dst) if !self.overflow => {
+                dst.copy_from_slice(bytes);
+                self.at += bytes.len();
+            }
+            _ => self.overflow = true,
+        }
+    }
+
+    /// A table's header, with `entries` entries to follow.
+    pub(super) fn header(&mut self, s: &CountStats, entries: u64) -> Result<()> {
+        self.put(COUNTS_MAGIC);
+        for v in [s.bytes, s.texts, s.pieces, s.specials, s.bad_records, entries] {
+            self.put(&v.to_le_bytes());
+        }
+        self.check()
+    }
+
+    pub(super) fn entry(&mut self, key: &[u8], count: u64) {
+        self.put(&(key.len() as u32).to_le_bytes());
+        self.put(key);
+        self.put(&count.to_le_bytes());
+    }
+
+    fn check(&self) -> Result<()> {
+        if self.overflow {
+            return Err(Error::output("word counts: the wire form is longer than its computed length"));
+        }
+        Ok(())
+    }
+
+    /// Checks that the buffer was filled exactly.
+    pub(super) fn finish(self) -> Result<()> {
+        self.check()?;
+        if self.at != self.out.len() {
+            return Err(Error::output("word counts: the wire form is shorter than its computed length"));
+        }
+        Ok(())
+    }
+}
 
 impl WordCounts {
     /// A compact binary form (for sending counts between processes, e.g. Ray
@@ -15,7 +72,7 @@ impl WordCounts {
     /// count u64` per type; then, for SuperBPE, the stage-2 table
     /// (`superword`) in the same form.
     pub fn to_bytes(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(56 + self.len() * 20);
+        let mut out = Vec::with_capacity(COUNTS_HEADER_BYTES + self.len() * 20);
         out.extend_from_slice(COUNTS_MAGIC);
         let s = &self.stats;
         for v in [s.bytes, s.texts, s.pieces, s.specials, s.bad_records, self.len() as u64] {

@@ -2,7 +2,7 @@
 //! stage-2 units of a `TrainConfig`, fed with chunks from files or Python.
 
 use super::{TrainConfig, ValidConfig};
-use crate::count::{count_parallel, CountLimits, Counter, WordCounts};
+use crate::count::{count_parallel_output, CountLimits, CountOutput, Counter, WordCounts};
 use crate::error::Result;
 use crate::input::Chunk;
 use crate::model::Scheme;
@@ -56,6 +56,19 @@ pub(crate) fn count_words_mode<'c>(
     final_counts: bool,
     feed: impl FnOnce(&mut dyn FnMut(Chunk) -> Result<()>, &mut dyn Observer) -> Result<()>,
 ) -> Result<WordCounts> {
+    // Final counts come back as their fitted table; a part's runs are merged whole.
+    count_words_output(config, observer, mode, final_counts, feed)?.into_table(None)
+}
+
+/// `count_words_mode` leaving a count that spilled as its runs, unless
+/// `final_counts` (then merged into the table, fitted to the budget).
+pub(crate) fn count_words_output<'c>(
+    config: &'c TrainConfig,
+    observer: &mut dyn Observer,
+    mode: CountMode<'_>,
+    final_counts: bool,
+    feed: impl FnOnce(&mut dyn FnMut(Chunk) -> Result<()>, &mut dyn Observer) -> Result<()>,
+) -> Result<CountOutput> {
     let (lang_weights, tag_languages) = match mode {
         CountMode::Plain => (None, false),
         CountMode::Weighted(w) => (Some(w), false),
@@ -92,5 +105,9 @@ pub(crate) fn count_words_mode<'c>(
         budget: crate::budget::CountBudget::new(room, threads),
         choose_min: if final_counts { Some(&choose) } else { None },
     };
-    count_parallel(&counter, threads, Some(&limits), |sink| feed(sink, observer))
+    let out = count_parallel_output(&counter, threads, Some(&limits), |sink| feed(sink, observer))?;
+    if final_counts {
+        return out.into_table(limits.choose_min).map(CountOutput::Table);
+    }
+    Ok(out)
 }
