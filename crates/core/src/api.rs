@@ -10,7 +10,7 @@ pub use crate::error::{Error, ErrorKind, Result};
 // Training: from files, or from chunks fed by the caller (Python iterators,
 // Arrow data) through the same steps as files, and from the summed counts of
 // a distributed run.
-pub use crate::budget::{default_budget, Dropped};
+pub use crate::budget::Dropped;
 pub use crate::pipeline::{count_fed, language_table, train_counted, train_files, train_on_counts, CountPacer, CountScope, Counted};
 pub use crate::train::stats::ShardedCount;
 pub use crate::train::{count_words, train_from_counts, LangSource, TrainConfig, TrainOptions, ValidConfig};
@@ -20,7 +20,7 @@ pub use crate::balance::{LanguageTable, MAX_LANGUAGE_WEIGHT, WEIGHT_SCALE};
 
 // Distributed counting: one shard's counts, and their sum.
 pub use crate::count::{CountOutput, CountStats, WordCounts};
-pub use crate::shard::{count_shard, count_shard_output, Shard};
+pub use crate::shard::{count_shard_output, Shard};
 
 // Reading inputs.
 pub use crate::fields::{FieldSpec, Fields, OnBadRecord};
