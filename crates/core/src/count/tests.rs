@@ -19,6 +19,24 @@ fn snapshot(c: &WordCounts) -> HashMap<Vec<u8>, u64> {
 
 /// `short_key` equals the plain layout (the bytes, zeros, the length in
 /// byte 15) for every length: spilled runs and packed tables sort by it.
+/// A counter with no languages and no normalizer.
+fn plain_counter<'a>(
+    pretokenizer: &'a PreTokenizer,
+    specials: &'a SpecialSplitter,
+    allow_invalid_utf8: bool,
+    superword: Option<&'a PreTokenizer>,
+) -> Counter<'a> {
+    Counter { pretokenizer, specials, allow_invalid_utf8, superword, lang_weights: None, tag_languages: false, normalizer: None }
+}
+
+/// Feeds `chunks` as chunks of lines (the same ones on every call).
+fn feed_lines(chunks: &[Vec<u8>], sink: &mut dyn FnMut(Chunk) -> Result<()>) -> Result<()> {
+    for c in chunks {
+        sink(Chunk { data: c.clone(), layout: Layout::Lines, source: "t".into(), first_line: 1, langs: Vec::new() })?;
+    }
+    Ok(())
+}
+
 #[test]
 fn short_keys_are_the_bytes_and_the_length() {
     let bytes: Vec<u8> = (1..=15u8).map(|b| b.wrapping_mul(37) | 0x80).collect();
@@ -119,21 +137,8 @@ fn spilled_counts_equal_the_in_memory_count() {
     let stage2 = PreTokenizer::new(PreTokenizerSpec::Superword).unwrap();
     let specials = SpecialSplitter::new(&[]).unwrap();
     for superword in [false, true] {
-        let counter = Counter {
-            pretokenizer: &pre,
-            specials: &specials,
-            allow_invalid_utf8: true,
-            superword: superword.then_some(&stage2),
-            lang_weights: None,
-            tag_languages: false,
-            normalizer: None,
-        };
-        let feed = |sink: &mut dyn FnMut(Chunk) -> Result<()>| {
-            for c in &chunks {
-                sink(Chunk { data: c.clone(), layout: Layout::Lines, source: "t".into(), first_line: 1, langs: Vec::new() })?;
-            }
-            Ok(())
-        };
+        let counter = plain_counter(&pre, &specials, true, superword.then_some(&stage2));
+        let feed = |sink: &mut dyn FnMut(Chunk) -> Result<()>| feed_lines(&chunks, sink);
         let plain = count_parallel(&counter, 2, None, feed).unwrap();
         for threads in [1, 3] {
             let limits = CountLimits { budget: CountBudget { total: 1 << 20, worker_table: 64 << 10 }, choose_min: None };
@@ -191,15 +196,7 @@ fn a_chunk_counts_as_its_lines_do() {
     let mut invalid = valid.clone();
     invalid.splice(3..3, [0xFF, 0xC3]);
     for allow_invalid_utf8 in [true, false] {
-        let counter = Counter {
-            pretokenizer: &pre,
-            specials: &specials,
-            allow_invalid_utf8,
-            superword: None,
-            lang_weights: None,
-            tag_languages: false,
-            normalizer: None,
-        };
+        let counter = plain_counter(&pre, &specials, allow_invalid_utf8, None);
         for data in [&valid, &invalid] {
             let chunk = Chunk { data: data.clone(), layout: Layout::Lines, source: "t".into(), first_line: 7, langs: Vec::new() };
             let mut whole = WordCounts::new();
@@ -338,22 +335,9 @@ fn spilled_counts_are_written_from_their_runs() {
     let stage2 = PreTokenizer::new(crate::pretok::PreTokenizerSpec::Superword).unwrap();
     let specials = SpecialSplitter::new(&[]).unwrap();
     for superword in [false, true] {
-        let counter = Counter {
-            pretokenizer: &pre,
-            specials: &specials,
-            allow_invalid_utf8: true,
-            superword: superword.then_some(&stage2),
-            lang_weights: None,
-            tag_languages: false,
-            normalizer: None,
-        };
+        let counter = plain_counter(&pre, &specials, true, superword.then_some(&stage2));
         // The same chunks for every count below (only equality matters).
-        let feed = |sink: &mut dyn FnMut(Chunk) -> Result<()>| {
-            for c in &chunks {
-                sink(Chunk { data: c.clone(), layout: Layout::Lines, source: "t".into(), first_line: 1, langs: Vec::new() })?;
-            }
-            Ok(())
-        };
+        let feed = |sink: &mut dyn FnMut(Chunk) -> Result<()>| feed_lines(&chunks, sink);
         let plain = count_parallel(&counter, 1, None, feed).unwrap();
         let table = CountOutput::Table(count_parallel(&counter, 1, None, feed).unwrap());
         let mut wire = vec![0; table.wire_len().unwrap()];
