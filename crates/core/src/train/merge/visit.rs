@@ -2,7 +2,7 @@
 
 use super::*;
 use super::step::StepPart;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use super::spans::Spans;
 use std::sync::Mutex;
 
 /// One merge `(a, b) -> r`, applied word by word.
@@ -87,11 +87,11 @@ pub(super) struct Sharing {
 }
 
 /// A shared merge's words are cut into pieces of at least this many words,
-/// and at most `PIECES_PER_THREAD` per thread: the threads claim pieces
-/// until none are left, so that a slow or late thread holds up the others
-/// by one piece at most. (The word table is ordered by length, so the later
-/// words of a merge are slower to visit; equal shares left the first of two
-/// threads waiting ~22% of the time on s10.)
+/// and at most `PIECES_PER_THREAD` per thread: each thread owns a span of
+/// them and, its own done, takes the others' from the back (`Spans`), so
+/// that a slow or late thread holds up the others by one piece at most.
+/// (Words differ in length, so equal shares without taking left the first
+/// of two threads waiting ~22% of the time on s10.)
 #[cfg(not(test))]
 const PIECE_WORDS: usize = 64;
 /// Tests cut even tiny merges into many pieces.
@@ -104,8 +104,8 @@ fn pieces(len: usize, threads: usize) -> usize {
     (len / PIECE_WORDS).clamp(1, threads * PIECES_PER_THREAD)
 }
 
-/// `merge.visit` on the crew's threads, in pieces of `list` that they
-/// claim in turn; their count changes end up in `step` as if one thread had
+/// `merge.visit` on the crew's threads, in pieces of `list` handed out by
+/// `Spans`; their count changes end up in `step` as if one thread had
 /// visited the words in order.
 pub(super) fn merge_in_shares<S: Sym, F: Fn(u32, u32) -> bool + Sync>(
     merge: &Merge<F>,
@@ -139,23 +139,40 @@ pub(super) fn merge_in_shares<S: Sym, F: Fn(u32, u32) -> bool + Sync>(
         rest = later;
         base = end;
     }
+    // Part p: the changes of the pieces from p on that one thread visited
+    // in one go. The caller's own span goes straight into `step`: it starts
+    // at piece 0, so its changes come first.
     let parts: Vec<Mutex<Option<StepPart>>> = (0..n).map(|_| Mutex::new(None)).collect();
-    let next = AtomicUsize::new(0);
+    let spans = Spans::new(n, threads);
     let scratch = &sharing.scratch;
+    let first = Mutex::new(step);
     crew.run(&|k| {
-        let mut my_step = scratch[k].lock().unwrap_or_else(|e| e.into_inner());
-        loop {
-            let p = next.fetch_add(1, Ordering::Relaxed);
-            if p >= n {
-                return;
+        let take = |p: usize| pieces[p].lock().unwrap_or_else(|e| e.into_inner()).take();
+        let mut mine = scratch[k].lock().unwrap_or_else(|e| e.into_inner());
+        let mut own = None;
+        while let Some(p) = spans.take_own(k) {
+            own.get_or_insert(p);
+            // Every piece number is handed out once, so its piece is there.
+            if let Some((part, part_syms, part_base)) = take(p) {
+                if k == 0 {
+                    let mut step = first.lock().unwrap_or_else(|e| e.into_inner());
+                    merge.visit(part, part_syms, part_base, words, &mut step);
+                } else {
+                    merge.visit(part, part_syms, part_base, words, &mut mine);
+                }
             }
-            let piece = pieces[p].lock().unwrap_or_else(|e| e.into_inner()).take();
-            if let Some((part, part_syms, part_base)) = piece {
-                merge.visit(part, part_syms, part_base, words, &mut my_step);
-                *parts[p].lock().unwrap_or_else(|e| e.into_inner()) = Some(my_step.seal());
+        }
+        if let (Some(p), true) = (own, k > 0) {
+            *parts[p].lock().unwrap_or_else(|e| e.into_inner()) = Some(mine.seal());
+        }
+        while let Some(p) = spans.take_other(k) {
+            if let Some((part, part_syms, part_base)) = take(p) {
+                merge.visit(part, part_syms, part_base, words, &mut mine);
+                *parts[p].lock().unwrap_or_else(|e| e.into_inner()) = Some(mine.seal());
             }
         }
     });
+    let step = first.into_inner().unwrap_or_else(|e| e.into_inner());
     drop(pieces);
     for part in parts {
         if let Some(part) = part.into_inner().unwrap_or_else(|e| e.into_inner()) {
