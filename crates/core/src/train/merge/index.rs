@@ -34,8 +34,11 @@ pub(super) fn build_index<S: Sym>(
     let n = words.len();
     let step = crate::steps::begin("pair index", "words", n as u64);
     let parts = if threads <= 1 || syms.len() < 1 << 20 { 1 } else { threads };
+    // Each part gets about as many symbols (the work) as the others, not
+    // as many words: long words are not spread evenly through the table.
+    let cut = |p: usize| words_before_symbol(words, n, syms.len() * p / parts);
     let build_part = |p: usize| -> Map<u64, Collecting> {
-        let range = n * p / parts..n * (p + 1) / parts;
+        let range = cut(p)..if p + 1 == parts { n } else { cut(p + 1) };
         let mut tick = step.ticker();
         if ids <= DENSE_IDS {
             index_dense(syms, words, range, ids, candidate, &mut tick)
@@ -81,6 +84,20 @@ pub(super) fn build_index<S: Sym>(
         }
     }
     Ok((pairs, cold))
+}
+
+/// The number of words (of the first `n`) that start before symbol `at`.
+fn words_before_symbol(words: &Words, n: usize, at: usize) -> usize {
+    let (mut lo, mut hi) = (0, n);
+    while lo < hi {
+        let mid = (lo + hi) / 2;
+        if words.offset(mid) < at {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    lo
 }
 
 /// Up to this many token ids (the bytes scheme's 256 and the special
