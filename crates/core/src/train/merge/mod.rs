@@ -51,7 +51,7 @@ use crew::Crew;
 use heap::{Entry, PairHeap};
 use index::build_index;
 use limits::{edges, within_limits, Edges};
-use lists::{Collecting, PairInfo, WordList};
+use lists::{decode_shared, Collecting, PairInfo, WordList};
 use step::Step;
 use tally::Tally;
 use visit::{merge_in_shares, Merge, Sharing};
@@ -201,8 +201,10 @@ fn run<S: Sym>(
         let mut step = Step::new();
         // The other threads' steps for large merges, and their speeds (see `merge_in_shares`).
         let mut sharing = Sharing::default();
-        // The merged pair's words, decoded (reused: no allocation per merge).
+        // The merged pair's words, decoded (reused: no allocation per merge),
+        // and the later segments of a list decoded on several threads.
         let mut list: Vec<u32> = Vec::new();
+        let mut segments = Vec::new();
         while merges.len() < params.max_merges {
             let Some(top) = heap.pop(tokens) else {
                 if cold.threshold > min_keep {
@@ -253,7 +255,7 @@ fn run<S: Sym>(
 
             let (token_len, extra) = (&token_len[..], limited.then_some(&token_edges[..]));
             let merge = Merge { a, b, r, candidate: |x, y| candidate(x, y, token_len, extra) };
-            info.words.decode_into(&mut list);
+            decode_shared(&info.words.bytes, &mut list, crew, &mut segments);
             drop(info);
             step.begin(a, b, r, tokens.len());
             if crew.threads() > 1 && list.len() >= SHARED_MERGE_WORDS {
