@@ -7,10 +7,10 @@ use crate::balance::{self, LangSource, LanguageTable, Tagger};
 use crate::error::{Error, Result};
 use crate::fields::LangField;
 use crate::input::{read_chunks, total_size, Chunk, TextMode};
-use crate::count::WordCounts;
+use crate::count::{CountOutput, WordCounts};
 use crate::model::Model;
 use crate::observe::{CountProgress, FileProgress, Observer};
-use crate::train::{count_words_mode, train_from_counts, CountMode, TrainConfig, ValidConfig, POLL_SECONDS};
+use crate::train::{count_words_output, train_from_counts, CountMode, TrainConfig, ValidConfig, POLL_SECONDS};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -152,14 +152,17 @@ pub fn train_fed(
 
 /// The counts of a feed, with what balancing needs of them.
 pub struct Counted {
-    counts: WordCounts,
+    counts: CountOutput,
     lang_bytes: Vec<u64>,
     count: PhaseTime,
 }
 
 impl Counted {
-    /// The counts and the UTF-8 bytes of each language's texts.
-    pub fn into_parts(self) -> (WordCounts, Vec<u64>) {
+    /// The counts and the UTF-8 bytes of each language's texts. A run's
+    /// counts are a table; a part's that spilled are still its runs, to be
+    /// written in the wire form without building the table
+    /// (`CountOutput::write_wire`).
+    pub fn into_parts(self) -> (CountOutput, Vec<u64>) {
         (self.counts, self.lang_bytes)
     }
 }
@@ -190,11 +193,14 @@ pub fn count_fed(
     // go on, and a part is summed with others first).
     let final_counts = scope == CountScope::Run && matches!(mode, CountMode::Plain) && config.superbpe.is_none();
     let mut skipped = 0;
-    let mut counts = count_words_mode(config, observer, mode, final_counts, |sink, observer| {
+    let mut counts = count_words_output(config, observer, mode, final_counts, |sink, observer| {
         skipped = feed(sink, observer, &mut lang_bytes)?;
         Ok(())
     })?;
-    counts.stats.bad_records += skipped;
+    if scope == CountScope::Run {
+        counts = CountOutput::Table(counts.into_table(None)?);
+    }
+    counts.stats_mut().bad_records += skipped;
     Ok(Counted { counts, lang_bytes, count: start.elapsed() })
 }
 
@@ -218,7 +224,7 @@ pub fn train_counted(
     observer: &mut dyn Observer,
 ) -> Result<Model> {
     let Counted { counts, lang_bytes, count } = counted;
-    train_on_counts(counts, languages, &lang_bytes, config, observer, inputs, count)
+    train_on_counts(counts.into_table(None)?, languages, &lang_bytes, config, observer, inputs, count)
 }
 
 /// The step after counting (`count_mode`'s counts, from here or from the
@@ -266,5 +272,67 @@ impl FileStart {
             bytes_total: self.size,
             elapsed: elapsed - self.started,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::input::Layout;
+    use crate::observe::Silent;
+
+    fn snapshot(c: &WordCounts) -> std::collections::HashMap<Vec<u8>, u64> {
+        let mut m = std::collections::HashMap::new();
+        c.for_each(|k, v| {
+            m.insert(k.to_vec(), v);
+        });
+        m
+    }
+
+    /// Chunks of `texts` as a feed hands them over (Arrow batches, Python
+    /// iterators): explicit ends, with `skipped` records it left out.
+    fn feed_of(texts: &[String], skipped: u64) -> Box<Feed<'_>> {
+        Box::new(move |sink, _, _| {
+            for batch in texts.chunks(5_000) {
+                let (mut data, mut ends) = (Vec::new(), Vec::new());
+                for t in batch {
+                    data.extend_from_slice(t.as_bytes());
+                    ends.push(data.len());
+                }
+                sink(Chunk { data, layout: Layout::Ends(ends), source: Arc::from("<batches>"), first_line: 1, langs: Vec::new() })?;
+            }
+            Ok(skipped)
+        })
+    }
+
+    /// A part's count (a Ray task's Arrow shard) that spilled stays as its
+    /// runs, whose wire form reads back as the count in memory; a
+    /// run's count is a table. The records the feed skipped are counted in
+    /// both.
+    #[test]
+    fn a_fed_part_that_spilled_is_left_as_its_runs() {
+        let texts: Vec<String> = (0..200_000).map(|i| format!("w{i} x{} shared", i % 97)).collect();
+        let config = |max_memory| {
+            let mut c = TrainConfig::new(1_000, crate::model::Scheme::Bytes, crate::pretok::PreTokenizerSpec::Gpt2);
+            (c.threads, c.max_memory) = (1, max_memory);
+            c.validate().unwrap()
+        };
+        let count = |config: &ValidConfig, scope| {
+            count_fed(config, None, Vec::new(), Stopwatch::start(1), &mut Silent, scope, feed_of(&texts, 3)).unwrap().into_parts().0
+        };
+        let in_memory = count(&config(None), CountScope::Run);
+        let CountOutput::Table(table) = &in_memory else { panic!("a run's count is not a table") };
+        assert_eq!(table.stats.bad_records, 3);
+        let expected = snapshot(table);
+        // The budget leaves the count about 40 MiB beside this process; its
+        // input buffers take 32 of them, so its 200,000 types spill.
+        let tight = config(Some(crate::budget::process_rss() + (40 << 20)));
+        let part = count(&tight, CountScope::Part);
+        assert!(matches!(part, CountOutput::Runs(_)), "the part did not spill");
+        let mut wire = vec![0; part.wire_len().unwrap()];
+        part.write_wire(&mut wire).unwrap();
+        let back = WordCounts::from_bytes(&wire).unwrap();
+        assert!(snapshot(&back) == expected, "the runs' wire form is not the counts in memory");
+        assert_eq!(back.stats, table.stats);
     }
 }

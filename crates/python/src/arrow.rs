@@ -239,8 +239,8 @@ pub fn count_arrow_shard<'py>(
     let mut observer = PyObserver::new(progress)?;
     let table = arrow_languages(config, languages)?;
     let counted = count_arrow(batches, config, table.as_ref(), &mut observer, CountScope::Part, Vec::new())?;
+    // Counts that spilled are written from their runs (see `shards::wire_bytes`).
     let (counts, lang_bytes) = finish(counted, observer)?.into_parts();
-    let counts = api::CountOutput::Table(counts);
     let len = py.detach(|| counts.wire_len_within(config.memory_budget(), crate::shards::RETURNED_COPIES)).map_err(to_pyerr)?;
     Ok((crate::shards::wire_bytes(py, counts, len)?, lang_bytes))
 }

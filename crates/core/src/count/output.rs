@@ -34,6 +34,14 @@ impl CountOutput {
         }
     }
 
+    /// The stats of the texts counted (for runs, summed apart from them).
+    pub fn stats_mut(&mut self) -> &mut CountStats {
+        match self {
+            CountOutput::Table(t) => &mut t.stats,
+            CountOutput::Runs(r) => &mut r.stats,
+        }
+    }
+
     /// The length of the wire form (`WordCounts::to_bytes`): for runs, one
     /// merge pass over them.
     pub fn wire_len(&self) -> Result<usize> {

@@ -49,7 +49,7 @@ pub(crate) enum CountMode<'w> {
 /// `final_counts`: the counts are trained on as they are (not a part of a
 /// later sum, nor reweighted), so merging spilled runs may already drop the
 /// rarest word types the merge phase would not have room for.
-pub(crate) fn count_words_mode<'c>(
+fn count_words_mode<'c>(
     config: &'c TrainConfig,
     observer: &mut dyn Observer,
     mode: CountMode<'_>,

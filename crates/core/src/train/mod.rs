@@ -34,7 +34,7 @@ mod words;
 pub use config::{LangSource, LanguageBalance, Parity, SuperBpe, TrainConfig};
 pub use options::TrainOptions;
 pub use validate::ValidConfig;
-pub(crate) use counting::{count_words_mode, count_words_output, CountMode, POLL_SECONDS};
+pub(crate) use counting::{count_words_output, CountMode, POLL_SECONDS};
 pub use counting::{count_words, count_words_weighted};
 pub use from_counts::train_from_counts;
 pub(crate) use from_counts::train_derived;
