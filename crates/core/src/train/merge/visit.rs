@@ -162,7 +162,8 @@ pub(super) fn merge_in_shares<S: Sym, F: Fn(u32, u32) -> bool + Sync>(
                 }
             }
         }
-        if let (Some(p), true) = (own, k > 0) {
+        // A helper's own span is one part (the caller's is in `step`).
+        if let Some(p) = own.filter(|_| k > 0) {
             *parts[p].lock().unwrap_or_else(|e| e.into_inner()) = Some(mine.seal());
         }
         while let Some(p) = spans.take_other(k) {
