@@ -42,7 +42,7 @@ pub struct TrainConfig {
     /// The memory budget in bytes, as given (`max_memory`; None: the
     /// default, resolved only by `memory_budget`). Read through
     /// `memory_budget` by its two effects: counting spills sorted runs to
-    /// disk rather than grow past it (`counting::count_words_mode`), and
+    /// disk rather than grow past it (`counting::count_words_output`), and
     /// the merge phase drops the rarest word types to fit it
     /// (`driver::fit_to_budget`); see `crate::budget`.
     pub max_memory: Option<u64>,

@@ -19,7 +19,7 @@ pub fn count_words<'c>(
     observer: &mut dyn Observer,
     feed: impl FnOnce(&mut dyn FnMut(Chunk) -> Result<()>, &mut dyn Observer) -> Result<()>,
 ) -> Result<WordCounts> {
-    count_words_mode(config, observer, CountMode::Plain, false, feed)
+    count_words_weighted(config, observer, None, feed)
 }
 
 /// `count_words` with per-language integer weights (chunks carry languages).
@@ -33,7 +33,8 @@ pub fn count_words_weighted<'c>(
         Some(w) => CountMode::Weighted(w),
         None => CountMode::Plain,
     };
-    count_words_mode(config, observer, mode, false, feed)
+    // Not final counts: a spilled count's runs are merged whole.
+    count_words_output(config, observer, mode, false, feed)?.into_table(None)
 }
 
 /// How counting treats the language of each text.
@@ -46,22 +47,11 @@ pub(crate) enum CountMode<'w> {
     Tagged,
 }
 
-/// `final_counts`: the counts are trained on as they are (not a part of a
-/// later sum, nor reweighted), so merging spilled runs may already drop the
-/// rarest word types the merge phase would not have room for.
-fn count_words_mode<'c>(
-    config: &'c TrainConfig,
-    observer: &mut dyn Observer,
-    mode: CountMode<'_>,
-    final_counts: bool,
-    feed: impl FnOnce(&mut dyn FnMut(Chunk) -> Result<()>, &mut dyn Observer) -> Result<()>,
-) -> Result<WordCounts> {
-    // Final counts come back as their fitted table; a part's runs are merged whole.
-    count_words_output(config, observer, mode, final_counts, feed)?.into_table(None)
-}
-
-/// `count_words_mode` leaving a count that spilled as its runs, unless
-/// `final_counts` (then merged into the table, fitted to the budget).
+/// Counts word types in `mode`, leaving a count that spilled as its runs
+/// unless `final_counts`: the counts are trained on as they are (not a part
+/// of a later sum, nor reweighted), so merging spilled runs may already
+/// drop the rarest word types the merge phase would not have room for,
+/// and the result is that fitted table.
 pub(crate) fn count_words_output<'c>(
     config: &'c TrainConfig,
     observer: &mut dyn Observer,
