@@ -113,6 +113,17 @@ def _batches(it: Iterator[str], n: int) -> Iterator[list[str]]:
         yield batch
 
 
+def _map_lines(path: str | None, output: str | None, emit: Callable[[Iterator[str], IO[str]], None]) -> None:
+    """Run ``emit(lines, out)`` over the text lines of ``path`` ('-' or None:
+    stdin), writing ``output`` as ``_write_output`` does; the input is closed
+    whatever happens."""
+    handle = _open_text(path)
+    try:
+        _write_output(output, lambda out: emit(_lines(handle, path or "<stdin>"), out))
+    finally:
+        handle.close()
+
+
 def _write_output(path: str | None, emit: Callable[[IO[str]], None]) -> None:
     """Run ``emit`` on stdout ('-' or None), or on a file written atomically:
     it appears only if ``emit`` finishes."""

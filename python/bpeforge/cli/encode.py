@@ -9,6 +9,7 @@ import tempfile
 import os
 import sys
 import time
+from collections.abc import Iterator
 from typing import IO, Any
 
 
@@ -19,7 +20,7 @@ from .._progress import FORMATS as PROGRESS_FORMATS
 from .._tokenizer import Tokenizer, id_dtype
 from ..errors import BpeforgeError, ParameterError
 from .._input_formats import INPUT_HELP
-from ._common import BATCH_LINES, _batches, _lines, _open_text, _write_output
+from ._common import BATCH_LINES, _batches, _map_lines, _write_output
 from .train import _ray_address, _shard_bytes
 
 
@@ -92,19 +93,14 @@ def _encode_with_dropout(tok: Tokenizer, args: argparse.Namespace, kw: dict[str,
     encoder is exact only)."""
     if args.format != "ids":
         raise ParameterError("--dropout writes the ids format only")
-    name = args.input or "<stdin>"
-    handle = _open_text(args.input)
 
-    def emit(out: IO[str]) -> None:
-        for batch in _batches(_lines(handle, name), BATCH_LINES):
+    def emit(lines: Iterator[str], out: IO[str]) -> None:
+        for batch in _batches(lines, BATCH_LINES):
             for ids in tok.encode_batch(batch, threads=args.threads, dropout=args.dropout, seed=args.seed, **kw):
                 out.write(" ".join(map(str, ids)))
                 out.write("\n")
 
-    try:
-        _write_output(args.output, emit)
-    finally:
-        handle.close()
+    _map_lines(args.input, args.output, emit)
     return 0
 
 
@@ -145,10 +141,9 @@ def cmd_decode(args: argparse.Namespace) -> int:
         texts = _decode_flat(tok, name)
         _write_output(args.output, lambda out: out.writelines(t + "\n" for t in texts))
         return 0
-    handle = _open_text(args.input)
 
-    def emit(out: IO[str]) -> None:
-        for lineno, line in enumerate(_lines(handle, name), 1):
+    def emit(lines: Iterator[str], out: IO[str]) -> None:
+        for lineno, line in enumerate(lines, 1):
             try:
                 ids = [int(x) for x in line.split()]
             except ValueError as e:
@@ -160,10 +155,7 @@ def cmd_decode(args: argparse.Namespace) -> int:
             out.write(text)
             out.write("\n")
 
-    try:
-        _write_output(args.output, emit)
-    finally:
-        handle.close()
+    _map_lines(args.input, args.output, emit)
     return 0
 
 
