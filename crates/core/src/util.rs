@@ -117,3 +117,17 @@ pub fn check_threads(threads: Option<usize>) -> Result<usize> {
         Some(t) => Ok(t),
     }
 }
+
+/// A linear congruential generator (Knuth's MMIX constants) for tests that
+/// need many varied but repeatable inputs.
+#[cfg(test)]
+pub(crate) struct Lcg(pub(crate) u64);
+
+#[cfg(test)]
+impl Lcg {
+    /// The next state; use its high bits (the low ones cycle quickly).
+    pub(crate) fn step(&mut self) -> u64 {
+        self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        self.0
+    }
+}

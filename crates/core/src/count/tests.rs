@@ -68,11 +68,8 @@ fn mid_keys_are_the_bytes_and_the_length() {
 /// `prune` and the byte form, checked against a std HashMap.
 #[test]
 fn tables_agree_with_a_plain_map() {
-    let mut state = 7u64;
-    let mut next = || {
-        state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-        state >> 33
-    };
+    let mut rng = crate::util::Lcg(7);
+    let mut next = || rng.step() >> 33;
     let pieces: Vec<Vec<u8>> = (0..30_000)
         .map(|_| {
             let len = 1 + (next() % 40) as usize;
@@ -114,11 +111,8 @@ fn tables_agree_with_a_plain_map() {
 #[test]
 fn spilled_counts_equal_the_in_memory_count() {
     use crate::pretok::PreTokenizerSpec;
-    let mut state = 11u64;
-    let mut next = || {
-        state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-        state >> 33
-    };
+    let mut rng = crate::util::Lcg(11);
+    let mut next = || rng.step() >> 33;
     let words: Vec<String> =
         (0..20_000).map(|i| format!("w{}{}", i, "xyzzyplughfoo".repeat((i % 3) as usize))).collect();
     let chunks: Vec<Vec<u8>> = (0..40)

@@ -106,10 +106,10 @@ fn split_encoding_equals_whole_encoding() {
     let joinable = enc.joinable_byte_pairs();
     assert!(joinable[(b'a' as usize) << 8 | b'b' as usize]);
     assert!(!joinable[(b'b' as usize) << 8 | b'a' as usize]);
-    let mut state = 7u64;
+    let mut rng = crate::util::Lcg(7);
     let (mut out, mut scratch) = (Vec::new(), Vec::new());
     for _ in 0..3000 {
-        state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        let state = rng.step();
         let len = (state >> 58) as usize + 1;
         let text: Vec<u8> = (0..len).map(|k| b"abc. a"[((state >> (k % 50)) % 6) as usize]).collect();
         let mut whole: Vec<u32> = text.iter().map(|&c| id(c)).collect();

@@ -208,9 +208,9 @@ mod tests {
     #[test]
     fn a_list_decoded_on_several_threads_equals_one_decoded_on_one() {
         // Gaps of every varint length, and a list that starts at word 0.
-        let mut state = 7u64;
+        let mut rng = crate::util::Lcg(7);
         let mut next_gap = || {
-            state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            let state = rng.step();
             let bits = [3, 10, 17, 24][(state >> 60) as usize % 4];
             1 + ((state >> 20) as u32 & ((1 << bits) - 1))
         };

@@ -42,10 +42,9 @@ fn run(words: &[(&str, u64)], max_merges: usize) -> Vec<(String, String, u64)> {
 /// Words made by `word` from successive states of a linear congruential
 /// generator seeded with `seed`, until they hold `symbols` bytes in all.
 fn random_words(seed: u64, symbols: usize, word: impl Fn(u64) -> (String, u64)) -> Vec<(String, u64)> {
-    let (mut state, mut total, mut words) = (seed, 0, Vec::new());
+    let (mut rng, mut total, mut words) = (crate::util::Lcg(seed), 0, Vec::new());
     while total < symbols {
-        state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-        let (w, count) = word(state);
+        let (w, count) = word(rng.step());
         total += w.len();
         words.push((w, count));
     }
@@ -177,11 +176,8 @@ fn reference(words: &[(Vec<u32>, u64)], tokens: &mut Vec<Vec<u8>>, max_merges: u
 
 #[test]
 fn the_loop_equals_the_naive_trainer_on_random_tables() {
-    let mut state = 2024u64;
-    let mut next = |m: u64| {
-        state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-        (state >> 33) % m
-    };
+    let mut rng = crate::util::Lcg(2024);
+    let mut next = |m: u64| (rng.step() >> 33) % m;
     for round in 0..40 {
         // Few letters and short words: many ties, repeats ("aaaa") and
         // pairs that come back as existing tokens ("ab"+"c" vs "a"+"bc").
