@@ -16,7 +16,7 @@ mod o200k;
 mod superword;
 pub(crate) mod tables;
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 
 use tables::{classes, Classes, NUMBER, SPACE, WORDLIKE};
 

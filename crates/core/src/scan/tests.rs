@@ -104,7 +104,7 @@ fn fancy_matches(re: &fancy_regex::Regex, text: &str) -> Vec<String> {
 }
 
 /// The isolated split: matches and the gaps between them.
-fn fancy_isolated(re: &fancy_regex::Regex, text: &str) -> Vec<String> {
+pub(crate) fn fancy_isolated(re: &fancy_regex::Regex, text: &str) -> Vec<String> {
     let mut out = Vec::new();
     let mut gap = 0;
     for m in re.find_iter(text) {
