@@ -178,6 +178,28 @@ def test_cli_train_and_encode_refuse_naming_the_flag(files, plain_model, key, tm
     assert len(r.stderr.strip().splitlines()) == 1
 
 
+def test_every_flag_a_refusal_names_is_a_flag_of_that_command(files, plain_model, tmp_path) -> None:
+    """Training can read JSON lines as raw text (``--separator``,
+    ``--documents``); encoding cannot, so its refusal names ``--text-field``
+    alone, and Python's ``encode_file`` no training parameters."""
+    import re
+
+    model = tmp_path / "model.json"
+    plain_model.save(model)
+    for command, args in (("train", ["--vocab-size", str(VOCAB), "-o", str(tmp_path / "m.json")]),
+                          ("encode", ["-m", str(model), "-o", str(tmp_path / "ids")])):
+        r = bpeforge_cli(command, str(files["jsonl"]), *args)
+        assert r.returncode == 1 and "is JSON lines" in r.stderr, r.stderr
+        named = set(re.findall(r"--[a-z][a-z-]+", r.stderr))
+        assert "--text-field" in named, r.stderr
+        usage = bpeforge_cli(command, "--help").stdout
+        assert all(re.search(rf"{flag}\b", usage) for flag in named), (command, named, r.stderr)
+        assert ("--separator" in named) == (command == "train"), r.stderr
+    with pytest.raises(ParameterError) as e:
+        plain_model.encode_file(files["jsonl"], tmp_path / "ids.txt")
+    assert "separator" not in str(e.value) and "documents" not in str(e.value), e.value
+
+
 def test_cli_train_with_text_field_equals_plain(files, plain_model, tmp_path) -> None:
     out = tmp_path / "m.json"
     assert cli.main(["train", str(files["jsonl_zst"]), "--text-field", "text", "--vocab-size", str(VOCAB),

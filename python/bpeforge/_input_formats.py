@@ -192,7 +192,7 @@ PYTHON_NAMES = {"text_field": "text_field=", "separator": 'separator="\\n"', "do
 CLI_NAMES = {"text_field": "--text-field FIELD", "separator": "--separator '\\n'", "documents": "--documents"}
 
 
-def plan(files: list[str], *, text_field: str | None, raw_text: bool = False,
+def plan(files: list[str], *, text_field: str | None, raw_text: bool | None = None,
          names: dict[str, str] | None = None) -> str:
     """The format of a run over ``files``: ``"text"`` (the engine reads lines:
     plain, JSON lines with ``text_field``, TSV with ``columns``) or
@@ -203,6 +203,12 @@ def plan(files: list[str], *, text_field: str | None, raw_text: bool = False,
       ``raw_text``: the caller asked for raw text with ``documents`` or
       ``separator``, and JSON lines are then read as text, as asked);
     * Parquet/Arrow files mixed with line files.
+
+    ``raw_text`` is None where the caller has no way to read JSON lines as
+    raw text (encoding, the report: one text per line, nothing else), so
+    the message names ``text_field`` alone; training passes a bool
+    (:func:`plan_training`) and the message also names ``separator`` and
+    ``documents``.
 
     ``names`` spells the options for the messages (:data:`PYTHON_NAMES`, or
     :data:`CLI_NAMES` for the command line)."""
@@ -222,10 +228,10 @@ def plan(files: list[str], *, text_field: str | None, raw_text: bool = False,
                                      f"(the name of the text column{hint})")
             if f.kind == JSON_LINES and not raw_text:
                 hint = f"; its records' string fields: {', '.join(f.fields)}" if f.fields else ""
-                raise ParameterError(
-                    f"{f.path} is JSON lines ({f.reason}): give {names['text_field']} (the field holding each "
-                    f"record's text{hint}); to read the JSON itself as text, give {names['separator']} or "
-                    f"{names['documents']}")
+                as_text = "" if raw_text is None else \
+                    f"; to read the JSON itself as text, give {names['separator']} or {names['documents']}"
+                raise ParameterError(f"{f.path} is JSON lines ({f.reason}): give {names['text_field']} (the field "
+                                     f"holding each record's text{hint}){as_text}")
     return "columnar" if columnar else "text"
 
 
