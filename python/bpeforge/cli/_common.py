@@ -113,22 +113,25 @@ def _batches(it: Iterator[str], n: int) -> Iterator[list[str]]:
         yield batch
 
 
-def _map_lines(path: str | None, output: str | None, emit: Callable[[Iterator[str], IO[str]], None]) -> None:
+def _map_lines(path: str | None, output: str | None, emit: Callable[[Iterator[str], IO[Any]], None], *,
+               binary: bool = False) -> None:
     """Run ``emit(lines, out)`` over the text lines of ``path`` ('-' or None:
-    stdin), writing ``output`` as ``_write_output`` does; the input is closed
-    whatever happens."""
+    stdin), writing ``output`` as ``_write_output`` does (``binary``: ``out``
+    takes bytes); the input is closed whatever happens."""
     handle = _open_text(path)
     try:
-        _write_output(output, lambda out: emit(_lines(handle, path or "<stdin>"), out))
+        _write_output(output, lambda out: emit(_lines(handle, path or "<stdin>"), out), binary=binary)
     finally:
         handle.close()
 
 
-def _write_output(path: str | None, emit: Callable[[IO[str]], None]) -> None:
+def _write_output(path: str | None, emit: Callable[[IO[Any]], None], *, binary: bool = False) -> None:
     """Run ``emit`` on stdout ('-' or None), or on a file written atomically:
-    it appears only if ``emit`` finishes."""
+    it appears only if ``emit`` finishes. ``emit`` writes text (UTF-8,
+    ``"\\n"`` line ends), or bytes when ``binary``."""
     if path is None or path == "-":
-        emit(sys.stdout)
-        sys.stdout.flush()
+        out: IO[Any] = sys.stdout.buffer if binary else sys.stdout
+        emit(out)
+        out.flush()
         return
-    write_atomic(path, emit, text=True)
+    write_atomic(path, emit, text=not binary)

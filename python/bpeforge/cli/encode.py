@@ -9,10 +9,11 @@ import tempfile
 import os
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import IO, Any
 
 
+from .._flat_ids import flat_blocks, offsets_path
 from .._input_formats import plan as input_plan
 from .._io import check_output
 from .._load import load
@@ -133,60 +134,58 @@ def _encode_on_ray(args: argparse.Namespace) -> int:
 def cmd_decode(args: argparse.Namespace) -> int:
     if args.output and args.output != "-":
         flat = args.input and args.input.endswith((".npy", ".bin"))
-        check_output(args.output, inputs=[args.input, args.model] + ([args.input + ".offsets.npy"] if flat else [])
+        check_output(args.output, inputs=[args.input, args.model] + ([offsets_path(args.input)] if flat else [])
                      if args.input and args.input != "-" else [args.model])
     tok = load(args.model)
     name = args.input or "<stdin>"
+    line_bytes = _line_bytes(name, args.errors)
     if name.endswith((".npy", ".bin")):
-        texts = _decode_flat(tok, name)
-        _write_output(args.output, lambda out: out.writelines(t + "\n" for t in texts))
+        bin_dtype = "<u2" if id_dtype(tok.vocab_size) == "uint16" else "<u4"
+
+        def emit_flat(out: IO[bytes]) -> None:
+            for block in flat_blocks(name, bin_dtype):
+                for k, raw in enumerate(tok._native.decode_batch_raw(block.ids, block.offsets)):
+                    out.write(line_bytes(raw, block.first_line + k))
+
+        _write_output(args.output, emit_flat, binary=True)
         return 0
 
-    def emit(lines: Iterator[str], out: IO[str]) -> None:
+    def emit(lines: Iterator[str], out: IO[bytes]) -> None:
         for lineno, line in enumerate(lines, 1):
             try:
                 ids = [int(x) for x in line.split()]
             except ValueError as e:
                 raise ParameterError(f"{name}, line {lineno}: not a list of integer ids ({e})") from e
             try:
-                text = tok.decode(ids)
+                raw = tok.decode_bytes(ids)
             except BpeforgeError as e:
                 raise ParameterError(f"{name}, line {lineno}: {e}") from e
-            out.write(text)
-            out.write("\n")
+            out.write(line_bytes(raw, lineno))
 
-    _map_lines(args.input, args.output, emit)
+    _map_lines(args.input, args.output, emit, binary=True)
     return 0
 
 
-def _decode_flat(tok: Tokenizer, path: str) -> list[str]:
-    """The lines of an ``encode --format npy|bin`` output (with its
-    ``.offsets.npy``), read without numpy: the CLI reads back whatever it
-    writes, with nothing but bpeforge installed."""
-    from .._npy import read_npy
+def _line_bytes(name: str, errors: str) -> Callable[[bytes, int], bytes]:
+    """How ``decode --errors`` writes one line's bytes (with its ``\n``):
+    ``bytes`` as they are, ``replace`` with U+FFFD for what is not UTF-8,
+    ``strict`` refusing such a line, naming it."""
+    if errors == "bytes":
+        return lambda raw, lineno: raw + b"\n"
+    if errors == "replace":
+        return lambda raw, lineno: raw.decode("utf-8", "replace").encode("utf-8") + b"\n"
 
-    offsets_path = path + ".offsets.npy"
-    if not os.path.exists(offsets_path):
-        raise ParameterError(f"{path}: its offsets file {offsets_path} is missing (encode writes both)")
-    try:
-        if path.endswith(".npy"):
-            ids = read_npy(path, ("<u2", "<u4"))
-        else:
-            with open(path, "rb") as f:
-                ids = _flat_ints(f.read(), "<u2" if id_dtype(tok.vocab_size) == "uint16" else "<u4", path)
-        offsets = read_npy(offsets_path, ("<i8",))
-    except (OSError, ValueError) as e:
-        raise ParameterError(f"{path}: not an encoded ids file ({e})") from e
-    if len(offsets) == 0 or offsets[0] != 0 or offsets[-1] != len(ids) \
-            or any(offsets[k] > offsets[k + 1] for k in range(len(offsets) - 1)):
-        raise ParameterError(f"{offsets_path}: the offsets do not fit {path} ({len(ids)} ids)")
-    return tok.decode_batch([ids[offsets[k]:offsets[k + 1]] for k in range(len(offsets) - 1)])
+    def strict(raw: bytes, lineno: int) -> bytes:
+        try:
+            raw.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise ParameterError(
+                f"{name}, line {lineno}: the ids decode to bytes that are not UTF-8 (byte 0x{raw[e.start]:02x} "
+                f"at byte {e.start + 1}); --errors bytes writes them as they are, --errors replace as U+FFFD"
+            ) from None
+        return raw + b"\n"
 
-
-def _flat_ints(data: bytes, dtype: str, path: str) -> Any:
-    from .._npy import from_bytes
-
-    return from_bytes(data, dtype, path)
+    return strict
 
 
 def add_commands(sub: Any) -> None:
@@ -222,4 +221,9 @@ def add_commands(sub: Any) -> None:
     d.add_argument("input", nargs="?", help="what encode wrote: ids lines (default: stdin), or an .npy/.bin file "
                                             "with its .offsets.npy beside it")
     d.add_argument("--output", "-o", help="output file (default: stdout)")
+    d.add_argument("--errors", choices=["bytes", "strict", "replace"], default="bytes",
+                   help="what to write where a line's ids stand for bytes that are not UTF-8 (a bytes-scheme model "
+                        "encodes any bytes): bytes (default) writes them as they are, so decoding what encode "
+                        "wrote gives back the input's bytes; strict refuses such a line, naming it; replace "
+                        "writes U+FFFD for them")
     d.set_defaults(func=cmd_decode)
