@@ -178,8 +178,16 @@ def test_invalid_utf8_names_its_line_on_every_path(tmp_path) -> None:
     bpeforge.train(bpeforge.sample_corpus(), vocab_size=3000, scheme="chars", pretokenizer="whitespace",
                    character_coverage=0.995, progress=False).save(model)
     src = tmp_path / "bad.txt"
-    src.write_bytes(b"ok\n" * 5 + b"bad \xff here\n")
-    for args in ([str(src)], [str(src), "-o", str(tmp_path / "o.ids")]):
-        a = run("encode", "--model", str(model), *args, "--quiet", check=False)
-        b = run("encode", "--model", str(model), *args, "--quiet", check=False)
-        assert (a.returncode, a.stdout) == (b.returncode, b.stdout)  # one behaviour, whichever the output
+    src.write_bytes(b"ok\n" * 5 + b"bad \xff here\n" + b"ok\n")
+    # A chars-scheme model has no ids for bytes that are not UTF-8: refused
+    # (as training refuses them), never encoded as U+FFFD.
+    for args, stdin, name in (([str(src)], None, "bad.txt"), ([str(src), "-o", str(tmp_path / "o.ids")], None, "bad.txt"),
+                              ([], src.read_bytes().decode("latin-1"), "<stdin>")):
+        proc = subprocess.run([sys.executable, "-m", "bpeforge", "encode", "--model", str(model), *args, "--quiet"],
+                              input=stdin.encode("latin-1") if stdin else None, capture_output=True, timeout=300)
+        message = proc.stderr.decode()
+        assert proc.returncode == 1 and proc.stdout == b"" and not (tmp_path / "o.ids").exists(), message
+        assert f"{name}, line 6: invalid UTF-8 (byte 0xff at byte 5 of the line)" in message, message
+        assert "Traceback" not in message
+    with pytest.raises(bpeforge.InputError, match=r"bad\.txt, line 6: invalid UTF-8"):
+        bpeforge.load(model).encode_file(src, tmp_path / "o.ids")

@@ -25,6 +25,7 @@ use crate::atomic::{persist, temp_beside};
 use crate::error::{Error, Result};
 use crate::fields::{FieldSpec, Fields};
 use crate::input::{read_chunks, total_size, Chunk, TextMode};
+use crate::model::Scheme;
 use crate::observe::{CountProgress, EncodeStats, Observer};
 use crate::ordered::Deliver;
 use std::borrow::Cow;
@@ -237,10 +238,12 @@ fn encode_slice(
     let (mut ids, mut ends) = (Vec::with_capacity(text_bytes / 3 + 1), Vec::with_capacity(slice.spans.len()));
     let mut found = Vec::with_capacity(1);
     let mut text_bytes = 0u64;
+    let needs_utf8 = matches!(enc.model().scheme, Scheme::Chars { .. });
     for (k, &(s, e)) in slice.spans.iter().enumerate() {
         let line = &data[s..e];
         let at = || format!("{}, line {}", slice.chunk.source, slice.first_line + k as u64);
         let text = match fields {
+            None if needs_utf8 => Cow::Borrowed(valid_utf8(line, at)?),
             None => Cow::Borrowed(line),
             Some(f) => {
                 found.clear();
@@ -258,6 +261,23 @@ fn encode_slice(
         IdFormat::Npy | IdFormat::Bin => render_ids(&ids, wide),
     };
     Ok(Encoded { rendered, ends, text_bytes })
+}
+
+/// A chars-scheme model's line: its characters are its symbols, so bytes
+/// that are not UTF-8 have none and would be encoded as U+FFFD (or the
+/// unknown token), losing them. Such a line is refused, as training
+/// refuses it (a bytes-scheme model encodes any bytes, exactly). JSON
+/// fields are checked by the JSON reader.
+fn valid_utf8(line: &[u8], at: impl Fn() -> String) -> Result<&[u8]> {
+    match std::str::from_utf8(line) {
+        Ok(_) => Ok(line),
+        Err(e) => Err(Error::input(format!(
+            "{}: invalid UTF-8 (byte 0x{:02x} at byte {} of the line); a chars-scheme model encodes valid UTF-8 only, as it trains on it — fix or drop the line (a bytes-scheme model encodes any bytes exactly)",
+            at(),
+            line[e.valid_up_to()],
+            e.valid_up_to() + 1
+        ))),
+    }
 }
 
 /// The temporary outputs (renamed into place by `persist`) and what went
