@@ -326,6 +326,12 @@ class Tokenizer(_native.TokenizerBase):
         ``dst`` must not be one of the inputs (the same file by any path
         spelling or link is refused).
 
+        Lines are cut as training cuts them (a ``"\\r"`` before the
+        ``"\\n"`` is part of the line end). A bytes-scheme model encodes any
+        bytes, UTF-8 or not, exactly (:meth:`decode_bytes` gives them back);
+        a chars-scheme model refuses a line that is not valid UTF-8 with an
+        InputError naming the file and the line, as training does.
+
         ``format="ids"``: one line of space-separated ids per input line.
         ``"npy"``: a 1-D array of all ids in :attr:`id_dtype` (uint16 up to
         65,536 ids, else uint32, as everywhere in bpeforge);
