@@ -146,7 +146,7 @@ def test_flat_ids_decode_in_bounded_memory(byte_model, tmp_path, fmt) -> None:
                               f"(peaks {peaks[0] / 1e6:.0f} and {peaks[1] / 1e6:.0f} MB)")
 
 
-def test_a_bad_offsets_file_is_named(byte_model, tmp_path) -> None:
+def test_a_bad_ids_or_offsets_file_is_named(byte_model, tmp_path) -> None:
     np = pytest.importorskip("numpy")
     tok = bpeforge.load(byte_model)
     path = tmp_path / "ids.npy"
@@ -159,6 +159,14 @@ def test_a_bad_offsets_file_is_named(byte_model, tmp_path) -> None:
         message = r.stderr.decode()
         assert r.returncode == 1 and "offsets do not fit" in message and why in message, message
         assert not (tmp_path / "out.txt").exists()
+    np.save(str(path) + ".offsets.npy", offsets)
+    ids = np.load(path)
+    ids[3] = tok.vocab_size
+    np.save(path, ids)
+    r = bpeforge_cli("decode", "-m", str(byte_model), str(path), "-o", str(tmp_path / "out.txt"))
+    message = r.stderr.decode()
+    assert r.returncode == 1 and f"{path}, lines 1-" in message and "outside the vocabulary" in message, message
+    assert not (tmp_path / "out.txt").exists()
     (tmp_path / "ids.npy.offsets.npy").unlink()
     r = bpeforge_cli("decode", "-m", str(byte_model), str(path))
     assert r.returncode == 1 and b"offsets file" in r.stderr and b"is missing" in r.stderr

@@ -144,7 +144,12 @@ def cmd_decode(args: argparse.Namespace) -> int:
 
         def emit_flat(out: IO[bytes]) -> None:
             for block in flat_blocks(name, bin_dtype):
-                for k, raw in enumerate(tok._native.decode_batch_raw(block.ids, block.offsets)):
+                try:
+                    lines = tok._native.decode_batch_raw(block.ids, block.offsets)
+                except BpeforgeError as e:
+                    last = block.first_line + len(block.offsets) // 8 - 2
+                    raise ParameterError(f"{name}, lines {block.first_line}-{last}: {e}") from e
+                for k, raw in enumerate(lines):
                     out.write(line_bytes(raw, block.first_line + k))
 
         _write_output(args.output, emit_flat, binary=True)
@@ -167,7 +172,7 @@ def cmd_decode(args: argparse.Namespace) -> int:
 
 
 def _line_bytes(name: str, errors: str) -> Callable[[bytes, int], bytes]:
-    """How ``decode --errors`` writes one line's bytes (with its ``\n``):
+    """How ``decode --errors`` writes one line's bytes (with its ``"\\n"``):
     ``bytes`` as they are, ``replace`` with U+FFFD for what is not UTF-8,
     ``strict`` refusing such a line, naming it."""
     if errors == "bytes":
