@@ -47,7 +47,7 @@ def cmd_encode(args: argparse.Namespace) -> int:
     if not to_stdout:
         check_output(args.output, inputs=sources + [args.model])
         if args.format != "ids":
-            check_output(args.output + ".offsets.npy", "offsets", inputs=sources + [args.model])
+            check_output(offsets_path(args.output), "offsets", inputs=sources + [args.model])
     if args.format != "ids" and to_stdout:
         raise ParameterError("--format npy/bin needs an --output file (the offsets go beside it)")
     if sources:
