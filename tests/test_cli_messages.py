@@ -73,6 +73,28 @@ def test_a_usage_error_is_one_line(corpus) -> None:
         "64Ki = 65,536) (see bpeforge train --help)"]
 
 
+@pytest.mark.parametrize("command, flag, meant", [
+    (["train", "c.txt"], "--vocab", "--vocab-size"), (["train", "c.txt"], "--out", "--output"),
+    (["encode", "-m", "m.json", "c.txt"], "--out", "--output"),
+    (["export", "-m", "m.json", "--to", "tiktoken", "-o", "x.tiktoken"], "--forc", "--force"),
+])
+def test_flags_are_never_abbreviated(corpus, tmp_path, command, flag, meant) -> None:
+    """A prefix of a flag is an error that names the whole flag, in every
+    command, before anything is read or written."""
+    out = tmp_path / "x.json"
+    r = bpeforge_cli(*command, flag, *{"--vocab": ["2000"], "--out": [str(out)]}.get(flag, []), cwd=tmp_path)
+    assert r.returncode == 2, r.stderr
+    assert f"unrecognized arguments: {flag}" in r.stderr and f"did you mean {meant}?" in r.stderr, r.stderr
+    assert not out.exists() and sorted(p.name for p in tmp_path.iterdir()) == ["c.txt"]
+
+
+def test_every_parser_refuses_abbreviations() -> None:
+    parser = cli.build_parser()
+    subparsers = [a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction"]
+    assert subparsers and not parser.allow_abbrev
+    assert not [name for name, sub in subparsers[0].choices.items() if sub.allow_abbrev]
+
+
 # ---- counts like 32k --------------------------------------------------------------------
 
 
