@@ -116,6 +116,22 @@ def test_cli_vocab_size_with_k(corpus, tmp_path) -> None:
     assert bpeforge.load(out) == bpeforge.train(corpus, vocab_size=300, progress=False)
 
 
+@pytest.mark.parametrize("text", ["0.3k", "0.3K", "300", "3_00"])
+def test_python_vocab_size_takes_the_cli_forms(corpus, tmp_path, text) -> None:
+    """Python takes the counts the CLI takes (one parser for both)."""
+    out = tmp_path / "m.json"
+    assert cli.main(["train", str(corpus), "--vocab-size", text, "-o", str(out), "-q"]) == 0
+    assert bpeforge.train(corpus, vocab_size=text, progress=False) == bpeforge.load(out)
+    assert bpeforge.train_from_iterator(TEXTS, vocab_size=text, progress=False) == \
+        bpeforge.train_from_iterator(TEXTS, vocab_size=300, progress=False)
+
+
+@pytest.mark.parametrize("value", ["32x", "1.2345k", "", 1.5, True])
+def test_python_vocab_size_refusal_names_the_parameter(value) -> None:
+    with pytest.raises(ParameterError, match=r"^vocab_size must be an integer or a count such as \"32k\""):
+        bpeforge.TrainOptions(vocab_size=value)
+
+
 @pytest.mark.parametrize("flags, said", [
     (["--balance-rounds", "30"], "--balance-rounds must be an integer from 0 to 20, got 30"),
     (["--min-word-count", "0"], "--min-word-count must be a positive integer"),

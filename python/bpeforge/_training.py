@@ -24,7 +24,7 @@ __all__ = ["train", "train_from_iterator", "train_from_dataset"]
 def train(
     files: PathLike | Sequence[PathLike],
     *,
-    vocab_size: int = 32000,
+    vocab_size: int | str = 32000,
     scheme: Literal["bytes", "chars"] = "bytes",
     pretokenizer: str = DEFAULT_PRETOKENIZER,
     special_tokens: Iterable[str] = (),
@@ -166,7 +166,7 @@ def train_from_dataset(
 def train_from_iterator(
     texts: Iterable[str],
     *,
-    vocab_size: int = 32000,
+    vocab_size: int | str = 32000,
     scheme: Literal["bytes", "chars"] = "bytes",
     pretokenizer: str = DEFAULT_PRETOKENIZER,
     special_tokens: Iterable[str] = (),
