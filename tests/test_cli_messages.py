@@ -59,6 +59,8 @@ def test_special_token_error_names_the_flags(corpus, tmp_path) -> None:
     ("on_bad_record=\"skip\" skips", "on_bad_record=\"skip\" skips".replace('on_bad_record="skip"',
                                                                         "--on-bad-record \"skip\"")),
     ("pass overwrite=True to replace", "pass --force to replace"),
+    ("given as pretokenizer=bpeforge.Regex('G\\w+')", "given as --pattern 'G\\w+'"),
+    ("given as pretokenizer=bpeforge.Regex(\"it's\")", "given as --pattern \"it's\""),
     ("cannot read /data/vocab_size.txt: no such file", "cannot read /data/vocab_size.txt: no such file"),
 ])
 def test_cli_wording(python, flags) -> None:

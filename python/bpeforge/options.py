@@ -154,9 +154,9 @@ def check_pretokenizer(v: Any) -> str:
 
     guess = _NEAR_MISSES.get(v.lower()) or (v.lower() if v.lower() in PRESETS else None)
     guess = guess or next(iter(difflib.get_close_matches(v.lower(), PRESETS, n=1, cutoff=0.6)), None)
-    hint = f"did you mean {guess!r}? " if guess else ""
-    raise ParameterError(f"pretokenizer {v!r} is not a preset ({', '.join(PRESETS)}): {hint}"
-                         f"a custom regex is given as pretokenizer=bpeforge.Regex({v!r}) (CLI: --pattern)")
+    hint = f"did you mean pretokenizer={guess!r}? " if guess else ""
+    raise ParameterError(f"pretokenizer={v!r} is not a preset ({', '.join(PRESETS)}): {hint}"
+                         f"a custom regex is given as pretokenizer=bpeforge.Regex({v!r})")
 
 
 _SIZE_UNITS = {"": 1, "b": 1, "k": 1 << 10, "kib": 1 << 10, "m": 1 << 20, "mib": 1 << 20, "g": 1 << 30,

@@ -77,6 +77,8 @@ def _flag_table() -> dict[str, str]:
 
 _FLAGS = _flag_table()
 _ASSIGNMENT = re.compile(r"\b([a-z][a-z0-9_]*)=(\{[^}]*\}|\(\)|\[[^\]]*\]|\"[^\"]*\"|'[^']*'|True\b|[\w.-]+)?")
+# A custom pre-tokenizer: Python's pretokenizer=bpeforge.Regex(P) is --pattern P.
+_REGEX_ASSIGNMENT = re.compile(r"\bpretokenizer=(?:bpeforge\.)?Regex\(('[^']*'|\"[^\"]*\")\)")
 _BARE_NAME = re.compile(r"(?<![-\w./])([a-z][a-z0-9]*(?:_[a-z0-9]+)+)\b(?!\(|\.\w)")
 # A one-word option opening a rule ("columns must be ..."); elsewhere such a
 # word is ordinary English ("counting threads").
@@ -87,7 +89,8 @@ def cli_wording(message: str) -> str:
     """``message`` with Python parameters turned into the CLI's flags:
     ``allowed_special={'<s>'}`` becomes ``--allowed-special '<s>'``,
     ``text_field=`` ``--text-field``, ``disallowed_special=()``
-    ``--disallowed-special none``, a bare ``vocab_size`` ``--vocab-size``, a
+    ``--disallowed-special none``, ``pretokenizer=bpeforge.Regex('x')``
+    ``--pattern 'x'``, a bare ``vocab_size`` ``--vocab-size``, a
     one-word option opening the message (``columns must be``) its flag."""
 
     def assignment(m: re.Match[str]) -> str:
@@ -105,6 +108,7 @@ def cli_wording(message: str) -> str:
         return f"{flag} {value}"
 
     message = message.replace(" or use encode_ordinary()", "").replace('separator="\\n"', "--separator $'\\n'")
+    message = _REGEX_ASSIGNMENT.sub(r"--pattern \1", message)
     message = _ASSIGNMENT.sub(assignment, message)
     message = _LEADING_NAME.sub(lambda m: _FLAGS.get(m.group(1), m.group(1)), message)
     return _BARE_NAME.sub(lambda m: _FLAGS.get(m.group(1), m.group(1)), message)
