@@ -291,7 +291,7 @@ def test_a_short_language_file_is_named_on_ray(corpus, tmp_path):
     short = tmp_path / "short.langs"
     short.write_text("en\n" * 100)
     with pytest.raises(bpeforge.InputError, match="short.langs has only"):
-        distributed.train([corpus["big"]], langs=[short], shard_bytes=9_000, progress=False)
+        distributed.train([corpus["big"]], langs=[short], temperature=2.0, shard_bytes=9_000, progress=False)
 
 
 # ---- structured inputs: JSON lines with lang_field, Parquet and Arrow files -------

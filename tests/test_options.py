@@ -137,6 +137,8 @@ def samples(tmp_path) -> dict[str, tuple[list[str], object]]:
     langs.write_text("en\n" * 1514, encoding="utf-8")
     out = str(tmp_path / "out.json")
     csv = str(tmp_path / "progress.csv")
+    # Language tags are refused without a balancing: they come with one.
+    balanced = ["--langs", str(langs), "--temperature", "2"]
     return {
         "vocab_size": (["--vocab-size", "300"], 300),
         "scheme": (["--scheme", "chars"], "chars"),
@@ -164,16 +166,16 @@ def samples(tmp_path) -> dict[str, tuple[list[str], object]]:
         "superbpe_transition": (["--superbpe-transition", "280"], 280),
         "superbpe_max_words": (["--superbpe-max-words", "2"], 2),
         "superbpe_colon_rule": (["--no-superbpe-colon-rule"], False),
-        "langs": (["--langs", str(langs)], [str(langs)]),
-        "file_languages": (["--file-language", "en"], ["en"]),
-        "lang_field": (["--text-field", "text", "--lang-field", "lang"], "lang"),
+        "langs": (balanced, [str(langs)]),
+        "file_languages": (["--file-language", "en", "--temperature", "2"], ["en"]),
+        "lang_field": (["--text-field", "text", "--lang-field", "lang", "--temperature", "2"], "lang"),
         "temperature": (["--temperature", "2", "--langs", str(langs)], 2.0),
-        "max_premium": (["--max-premium", "1.3", "--langs", str(langs)], 1.3),
-        "balance_rounds": (["--balance-rounds", "2", "--langs", str(langs)], 2),
-        "premium_reference": (["--premium-reference", "en", "--langs", str(langs)], "en"),
-        "balance_min_lines": (["--balance-min-lines", "10", "--langs", str(langs)], 10),
-        "balance_max_lift": (["--balance-max-lift", "4", "--langs", str(langs)], 4.0),
-        "balance_held_apart": (["--balance-held-apart", "0.25", "--langs", str(langs)], 0.25),
+        "max_premium": (["--max-premium", "1.3", "--langs", str(langs), "--temperature", "2"], 1.3),
+        "balance_rounds": (["--balance-rounds", "2", *balanced], 2),
+        "premium_reference": (["--premium-reference", "en", *balanced], "en"),
+        "balance_min_lines": (["--balance-min-lines", "10", *balanced], 10),
+        "balance_max_lift": (["--balance-max-lift", "4", *balanced], 4.0),
+        "balance_held_apart": (["--balance-held-apart", "0.25", *balanced], 0.25),
         "progress_csv": (["--progress-csv", csv], csv),
         "max_memory": (["--max-memory", "1.5GiB"], 3 << 29),
     }
@@ -240,7 +242,12 @@ def test_cli_option_reaches_the_engine(name, samples, monkeypatch) -> None:
     assert engine[name] == expected
     # and nothing changed that the flags did not ask for
     defaults = TrainOptions().engine_args()
-    assert {k for k in NAMES if engine[k] != defaults[k]} == {k for k, (f, _) in samples.items() if set(f) <= set(flags)}
+    assert {k for k in NAMES if engine[k] != defaults[k]} == \
+        {k for k, (f, _) in samples.items() if set(f) <= set(flags)} | COMPANIONS.get(name, set())
+
+
+#: Options a sample sets besides its own that no other sample's flags name alone.
+COMPANIONS = {"file_languages": {"temperature"}, "lang_field": {"temperature"}}
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -259,7 +266,7 @@ def test_ray_takes_every_option_and_checks_them_first(ray_instance) -> None:
     with pytest.raises(bpeforge.ParameterError, match="max_premium needs langs"):
         distributed.train([bpeforge.sample_corpus()], progress=False, max_premium=1.3)
     with pytest.raises(bpeforge.ParameterError, match="lang_field.*needs text_field"):
-        distributed.train([bpeforge.sample_corpus()], progress=False, lang_field="lang")
+        distributed.train([bpeforge.sample_corpus()], progress=False, lang_field="lang", temperature=2.0)
 
 
 # ---- pre-tokenizers: exact preset names, explicit regexes, nothing lost ----------
