@@ -140,3 +140,13 @@ def test_every_public_name_is_in_the_built_api_reference() -> None:
     missing = [n for n in bpeforge.__all__ if n != "__version__" and f"bpeforge.{n}" not in ids]
     assert not missing, missing
     assert "bpeforge.__version__" in page
+
+
+def test_built_api_reference_shows_types_written_out() -> None:
+    """The rendered signatures show ``str | os.PathLike[str]``, not the bare
+    ``Union`` griffe makes of a typing alias, and no private module."""
+    page = (SITE / "reference" / "api" / "index.html").read_text(encoding="utf-8")
+    text = html.unescape(re.sub(r"<[^>]+>", "", page))
+    assert "files: str | os.PathLike[str] | Sequence[str | os.PathLike[str]]" in " ".join(text.split())
+    assert not re.search(r"\bUnion\b", text)
+    assert not re.findall(r"bpeforge\._[a-z]\w*", text)
