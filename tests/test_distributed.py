@@ -211,7 +211,7 @@ def test_bad_settings_fail_before_any_task(corpus):
     with pytest.raises(bpeforge.ParameterError, match="temperature needs langs"):
         distributed.train([corpus["small"]], temperature=3.0, progress=False)
     with pytest.raises(bpeforge.ParameterError, match="file_languages: 1 tag"):
-        distributed.train([corpus["small"], corpus["big"]], file_languages=["en"], progress=False)
+        distributed.train([corpus["small"], corpus["big"]], file_languages=["en"], temperature=3.0, progress=False)
     with pytest.raises(bpeforge.ParameterError, match="format"):
         distributed.encode(bpeforge.train([corpus["small"]], vocab_size=300, progress=False),
                            [corpus["small"]], "out", format="txt")
