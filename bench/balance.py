@@ -76,7 +76,8 @@ def bpeforge_encoder(corpus: Path, langs: Path, vocab: int, temperature: float |
                      max_premium: float | None = None, min_lines: int = 0):
     import bpeforge
 
-    kw: dict = {"langs": langs, "temperature": temperature} if temperature else {}
+    # Temperature 1 is the unbalanced model (tags alone are refused).
+    kw: dict = {"langs": langs, "temperature": temperature} if temperature and temperature != 1 else {}
     if max_premium:
         kw.update(langs=langs, max_premium=max_premium, balance_min_lines=min_lines)
     t = time.perf_counter()

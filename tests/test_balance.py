@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import csv
+import subprocess
+import sys
 
 import pytest
 
@@ -21,12 +23,33 @@ def two_languages(tmp_path):
     return corpus, langs, big, small
 
 
-def test_temperature_one_is_unbalanced(two_languages) -> None:
+def test_language_tags_without_a_balancing_are_refused_not_ignored(two_languages, tmp_path) -> None:
+    """Tags change nothing at temperature 1 without max_premium: refused
+    before any input is read, naming the option given and the two that
+    balance (Python's names in Python, the flags on the command line)."""
     corpus, langs, _, _ = two_languages
+    a, b = tmp_path / "a.txt", tmp_path / "b.jsonl"
+    a.write_text("hello\n", encoding="utf-8")
+    b.write_text('{"text": "hello", "lang": "en"}\n', encoding="utf-8")
+    for files, given in (([corpus], dict(langs=langs)), ([corpus], dict(langs=langs, temperature=1.0)),
+                         ([a], dict(file_languages=["en"])), ([b], dict(lang_field="lang", text_field="text"))):
+        name = next(iter(given))
+        with pytest.raises(bpeforge.ParameterError, match=rf"^{name}= \(the language of each \w+\) is used only to "
+                           r"balance the languages.*give temperature= above 1 .* or max_premium="):
+            bpeforge.train(files, vocab_size=400, progress=False, **given)
+    out = tmp_path / "m.json"
+    for flags, flag in ((["--langs", str(langs)], "--langs"), (["--file-language", "en"], "--file-language")):
+        r = subprocess.run([sys.executable, "-m", "bpeforge", "train", str(corpus), *flags, "--vocab-size", "400",
+                            "-o", str(out)], capture_output=True, text=True, timeout=300)
+        assert r.returncode == 1 and not out.exists(), r.stderr
+        assert r.stderr.startswith(f"bpeforge: error: {flag} (the language of each "), r.stderr
+        assert "give --temperature above 1" in r.stderr and "--max-premium" in r.stderr, r.stderr
+        assert "=" not in r.stderr.split("p^(1/T)")[0], r.stderr
+    # With a balancing the tags are used: temperature 2 gives other merges.
     plain = bpeforge.train(corpus, vocab_size=400, progress=False)
-    t1 = bpeforge.train(corpus, vocab_size=400, langs=langs, temperature=1.0, progress=False)
-    assert t1.merges == plain.merges and t1.merge_counts == plain.merge_counts
-    meta = t1.metadata["language_balance"]
+    hot = bpeforge.train(corpus, vocab_size=400, langs=langs, temperature=2.0, progress=False)
+    assert hot.merges != plain.merges
+    meta = hot.metadata["language_balance"]
     assert meta["languages"]["en"]["lines"] == 3000 and meta["languages"]["el"]["lines"] == 60
 
 

@@ -59,6 +59,8 @@ def test_special_token_error_names_the_flags(corpus, tmp_path) -> None:
     ("on_bad_record=\"skip\" skips", "on_bad_record=\"skip\" skips".replace('on_bad_record="skip"',
                                                                         "--on-bad-record \"skip\"")),
     ("pass overwrite=True to replace", "pass --force to replace"),
+    ("given as pretokenizer=bpeforge.Regex('G\\w+')", "given as --pattern 'G\\w+'"),
+    ("given as pretokenizer=bpeforge.Regex(\"it's\")", "given as --pattern \"it's\""),
     ("cannot read /data/vocab_size.txt: no such file", "cannot read /data/vocab_size.txt: no such file"),
 ])
 def test_cli_wording(python, flags) -> None:
@@ -71,6 +73,28 @@ def test_a_usage_error_is_one_line(corpus) -> None:
     assert r.stderr.strip().splitlines() == [
         "bpeforge train: error: argument --vocab-size: '32x' is not a count (e.g. 32000, 32k = 32,000, "
         "64Ki = 65,536) (see bpeforge train --help)"]
+
+
+@pytest.mark.parametrize("command, flag, meant", [
+    (["train", "c.txt"], "--vocab", "--vocab-size"), (["train", "c.txt"], "--out", "--output"),
+    (["encode", "-m", "m.json", "c.txt"], "--out", "--output"),
+    (["export", "-m", "m.json", "--to", "tiktoken", "-o", "x.tiktoken"], "--forc", "--force"),
+])
+def test_flags_are_never_abbreviated(corpus, tmp_path, command, flag, meant) -> None:
+    """A prefix of a flag is an error that names the whole flag, in every
+    command, before anything is read or written."""
+    out = tmp_path / "x.json"
+    r = bpeforge_cli(*command, flag, *{"--vocab": ["2000"], "--out": [str(out)]}.get(flag, []), cwd=tmp_path)
+    assert r.returncode == 2, r.stderr
+    assert f"unrecognized arguments: {flag}" in r.stderr and f"did you mean {meant}?" in r.stderr, r.stderr
+    assert not out.exists() and sorted(p.name for p in tmp_path.iterdir()) == ["c.txt"]
+
+
+def test_every_parser_refuses_abbreviations() -> None:
+    parser = cli.build_parser()
+    subparsers = [a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction"]
+    assert subparsers and not parser.allow_abbrev
+    assert not [name for name, sub in subparsers[0].choices.items() if sub.allow_abbrev]
 
 
 # ---- counts like 32k --------------------------------------------------------------------
@@ -92,6 +116,22 @@ def test_cli_vocab_size_with_k(corpus, tmp_path) -> None:
     out = tmp_path / "m.json"
     assert cli.main(["train", str(corpus), "--vocab-size", "0.3k", "-o", str(out), "-q"]) == 0
     assert bpeforge.load(out) == bpeforge.train(corpus, vocab_size=300, progress=False)
+
+
+@pytest.mark.parametrize("text", ["0.3k", "0.3K", "300", "3_00"])
+def test_python_vocab_size_takes_the_cli_forms(corpus, tmp_path, text) -> None:
+    """Python takes the counts the CLI takes (one parser for both)."""
+    out = tmp_path / "m.json"
+    assert cli.main(["train", str(corpus), "--vocab-size", text, "-o", str(out), "-q"]) == 0
+    assert bpeforge.train(corpus, vocab_size=text, progress=False) == bpeforge.load(out)
+    assert bpeforge.train_from_iterator(TEXTS, vocab_size=text, progress=False) == \
+        bpeforge.train_from_iterator(TEXTS, vocab_size=300, progress=False)
+
+
+@pytest.mark.parametrize("value", ["32x", "1.2345k", "", 1.5, True])
+def test_python_vocab_size_refusal_names_the_parameter(value) -> None:
+    with pytest.raises(ParameterError, match=r"^vocab_size must be an integer or a count such as \"32k\""):
+        bpeforge.TrainOptions(vocab_size=value)
 
 
 @pytest.mark.parametrize("flags, said", [

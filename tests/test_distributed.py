@@ -10,6 +10,8 @@ import json
 import os
 import re
 import shutil
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -209,7 +211,7 @@ def test_bad_settings_fail_before_any_task(corpus):
     with pytest.raises(bpeforge.ParameterError, match="temperature needs langs"):
         distributed.train([corpus["small"]], temperature=3.0, progress=False)
     with pytest.raises(bpeforge.ParameterError, match="file_languages: 1 tag"):
-        distributed.train([corpus["small"], corpus["big"]], file_languages=["en"], progress=False)
+        distributed.train([corpus["small"], corpus["big"]], file_languages=["en"], temperature=3.0, progress=False)
     with pytest.raises(bpeforge.ParameterError, match="format"):
         distributed.encode(bpeforge.train([corpus["small"]], vocab_size=300, progress=False),
                            [corpus["small"]], "out", format="txt")
@@ -291,7 +293,7 @@ def test_a_short_language_file_is_named_on_ray(corpus, tmp_path):
     short = tmp_path / "short.langs"
     short.write_text("en\n" * 100)
     with pytest.raises(bpeforge.InputError, match="short.langs has only"):
-        distributed.train([corpus["big"]], langs=[short], shard_bytes=9_000, progress=False)
+        distributed.train([corpus["big"]], langs=[short], temperature=2.0, shard_bytes=9_000, progress=False)
 
 
 # ---- structured inputs: JSON lines with lang_field, Parquet and Arrow files -------
@@ -471,6 +473,53 @@ def test_cli_train_ray_equals_local(corpus, tmp_path, capsys):
     assert cli.main(["train", *common, "-o", str(tmp_path / "local.json")]) == 0
     assert cli.main(["train", *common, "-o", str(tmp_path / "ray.json"), "--shard-mb", "0.01", "--ray"]) == 0
     assert comparable(bpeforge.load(tmp_path / "ray.json")) == comparable(bpeforge.load(tmp_path / "local.json"))
+
+
+def _summary_times(out: str) -> tuple[float, dict[str, float]]:
+    """The total and the parts of a training summary's first line,
+    ``trained ... in 6.92s (Ray start-up 4.36s, counting 0.80s, ...)``."""
+    m = re.search(r"^trained .* in (\d+\.\d\d)s \((.*)\)$", out, flags=re.M)
+    assert m, out
+    parts = dict(re.fullmatch(r"(.+) (\d+\.\d\d)s", p).groups() for p in m[2].split(", "))
+    return float(m[1]), {k: float(v) for k, v in parts.items()}
+
+
+def test_cli_ray_summary_time_is_the_whole_call(corpus, tmp_path, capsys):
+    """``bpeforge train --ray`` called on the Ray already running here: the
+    time it prints is at least the time the call took, saving included, and
+    its parts add up to it."""
+    args = ["train", str(corpus["big"]), str(corpus["gz"]), "--vocab-size", "600", "--shard-mb", "0.01",
+            "--ray", "-o", str(tmp_path / "m.json"), "--progress", "off"]
+    capsys.readouterr()
+    t = time.perf_counter()
+    assert cli.main(args) == 0
+    elapsed = time.perf_counter() - t
+    total, parts = _summary_times(capsys.readouterr().out)
+    assert total >= elapsed - 0.001, (total, elapsed)  # 1 ms: writing the summary itself
+    assert {"counting", "merging"} <= set(parts) and "Ray shut-down" not in parts  # not this test's Ray
+    assert abs(sum(parts.values()) - total) <= 0.01 * len(parts)
+    assert ray.is_initialized()
+
+
+def test_cli_ray_summary_time_is_the_commands_wall_time(corpus, tmp_path):
+    """``bpeforge train --ray=local`` as a command, starting and shutting down
+    its own Ray: the time it prints covers the process from its start to the
+    end of main() (Python's start-up, Ray's start-up and shut-down included),
+    to within 50 ms (the fork before the process starts, the summary's own
+    writing); only the interpreter's exit after it is outside."""
+    argv = ["bpeforge", "train", str(corpus["big"]), "--vocab-size", "600", "--ray=local",
+            "-o", str(tmp_path / "m.json"), "--progress", "off"]
+    # The console script's main(), with the time main() returned on stderr.
+    code = ("import sys, time; from bpeforge.cli import main; sys.argv = %r; rc = main(); "
+            "sys.stderr.write('main returned at %%r\\n' %% time.perf_counter()); sys.exit(rc)" % argv)
+    t = time.perf_counter()
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    returned = float(re.search(r"main returned at (\S+)", run.stderr)[1])
+    total, parts = _summary_times(run.stdout)
+    assert total >= returned - t - 0.05, (total, returned - t, run.stdout)
+    assert {"Python start-up", "Ray start-up", "counting", "merging", "Ray shut-down"} <= set(parts)
+    assert abs(sum(parts.values()) - total) <= 0.01 * len(parts)
 
 
 def test_cli_encode_ray_writes_shards_and_manifest(corpus, model, tmp_path, capsys):

@@ -1,15 +1,23 @@
-"""The documentation site, as built by ``mkdocs build --strict`` (.ci/run
-builds it into site/ before the tests), opened in headless Chromium over a
-local HTTP server: the home page and a reference page render, the search
-finds ``max_memory``, and every public name of ``bpeforge`` has its entry in
-the API reference."""
+"""The documentation site, built here from docs/ as CI builds it (``mkdocs
+build --strict``, into a temporary folder: the pages as they are now, never
+a stale site/), then opened in headless Chromium over a local HTTP server:
+the home page and a reference page render, the search finds
+``max_memory``, and every public name of ``bpeforge`` has its entry in the
+API reference.
+
+The build needs the docs tools (in the ``test`` extra); the browser tests
+need Chromium on PATH, a system package (Debian/Ubuntu: ``apt-get install
+chromium``), and skip without it, saying so."""
 
 from __future__ import annotations
 
 import functools
 import html
 import http.server
+import os
 import re
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -21,11 +29,24 @@ import bpeforge
 from browser import browse, find_chromium
 
 ROOT = Path(__file__).resolve().parents[1]
-SITE = ROOT / "site"
 
-pytestmark = pytest.mark.skipif(
-    not (SITE / "index.html").exists(),
-    reason="the documentation site was not built (pip install '.[docs]' && mkdocs build --strict, as .ci/run does)")
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The site built strictly from this checkout's docs/ (any warning or
+    broken link fails the build, and with it these tests)."""
+    missing = "the docs tools are not installed: pip install '.[test]' (or '.[docs]') to build the site"
+    pytest.importorskip("mkdocs", reason=missing)
+    pytest.importorskip("material", reason=missing)
+    pytest.importorskip("mkdocstrings", reason=missing)
+    pytest.importorskip("mkdocstrings_handlers.python", reason=missing)
+    out = tmp_path_factory.mktemp("site")
+    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
+    build = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--quiet", "--site-dir", str(out)],
+                           cwd=ROOT, capture_output=True, text=True, timeout=600, env=env)
+    assert build.returncode == 0, f"mkdocs build --strict failed:\n{build.stdout[-3000:]}{build.stderr[-3000:]}"
+    assert (out / "index.html").is_file()
+    return out
 
 
 # Material's search runs in a web worker, which headless Chromium's virtual
@@ -71,8 +92,8 @@ class _Handler(http.server.SimpleHTTPRequestHandler):
 
 
 @pytest.fixture(scope="module")
-def server() -> Iterator[str]:
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_Handler, directory=str(SITE)))
+def server(site: Path) -> Iterator[str]:
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_Handler, directory=str(site)))
     thread = threading.Thread(target=httpd.serve_forever, daemon=True)
     thread.start()
     try:
@@ -126,17 +147,27 @@ def test_search_finds_max_memory(chromium: str, server: str, tmp_path: Path) -> 
     assert not links and "no matching" in meta.lower(), (meta, links)
 
 
-def test_generated_pages_were_generated() -> None:
+def test_generated_pages_were_generated(site: Path) -> None:
     """The build ran the generator hook: no marker is left, the sections are there."""
-    for page in SITE.rglob("*.html"):
+    for page in site.rglob("*.html"):
         assert "<!-- generated:" not in page.read_text(encoding="utf-8"), page
-    cli = (SITE / "reference" / "cli" / "index.html").read_text(encoding="utf-8")
+    cli = (site / "reference" / "cli" / "index.html").read_text(encoding="utf-8")
     assert 'id="bpeforge-train"' in cli and "--max-memory" in cli
 
 
-def test_every_public_name_is_in_the_built_api_reference() -> None:
-    page = (SITE / "reference" / "api" / "index.html").read_text(encoding="utf-8")
+def test_every_public_name_is_in_the_built_api_reference(site: Path) -> None:
+    page = (site / "reference" / "api" / "index.html").read_text(encoding="utf-8")
     ids = set(re.findall(r'id="(bpeforge\.[\w.]+)"', page))
     missing = [n for n in bpeforge.__all__ if n != "__version__" and f"bpeforge.{n}" not in ids]
     assert not missing, missing
     assert "bpeforge.__version__" in page
+
+
+def test_built_api_reference_shows_types_written_out(site: Path) -> None:
+    """The rendered signatures show ``str | os.PathLike[str]``, not the bare
+    ``Union`` griffe makes of a typing alias, and no private module."""
+    page = (site / "reference" / "api" / "index.html").read_text(encoding="utf-8")
+    text = html.unescape(re.sub(r"<[^>]+>", "", page))
+    assert "files: str | os.PathLike[str] | Sequence[str | os.PathLike[str]]" in " ".join(text.split())
+    assert not re.search(r"\bUnion\b", text)
+    assert not re.findall(r"bpeforge\._[a-z]\w*", text)

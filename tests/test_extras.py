@@ -41,6 +41,68 @@ def test_every_extra_is_listed_with_what_it_brings() -> None:
     assert set(_extras.EXTRA_OF.values()) <= set(extras)
 
 
+def _requirements(key: str) -> list[str]:
+    """The requirement strings of a ``KEY = [...]`` list in pyproject.toml
+    (an extra, or ``dependencies``); none if there is no such list."""
+    text = re.sub(r"#[^\n]*", "", PYPROJECT.read_text(encoding="utf-8"))
+    m = re.search(rf"^{re.escape(key)} = \[(.*?)\][ \t]*$", text, flags=re.M | re.S)
+    return re.findall(r'"([^"]+)"', m.group(1)) if m else []
+
+
+def _brought_by(extra: str) -> set[str]:
+    """The distributions ``pip install '.[EXTRA]'`` installs, as far as this
+    environment can tell: the extra's requirements (``bpeforge[...]`` ones
+    expanded from pyproject.toml) and, for those installed here, theirs."""
+    import importlib.metadata
+
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+
+    extras = {name: _requirements(name) for name in _extras_in_pyproject()}
+    todo = [Requirement(r) for r in [*_requirements("dependencies"), *extras[extra]]]
+    seen: set[tuple[str, frozenset[str]]] = set()
+    while todo:
+        req = todo.pop()
+        name = canonicalize_name(req.name)
+        if name == "bpeforge":
+            todo += [Requirement(r) for e in req.extras for r in extras[e]]
+            continue
+        if (name, frozenset(req.extras)) in seen:
+            continue
+        seen.add((name, frozenset(req.extras)))
+        try:
+            requires = importlib.metadata.requires(name) or []
+        except importlib.metadata.PackageNotFoundError:
+            continue
+        for sub in map(Requirement, requires):
+            if sub.marker is None or any(sub.marker.evaluate({"extra": e}) for e in ["", *req.extras]):
+                todo.append(sub)
+    return {name for name, _ in seen}
+
+
+def test_the_test_extra_brings_every_package_a_test_skips_without() -> None:
+    """Every module a test or benchmark test ``importorskip``s comes with
+    ``pip install '.[test]'`` (checked for the modules installed here), so
+    the extra gives the whole suite; Chromium, which pip cannot install, is
+    the only other thing a test skips without."""
+    import importlib.metadata
+
+    from packaging.utils import canonicalize_name
+
+    root = PYPROJECT.parent
+    modules = {m for f in [*root.glob("tests/*.py"), *root.glob("bench/*.py")]
+               for m in re.findall(r"importorskip\(\s*[\"']([\w.]+)[\"']", f.read_text(encoding="utf-8"))}
+    assert {"tokenizers", "ray", "mkdocs", "griffe"} <= modules  # the scan finds them
+    owners = importlib.metadata.packages_distributions()
+    brought = _brought_by("test")
+    missing = {}
+    for module in sorted(modules - {"bpeforge"}):
+        dists = {canonicalize_name(d) for d in owners.get(module.split(".")[0], [])}
+        if dists and not dists & brought:
+            missing[module] = sorted(dists)
+    assert not missing, f"tests skip without these, which '.[test]' does not install: {missing}"
+
+
 def _without(monkeypatch, *modules: str) -> None:
     for m in modules:
         monkeypatch.setitem(sys.modules, m, None)  # import then raises ImportError

@@ -180,7 +180,7 @@ def test_lang_field_bad_records(tmp_path) -> None:
                          vocab_size=300, progress=False)
     assert tok.metadata["corpus"]["bad_records"] == 1
     with pytest.raises(bpeforge.ParameterError, match="lang_field"):
-        bpeforge.train(bpeforge.sample_corpus(), lang_field="lang", vocab_size=300, progress=False)
+        bpeforge.train(bpeforge.sample_corpus(), lang_field="lang", temperature=2.0, vocab_size=300, progress=False)
     with pytest.raises(bpeforge.ParameterError, match="lang_field"):
         bpeforge.train(path, text_field="text", lang_field="lang", file_languages=["en"], vocab_size=300,
                        progress=False)

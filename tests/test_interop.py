@@ -243,6 +243,30 @@ def test_tiktoken_export_files(texts, tmp_path):
     assert enc.encode("hello world") == tok.encode("hello world")
 
 
+@pytest.mark.parametrize("suffix", [".gz", ".xz", ".bz2"])
+def test_tiktoken_compressed_rank_file_loads(texts, mixed, tmp_path, suffix):
+    """A compressed rank file with its sidecar loads like the plain one, in
+    load(), from_tiktoken() and tiktoken_encoding()."""
+    import bz2
+    import gzip
+    import lzma
+
+    tok = _model(texts, "bytes", "cl100k")
+    ranks_path, meta_path = tok.to_tiktoken(tmp_path / "cl.tiktoken")
+    packed = tmp_path / f"cl.tiktoken{suffix}"
+    opener = {".gz": gzip.open, ".xz": lzma.open, ".bz2": bz2.open}[suffix]
+    with opener(packed, "wb") as f:
+        f.write(Path(ranks_path).read_bytes())
+    Path(f"{packed}.json").write_bytes(Path(meta_path).read_bytes())
+    sample = mixed[:2000]
+    want = tok.encode_batch(sample, allowed_special="all")
+    for again in (bpeforge.load(packed), bpeforge.from_tiktoken(packed)):
+        assert again.encode_batch(sample, allowed_special="all") == want
+    enc = interop.tiktoken_encoding(packed)
+    _assert_same(enc.encode_batch(sample, allowed_special="all"), want, sample, f"tiktoken from {packed.name}")
+    assert [enc.decode(x) for x in want[:200]] == [tok.decode(x) for x in want[:200]]
+
+
 def test_tiktoken_export_refuses(texts, tmp_path):
     with pytest.raises(ParameterError, match="whitespace"):
         _model(texts, "bytes", "whitespace").to_tiktoken(tmp_path / "w.tiktoken")

@@ -58,7 +58,7 @@ def test_every_option_is_documented_in_train() -> None:
 # engine's, checked once, when the options are made.
 @pytest.mark.parametrize("bad, rule", [
     ({"vocab_size": 0}, "must be a positive integer"), ({"vocab_size": -5}, "must not be negative"),
-    ({"vocab_size": True}, "must be an integer"), ({"vocab_size": "32000"}, "must be an integer"),
+    ({"vocab_size": True}, "must be an integer"), ({"vocab_size": "32x"}, "must be an integer or a count"),
     ({"vocab_size": 255}, "below the base vocabulary.*at least 256"),
     ({"min_frequency": -1}, "must not be negative"), ({"max_token_length": 0}, "at least 1"),
     ({"threads": 0}, "at least 1"), ({"min_word_count": 0}, "must be a positive integer"),
@@ -137,6 +137,8 @@ def samples(tmp_path) -> dict[str, tuple[list[str], object]]:
     langs.write_text("en\n" * 1514, encoding="utf-8")
     out = str(tmp_path / "out.json")
     csv = str(tmp_path / "progress.csv")
+    # Language tags are refused without a balancing: they come with one.
+    balanced = ["--langs", str(langs), "--temperature", "2"]
     return {
         "vocab_size": (["--vocab-size", "300"], 300),
         "scheme": (["--scheme", "chars"], "chars"),
@@ -164,16 +166,16 @@ def samples(tmp_path) -> dict[str, tuple[list[str], object]]:
         "superbpe_transition": (["--superbpe-transition", "280"], 280),
         "superbpe_max_words": (["--superbpe-max-words", "2"], 2),
         "superbpe_colon_rule": (["--no-superbpe-colon-rule"], False),
-        "langs": (["--langs", str(langs)], [str(langs)]),
-        "file_languages": (["--file-language", "en"], ["en"]),
-        "lang_field": (["--text-field", "text", "--lang-field", "lang"], "lang"),
+        "langs": (balanced, [str(langs)]),
+        "file_languages": (["--file-language", "en", "--temperature", "2"], ["en"]),
+        "lang_field": (["--text-field", "text", "--lang-field", "lang", "--temperature", "2"], "lang"),
         "temperature": (["--temperature", "2", "--langs", str(langs)], 2.0),
-        "max_premium": (["--max-premium", "1.3", "--langs", str(langs)], 1.3),
-        "balance_rounds": (["--balance-rounds", "2", "--langs", str(langs)], 2),
-        "premium_reference": (["--premium-reference", "en", "--langs", str(langs)], "en"),
-        "balance_min_lines": (["--balance-min-lines", "10", "--langs", str(langs)], 10),
-        "balance_max_lift": (["--balance-max-lift", "4", "--langs", str(langs)], 4.0),
-        "balance_held_apart": (["--balance-held-apart", "0.25", "--langs", str(langs)], 0.25),
+        "max_premium": (["--max-premium", "1.3", "--langs", str(langs), "--temperature", "2"], 1.3),
+        "balance_rounds": (["--balance-rounds", "2", *balanced], 2),
+        "premium_reference": (["--premium-reference", "en", *balanced], "en"),
+        "balance_min_lines": (["--balance-min-lines", "10", *balanced], 10),
+        "balance_max_lift": (["--balance-max-lift", "4", *balanced], 4.0),
+        "balance_held_apart": (["--balance-held-apart", "0.25", *balanced], 0.25),
         "progress_csv": (["--progress-csv", csv], csv),
         "max_memory": (["--max-memory", "1.5GiB"], 3 << 29),
     }
@@ -240,7 +242,12 @@ def test_cli_option_reaches_the_engine(name, samples, monkeypatch) -> None:
     assert engine[name] == expected
     # and nothing changed that the flags did not ask for
     defaults = TrainOptions().engine_args()
-    assert {k for k in NAMES if engine[k] != defaults[k]} == {k for k, (f, _) in samples.items() if set(f) <= set(flags)}
+    assert {k for k in NAMES if engine[k] != defaults[k]} == \
+        {k for k, (f, _) in samples.items() if set(f) <= set(flags)} | COMPANIONS.get(name, set())
+
+
+#: Options a sample sets besides its own that no other sample's flags name alone.
+COMPANIONS = {"file_languages": {"temperature"}, "lang_field": {"temperature"}}
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -259,7 +266,7 @@ def test_ray_takes_every_option_and_checks_them_first(ray_instance) -> None:
     with pytest.raises(bpeforge.ParameterError, match="max_premium needs langs"):
         distributed.train([bpeforge.sample_corpus()], progress=False, max_premium=1.3)
     with pytest.raises(bpeforge.ParameterError, match="lang_field.*needs text_field"):
-        distributed.train([bpeforge.sample_corpus()], progress=False, lang_field="lang")
+        distributed.train([bpeforge.sample_corpus()], progress=False, lang_field="lang", temperature=2.0)
 
 
 # ---- pre-tokenizers: exact preset names, explicit regexes, nothing lost ----------
@@ -268,7 +275,7 @@ def test_ray_takes_every_option_and_checks_them_first(ray_instance) -> None:
 @pytest.mark.parametrize("name, guess", [("GPT2", "gpt2"), ("o200k_base", "o200k"), ("cl100k_base", "cl100k"),
                                          ("ws", "whitespace"), ("Whitespace", "whitespace"), ("o200", "o200k")])
 def test_near_miss_preset_names_are_refused_with_a_suggestion(name, guess) -> None:
-    with pytest.raises(bpeforge.ParameterError, match=f"did you mean '{guess}'"):
+    with pytest.raises(bpeforge.ParameterError, match=f"did you mean pretokenizer='{guess}'"):
         TrainOptions(pretokenizer=name)
     with pytest.raises(bpeforge.ParameterError, match="bpeforge.Regex"):
         bpeforge.pretokenize("text", name)
@@ -277,7 +284,10 @@ def test_near_miss_preset_names_are_refused_with_a_suggestion(name, guess) -> No
 def test_cli_refuses_a_near_miss_and_takes_a_pattern(tmp_path, capsys) -> None:
     assert cli.main(["train", str(bpeforge.sample_corpus()), "--pretokenizer", "GPT2", "-q", "-o",
                      str(tmp_path / "m.json")]) == 1
-    assert "did you mean 'gpt2'" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    # The command line's syntax, not Python's.
+    assert "did you mean --pretokenizer 'gpt2'? a custom regex is given as --pattern 'GPT2'" in err, err
+    assert "Regex(" not in err and "pretokenizer=" not in err
     assert not (tmp_path / "m.json").exists()
     assert cli.main(["train", str(bpeforge.sample_corpus()), "--pattern", r"\p{L}+", "--vocab-size", "300", "-q",
                      "-o", str(tmp_path / "m.json")]) == 0

@@ -55,8 +55,9 @@ def test_train_output_is_never_the_corpus(corpus) -> None:
         assert corpus.read_bytes() == before
     langs = corpus.with_suffix(".langs")
     langs.write_text("en\n" * len(TEXTS))
-    r = bpeforge_cli("train", str(corpus), "--langs", str(langs), "--vocab-size", "300", "-o", str(langs))
-    assert r.returncode == 1 and langs.read_text() == "en\n" * len(TEXTS)
+    r = bpeforge_cli("train", str(corpus), "--langs", str(langs), "--temperature", "2", "--vocab-size", "300",
+                     "-o", str(langs))
+    assert r.returncode == 1 and "it is the input" in r.stderr and langs.read_text() == "en\n" * len(TEXTS)
 
 
 def test_encode_output_is_never_the_input_nor_the_model(corpus, model_file, tmp_path) -> None:

@@ -21,6 +21,7 @@ import base64
 import gzip
 import json
 import lzma
+import re
 from functools import lru_cache
 from pathlib import Path
 from typing import Iterator
@@ -48,13 +49,19 @@ CASES = {
 }
 
 
-@lru_cache(maxsize=2)
-def _ranks(name: str) -> dict[bytes, int]:
+def _rank_file(name: str) -> Path:
+    """bpe-openai's gzipped rank file ``name.tiktoken.gz``."""
     path = Path(bpe_openai.__file__).parent / "data" / f"{name}.tiktoken.gz"
     if not path.is_file():
         pytest.skip(f"{path} not found (bpe-openai without its rank files)")
+    return path
+
+
+@lru_cache(maxsize=2)
+def _ranks(name: str) -> dict[bytes, int]:
+    """The ranks of a rank file, read here (tiktoken's side of the comparison)."""
     ranks = {}
-    with gzip.open(path, "rt", encoding="ascii") as f:
+    with gzip.open(_rank_file(name), "rt", encoding="ascii") as f:
         for line in f:
             if line.strip():
                 token, rank = line.split()
@@ -64,8 +71,9 @@ def _ranks(name: str) -> dict[bytes, int]:
 
 @lru_cache(maxsize=2)
 def _imported(name: str) -> bpeforge.Tokenizer:
-    """bpeforge's import of a rank file (with its own pattern)."""
-    return bpeforge.from_tiktoken(_ranks(name), pattern=name)
+    """bpeforge's import of a rank file (with its own pattern), read by
+    bpeforge from the compressed file as shipped."""
+    return bpeforge.from_tiktoken(_rank_file(name), pattern=name)
 
 
 @lru_cache(maxsize=3)
@@ -124,6 +132,68 @@ def check_corpus(case: str, corpus: str, limit: int | None = None) -> None:
 @pytest.mark.parametrize("case", ["cl100k_base", "gpt2 (cl100k ranks)"])
 def test_import_gives_tiktokens_ids_quick(case):
     check_corpus(case, "multi-200k", QUICK_LINES)
+
+
+def test_cli_imports_the_compressed_rank_file(tmp_path):
+    """``bpeforge import --from tiktoken`` reads the ``.tiktoken.gz`` file as
+    shipped: the model is the Python import's, with tiktoken's ids and
+    decodes on real lines."""
+    from bpeforge.cli import main as cli_main
+
+    out = tmp_path / "cl100k.json"
+    assert cli_main(["import", "--from", "tiktoken", str(_rank_file("cl100k_base")), "--pattern", "cl100k_base",
+                     "-o", str(out), "--quiet"]) == 0
+    tok = bpeforge.load(out)
+    assert tok.to_json() == _imported("cl100k_base").to_json()
+    _, enc = _pair("cl100k_base")
+    chunk = next(_chunks("multi-200k", 2_000))
+    ids = tok.encode_batch(chunk)
+    assert ids == enc.encode_ordinary_batch(chunk)
+    assert [enc.decode(x) for x in ids] == [tok.decode(x) for x in ids] == chunk
+
+
+def test_inspect_of_imported_o200k_counts_what_it_lists(tmp_path, capsys):
+    """``bpeforge inspect`` of o200k imported with its special tokens: the
+    merge count is the merges listed, each merge's new id is tiktoken's rank
+    of its token, and the ids no token has (199998, 200000..200017) are said
+    to be unassigned, not listed as blank tokens."""
+    from bpeforge.cli import main as cli_main
+
+    specials = {"<|endoftext|>": 199999, "<|endofprompt|>": 200018}
+    out = tmp_path / "o200k.json"
+    assert cli_main(["import", "--from", "tiktoken", str(_rank_file("o200k_base")), "--pattern", "o200k_base",
+                     *(f for s, i in specials.items() for f in ("--special-token", f"{s}={i}")),
+                     "-o", str(out), "--quiet"]) == 0
+    capsys.readouterr()
+    assert cli_main(["inspect", str(out), "--merges", "40", "--vocab", "25"]) == 0
+    shown = capsys.readouterr().out
+    ranks = _ranks("o200k_base")
+    merges = len(bpeforge.load(out).merges)
+    assert 0 < merges <= len(ranks) - 256
+    assert f"  merges: {merges} (derived from the imported tiktoken ranks" in shown
+    assert f"first 40 of {merges}:" in shown
+    listed = re.findall(r"^ +(\d+) +(\d+)  (.+) \+ (.+) -> (.+)$", shown, flags=re.M)
+    assert [int(k) for k, *_ in listed] == list(range(40))
+    by_id = {r: t for t, r in ranks.items()}
+    for _, new_id, _, _, token in listed:
+        assert int(new_id) in by_id and token == bpeforge._display.show_token(by_id[int(new_id)])
+    used = set(ranks.values()) | set(specials.values())
+    free = [i for i in range(max(used) + 1) if i not in used]
+    assert free == [199998, *range(200000, 200018)]
+    assert f"ids: {max(used) + 1} (0..{max(used)}), {len(free)} of them not assigned to a token " \
+           f"(199998, 200000..200017)" in shown
+    assert re.search(r"^ +199998  \(not assigned: no token has this id\)$", shown, flags=re.M)
+    assert re.search(r"^ +200000\.\.200017  \(not assigned: no token has these 18 ids\)$", shown, flags=re.M)
+    assert not re.search(r"^ +\d+  $", shown, flags=re.M)  # no blank token
+
+
+def test_compressed_rank_file_errors_name_the_file(tmp_path):
+    """A truncated compressed rank file is a ModelFormatError naming it, not a
+    crash or a partial vocabulary."""
+    cut = tmp_path / "cut.tiktoken.gz"
+    cut.write_bytes(_rank_file("cl100k_base").read_bytes()[:5_000])
+    with pytest.raises(bpeforge.ModelFormatError, match="cut.tiktoken.gz: cannot decompress"):
+        bpeforge.from_tiktoken(cut, pattern="cl100k_base")
 
 
 @pytest.mark.slow

@@ -192,6 +192,9 @@ def model_format(path: str) -> str | None:
     None (a bpeforge model, or unknown), from its name and first bytes."""
     if os.path.isdir(path):
         return "huggingface" if os.path.isfile(os.path.join(path, "tokenizer.json")) else None
+    comp = compression(path)
+    if comp is not None and path[: -len(comp)].endswith(".tiktoken"):
+        return "tiktoken"  # a compressed rank file (o200k_base.tiktoken.gz)
     try:
         with open(path, "rb") as f:
             head = f.read(4096)

@@ -24,7 +24,7 @@ __all__ = ["train", "train_from_iterator", "train_from_dataset"]
 def train(
     files: PathLike | Sequence[PathLike],
     *,
-    vocab_size: int = 32000,
+    vocab_size: int | str = 32000,
     scheme: Literal["bytes", "chars"] = "bytes",
     pretokenizer: str = DEFAULT_PRETOKENIZER,
     special_tokens: Iterable[str] = (),
@@ -65,7 +65,7 @@ def train(
 ) -> Tokenizer:
     """Train a BPE vocabulary on one or more text files.
 
-    Files may be plain or compressed (any suffix of ``bpeforge._input_formats.COMPRESSIONS``). By
+    Files may be plain or compressed (by the name's suffix: {compressions}). By
     default each line is one text; ``documents=True`` makes each file one text,
     and ``separator="..."`` cuts texts at that string instead of at newlines.
     Structured lines: ``text_field="text"`` reads JSON lines (the text is that
@@ -81,7 +81,7 @@ def train(
     magic bytes; first lines that are all JSON objects), is refused without
     ``text_field``, naming the file and its string fields. To train on a
     JSON lines file's raw text on purpose, give ``separator="\\n"`` or
-    ``documents=True``. The rules: :mod:`bpeforge._input_formats`.
+    ``documents=True``. The rules: the user guide's *Input formats* page.
 
     Args:
         files: a path or a list of paths.
@@ -166,7 +166,7 @@ def train_from_dataset(
 def train_from_iterator(
     texts: Iterable[str],
     *,
-    vocab_size: int = 32000,
+    vocab_size: int | str = 32000,
     scheme: Literal["bytes", "chars"] = "bytes",
     pretokenizer: str = DEFAULT_PRETOKENIZER,
     special_tokens: Iterable[str] = (),
@@ -224,4 +224,5 @@ def train_files(files: list[str], options: TrainOptions, progress: str) -> Token
     return Tokenizer(_native.train_files(files, options.settings(), progress))
 
 
-train.__doc__ = (train.__doc__ or "").replace("{options}", option_docs())
+train.__doc__ = ((train.__doc__ or "").replace("{options}", option_docs())
+                 .replace("{compressions}", _input_formats.compressions_text(", ")))

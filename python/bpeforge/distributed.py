@@ -14,7 +14,7 @@ Shards:
 * a plain (uncompressed) file larger than ``shard_bytes`` is cut into byte
   ranges of about ``shard_bytes``; a range holds the lines that *start* in it,
   so the ranges of a file see every line exactly once;
-* a compressed file (``bpeforge._input_formats.COMPRESSIONS``) is always one whole
+* a compressed file (any compression :func:`bpeforge.train` reads) is always one whole
   shard (it cannot be entered in the middle): split big corpora into several
   compressed files, or keep them plain, to spread them over the cluster;
 * for training, small files are grouped into shards of about ``shard_bytes``;

@@ -99,6 +99,22 @@ def _int(name: str, none_ok: bool = False) -> Callable[[Any], Any]:
     return check
 
 
+def _count(name: str) -> Callable[[Any], Any]:
+    """An integer, or a count as the command line takes it (``"32k"``,
+    ``"64Ki"``: :func:`parse_count`, the one parser of both)."""
+    def check(v: Any) -> Any:
+        if isinstance(v, str):
+            try:
+                return parse_count(v)
+            except ValueError:
+                raise ParameterError(f"{name} must be an integer or a count such as \"32k\" (= 32,000) or "
+                                     f"\"64Ki\" (= 65,536), got {v!r}") from None
+        if isinstance(v, bool) or not isinstance(v, int):
+            raise ParameterError(f"{name} must be an integer or a count such as \"32k\", got {v!r}")
+        return v
+    return check
+
+
 def _number(name: str, none_ok: bool = False) -> Callable[[Any], Any]:
     def check(v: Any) -> Any:
         if v is None and none_ok:
@@ -138,9 +154,9 @@ def check_pretokenizer(v: Any) -> str:
 
     guess = _NEAR_MISSES.get(v.lower()) or (v.lower() if v.lower() in PRESETS else None)
     guess = guess or next(iter(difflib.get_close_matches(v.lower(), PRESETS, n=1, cutoff=0.6)), None)
-    hint = f"did you mean {guess!r}? " if guess else ""
-    raise ParameterError(f"pretokenizer {v!r} is not a preset ({', '.join(PRESETS)}): {hint}"
-                         f"a custom regex is given as pretokenizer=bpeforge.Regex({v!r}) (CLI: --pattern)")
+    hint = f"did you mean pretokenizer={guess!r}? " if guess else ""
+    raise ParameterError(f"pretokenizer={v!r} is not a preset ({', '.join(PRESETS)}): {hint}"
+                         f"a custom regex is given as pretokenizer=bpeforge.Regex({v!r})")
 
 
 _SIZE_UNITS = {"": 1, "b": 1, "k": 1 << 10, "kib": 1 << 10, "m": 1 << 20, "mib": 1 << 20, "g": 1 << 30,
@@ -334,8 +350,10 @@ class TrainOptions:
     keywords are a ``TypeError``, as for any Python call.
     """
 
-    vocab_size: int = opt(32000, "total vocabulary size: special tokens + base symbols + merges.",
-                          _int("vocab_size"),
+    vocab_size: int | str = opt(32000, "total vocabulary size: special tokens + base symbols + merges; an "
+                                "integer or a count as on the command line (``\"32k\"`` = 32,000, ``\"1.5M\"``, "
+                                "``\"64Ki\"`` = 65,536).",
+                                _count("vocab_size"),
                           cli={"type": _cli_count, "metavar": "N",
                                "help": "total vocabulary size: 32000, 32k (= 32,000), 64Ki (= 65,536); default "
                                        "32000 (2000 for the sample)"})

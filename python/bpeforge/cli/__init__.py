@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import time
 from collections.abc import Sequence
 
 
@@ -19,6 +20,7 @@ from ..errors import BpeforgeError
 from . import encode as _encode
 from . import inspect as _inspect
 from . import train as _train
+from ._clock import command_started
 from ._common import _Parser, cli_wording
 from .interop import _add_interop_commands
 from .report import _add_report_command
@@ -40,8 +42,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    entered = time.perf_counter()
+    started = command_started(argv)  # a summary's time counts from here
     parser = build_parser()
     args = parser.parse_args(argv)
+    args.command_started, args.command_entered = started, entered
     try:
         return int(args.func(args))
     except KeyboardInterrupt:

@@ -21,10 +21,39 @@ BATCH_LINES = 8192
 class _Parser(argparse.ArgumentParser):
     """argparse, with a usage error in one line (``bpeforge train: error:
     argument --vocab-size: ...``) instead of the whole usage block first:
-    the usage is what ``--help`` is for."""
+    the usage is what ``--help`` is for. Flags are never abbreviated
+    (``--vocab`` is not ``--vocab-size``): a prefix that argparse would
+    complete is an error, so a typo or a flag added later never changes what
+    a command means. Sub-commands' parsers are this class too
+    (``add_subparsers`` makes its parsers of the parent's class)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
+
+    _argv: list[str] = []
+
+    def parse_args(self, args: Any = None, namespace: Any = None) -> Any:
+        self._argv = list(sys.argv[1:] if args is None else args)
+        return super().parse_args(args, namespace)
 
     def error(self, message: str) -> Any:  # type: ignore[override]
-        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+        self.exit(2, f"{self.prog}: error: {message}{self._full_names(message)} (see {self.prog} --help)\n")
+
+    def _full_names(self, message: str) -> str:
+        """For an unrecognized abbreviation (``--vocab``), the flags it
+        begins: ``; flags are not abbreviated: did you mean --vocab-size?``."""
+        prefix = "unrecognized arguments: "
+        if not message.startswith(prefix):
+            return ""
+        parsers: list[argparse.ArgumentParser] = [self]
+        for action in self._actions:
+            if isinstance(action, argparse._SubParsersAction):  # the command given, as parse_args saw it
+                parsers += [action.choices[w] for w in self._argv[:1] if w in action.choices]
+        known = {flag for parser in parsers for flag in parser._option_string_actions}
+        words = [w.partition("=")[0] for w in message[len(prefix):].split() if w.startswith("--")]
+        meant = sorted({flag for w in words for flag in known if flag.startswith(w) and flag != w})
+        return f"; flags are not abbreviated: did you mean {' or '.join(meant)}?" if meant else ""
 
 
 # ---- error messages in the command line's words --------------------------------
@@ -48,6 +77,8 @@ def _flag_table() -> dict[str, str]:
 
 _FLAGS = _flag_table()
 _ASSIGNMENT = re.compile(r"\b([a-z][a-z0-9_]*)=(\{[^}]*\}|\(\)|\[[^\]]*\]|\"[^\"]*\"|'[^']*'|True\b|[\w.-]+)?")
+# A custom pre-tokenizer: Python's pretokenizer=bpeforge.Regex(P) is --pattern P.
+_REGEX_ASSIGNMENT = re.compile(r"\bpretokenizer=(?:bpeforge\.)?Regex\(('[^']*'|\"[^\"]*\")\)")
 _BARE_NAME = re.compile(r"(?<![-\w./])([a-z][a-z0-9]*(?:_[a-z0-9]+)+)\b(?!\(|\.\w)")
 # A one-word option opening a rule ("columns must be ..."); elsewhere such a
 # word is ordinary English ("counting threads").
@@ -58,7 +89,8 @@ def cli_wording(message: str) -> str:
     """``message`` with Python parameters turned into the CLI's flags:
     ``allowed_special={'<s>'}`` becomes ``--allowed-special '<s>'``,
     ``text_field=`` ``--text-field``, ``disallowed_special=()``
-    ``--disallowed-special none``, a bare ``vocab_size`` ``--vocab-size``, a
+    ``--disallowed-special none``, ``pretokenizer=bpeforge.Regex('x')``
+    ``--pattern 'x'``, a bare ``vocab_size`` ``--vocab-size``, a
     one-word option opening the message (``columns must be``) its flag."""
 
     def assignment(m: re.Match[str]) -> str:
@@ -76,6 +108,7 @@ def cli_wording(message: str) -> str:
         return f"{flag} {value}"
 
     message = message.replace(" or use encode_ordinary()", "").replace('separator="\\n"', "--separator $'\\n'")
+    message = _REGEX_ASSIGNMENT.sub(r"--pattern \1", message)
     message = _ASSIGNMENT.sub(assignment, message)
     message = _LEADING_NAME.sub(lambda m: _FLAGS.get(m.group(1), m.group(1)), message)
     return _BARE_NAME.sub(lambda m: _FLAGS.get(m.group(1), m.group(1)), message)

@@ -105,7 +105,7 @@ def _add_interop_commands(sub: Any) -> None:
 
     m = sub.add_parser("import", help="turn a Hugging Face, tiktoken or SentencePiece BPE vocabulary into a bpeforge model")
     m.add_argument("--from", dest="source_format", required=True, choices=EXPORT_FORMATS)
-    m.add_argument("input", help="tokenizer.json (or its directory), FILE.tiktoken, or FILE.model")
+    m.add_argument("input", help="tokenizer.json (or its directory), FILE.tiktoken (also compressed: FILE.tiktoken.gz...), or FILE.model")
     m.add_argument("--output", "-o", required=True, help="bpeforge model file to write (.json or .json.gz)")
     m.add_argument("--pattern", default=None,
                    help="tiktoken: the pre-tokenizer regex or gpt2/cl100k_base/o200k_base (default: FILE.tiktoken.json)")

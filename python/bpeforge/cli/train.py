@@ -5,9 +5,11 @@ training entry as they are."""
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import sys
 import time
+from collections.abc import Callable
 from typing import Any
 
 from pathlib import Path
@@ -77,24 +79,66 @@ def cmd_train(args: argparse.Namespace) -> int:
         print(f"No input given: training on the bundled sample corpus ({inputs[0]}).", file=sys.stderr)
     options = _train_options(args, demo)
     progress = "off" if args.quiet else args.progress
-    t0 = time.perf_counter()
+    # From the process's start (main() of its command line) or main()'s call.
+    started = getattr(args, "command_started", None) or time.perf_counter()
     args.started = time.time()
+    parts = {"Python start-up": getattr(args, "command_entered", started) - started}
     if args.ray is not None:  # --ray [ADDRESS]: count on a Ray cluster
-        from .. import distributed
-
-        tok = distributed.train_with(inputs, options, address=_ray_address(args.ray),
-                                     shard_bytes=_shard_bytes(args), num_cpus_per_task=1,
-                                     progress=progress)
+        tok, shut_down = _train_on_ray(inputs, options, args, progress, parts)
     else:
-        tok = train_files(inputs, options, native_progress(progress))
-    wall = time.perf_counter() - t0
+        tok, shut_down = train_files(inputs, options, native_progress(progress)), None
+    timings = tok.metadata.get("timings", {})
+    parts["counting"] = timings.get("count_seconds", 0)
+    parts["merging"] = timings.get("merge_seconds", 0)
     if args.output:
+        t = time.perf_counter()
         tok.save(args.output)
+        parts["saving"] = time.perf_counter() - t
+    if shut_down is not None:
+        t = time.perf_counter()
+        shut_down()
+        parts["Ray shut-down"] = time.perf_counter() - t
     if not args.quiet or demo:
-        _print_summary(tok, inputs, wall, args.output, sample=demo, default_output=args.default_output)
+        _print_summary(tok, inputs, time.perf_counter() - started, parts, args.output, sample=demo,
+                       default_output=args.default_output)
     elif args.default_output:  # quiet, but the file name was not the user's: say it
         print(f"saved to {args.output} (no --output given)", file=sys.stderr)
     return 0
+
+
+def _train_on_ray(inputs: list[str], options: TrainOptions, args: argparse.Namespace, progress: Any,
+                  parts: dict[str, float]) -> tuple[Tokenizer, Callable[[], None] | None]:
+    """``--ray``: the model, and how to shut down the Ray this command
+    started (None when it joined one already running in the process).
+    ``parts["Ray start-up"]`` is importing Ray and connecting to it."""
+    t = time.perf_counter()
+    from .. import distributed
+    from .._ray_tasks import _connect, _ray
+
+    ray = _ray()
+    started_here = not ray.is_initialized()
+    _connect(_ray_address(args.ray))
+    parts["Ray start-up"] = time.perf_counter() - t
+    tok = distributed.train_with(inputs, options, address=None, shard_bytes=_shard_bytes(args),
+                                 num_cpus_per_task=1, progress=progress)
+    return tok, (ray.shutdown if started_here else None)
+
+
+def _seconds(value: float) -> str:
+    """Seconds to two decimals, rounded up: a printed total is never less
+    than the time it measured."""
+    return f"{math.ceil(value * 100) / 100:.2f}s"
+
+
+def _time_parts(wall: float, parts: dict[str, float]) -> str:
+    """``Ray start-up 4.10s, counting 12.30s, ...`` and what the named parts
+    leave of ``wall`` ("other": reading options, checks, building the
+    model); parts under 5 ms are left to "other"."""
+    named = [(k, v) for k, v in parts.items() if k in ("counting", "merging") or v >= 0.005]
+    other = wall - sum(v for _, v in named)
+    if other >= 0.005:
+        named.append(("other", other))
+    return ", ".join(f"{k} {v:.2f}s" for k, v in named)
 
 
 def _ray_address(value: str) -> str | None:
@@ -114,15 +158,15 @@ def _shard_bytes(args: argparse.Namespace) -> int:
     return max(1, int(args.shard_mb * (1 << 20)))
 
 
-def _print_summary(tok: Tokenizer, inputs: list[str], wall: float, output: str | None, sample: bool,
-                   default_output: bool = False) -> None:
+def _print_summary(tok: Tokenizer, inputs: list[str], wall: float, parts: dict[str, float], output: str | None,
+                   sample: bool, default_output: bool = False) -> None:
+    """``wall`` is the command's time from its start to now (after saving,
+    and shutting down the Ray it started); ``parts`` name where it went."""
     meta = tok.metadata
     corpus = meta.get("corpus", {})
-    timings = meta.get("timings", {})
     merges = len(tok.merge_counts)
     w = sys.stdout.write
-    w(f"trained {tok!r} in {wall:.2f}s "
-      f"(counting {timings.get('count_seconds', 0):.2f}s, merging {timings.get('merge_seconds', 0):.2f}s)\n")
+    w(f"trained {tok!r} in {_seconds(wall)} ({_time_parts(wall, parts)})\n")
     w(f"  corpus: {corpus.get('bytes', 0) / 1e6:.2f} MB, {corpus.get('texts', 0)} texts, "
       f"{corpus.get('pretokens', 0)} pre-tokens, {meta.get('word_types', 0)} word types\n")
     w(f"  merges: {merges}" + (" (stopped early: no pair reached min_frequency)" if meta.get("stopped_early") else "") + "\n")

@@ -39,9 +39,9 @@ style: one small function per foreign form):
   ``sentencepiece_proto`` (the protobuf, read and written).
 
 Layers, with no import cycle: ``_common`` and the exporters read a model
-view and do not import :mod:`bpeforge._tokenizer`; the importers build
-Tokenizers and import that class (only); :func:`bpeforge.load`
-(``bpeforge._load``) sits above both. ``Tokenizer.to_*`` import their
+view and do not import the Tokenizer's module; the importers build
+Tokenizers and import that class (only); :func:`bpeforge.load` sits above
+both. ``Tokenizer.to_*`` import their
 exporter when called, as this package (which imports the importers) cannot
 load before the Tokenizer class exists.
 """

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import base64
 import json
+import lzma
 import os
 from typing import TYPE_CHECKING, Any
 
-from .._io import write_atomic
+from .._io import open_binary, write_atomic
 from ..errors import ModelFormatError, ParameterError
 from ._common import ModelView, PathLike, _require
 
@@ -76,17 +77,24 @@ def to_tiktoken(tok: Tokenizer, path: PathLike, *, name: str | None = None) -> t
 
 
 def read_rank_file(path: PathLike) -> dict[bytes, int]:
+    """The ``{token: rank}`` of a rank file, plain or compressed (by its
+    suffix, as every input: ``o200k_base.tiktoken.gz``)."""
     ranks: dict[bytes, int] = {}
-    with open(path, "rb") as f:
-        for lineno, line in enumerate(f, 1):
-            line = line.strip()
-            if not line:
-                continue
-            try:
-                token, rank = line.split()
-                ranks[base64.b64decode(token, validate=True)] = int(rank)
-            except ValueError as e:
-                raise ModelFormatError(f"{os.fspath(path)}, line {lineno}: not a tiktoken rank line ({e})") from e
+    lineno = 0
+    with open_binary(path) as f:
+        try:
+            for lineno, line in enumerate(f, 1):
+                line = line.strip()
+                if not line:
+                    continue
+                try:
+                    token, rank = line.split()
+                    ranks[base64.b64decode(token, validate=True)] = int(rank)
+                except ValueError as e:
+                    raise ModelFormatError(f"{os.fspath(path)}, line {lineno}: not a tiktoken rank line ({e})") from e
+        except (EOFError, OSError, lzma.LZMAError) as e:  # a truncated or corrupt compressed file
+            where = f" after line {lineno}" if lineno else ""
+            raise ModelFormatError(f"{os.fspath(path)}: cannot decompress it{where} ({e}); is it truncated?") from e
     if not ranks:
         raise ModelFormatError(f"{os.fspath(path)}: no rank lines; a .tiktoken file has one 'base64-token rank' per line")
     return ranks

@@ -54,7 +54,7 @@ def build_report(
     Args:
         model, compare: a model file (bpeforge, SentencePiece ``.model``, Hugging
             Face ``tokenizer.json``, ``.tiktoken``) or a :class:`bpeforge.Tokenizer`.
-        corpus: a text file (compressed ok: ``bpeforge._input_formats.COMPRESSIONS``), one text per line, a
+        corpus: a text file (compressed as for :func:`bpeforge.train`), one text per line, a
             JSON lines, Parquet or Arrow file (with ``text_field``), or a
             sequence of str.
         langs: language tags, one per corpus line (a file or a sequence); adds
@@ -70,7 +70,7 @@ def build_report(
         threads: encoding threads (None: all cores).
         text_field: the field (JSON lines) or column (Parquet/Arrow) holding
             each text; such a corpus is refused without it, never measured
-            as plain text (the rules: :mod:`bpeforge._input_formats`).
+            as plain text (the rules: the user guide's *Input formats* page).
         parallel: a parallel set (``key<TAB>language<TAB>text`` lines: a file,
             plain or compressed, or a sequence of str): adds the
             ``parallel_premium`` figure and the parallel table, each

@@ -186,6 +186,9 @@ impl TrainOptions {
             held_apart: self.balance_held_apart,
         });
         if let Some(source) = source {
+            if self.temperature == 1.0 && parity.is_none() {
+                return Err(unused_languages(&source));
+            }
             config = config.balance(LanguageBalance { source, temperature: self.temperature, parity });
         } else if self.temperature != 1.0 {
             return Err(Error::parameter("temperature needs langs=, file_languages= or lang_field= (the language of each line)"));
@@ -321,6 +324,22 @@ fn lang_source(langs: Option<Vec<PathBuf>>, file_languages: Option<Vec<String>>,
             "give one of langs (files of tags), file_languages (a tag per file) or lang_field (a field of each record)",
         )),
     }
+}
+
+/// Language tags are read only to balance the languages: given without a
+/// balancing (temperature 1, no parity) they would change nothing, so they
+/// are refused rather than ignored.
+fn unused_languages(source: &LangSource) -> Error {
+    let (name, what) = match source {
+        LangSource::Files(_) => ("langs=", "line"),
+        LangSource::PerFile(_) => ("file_languages=", "file"),
+        LangSource::Field(_) => ("lang_field=", "record"),
+    };
+    Error::parameter(format!(
+        "{name} (the language of each {what}) is used only to balance the languages, and nothing balances them: \
+         give temperature= above 1 (a language's share p becomes p^(1/T)) or max_premium= (parity), \
+         or leave {name} out"
+    ))
 }
 
 /// The text mode the input options choose (at most one of documents,
@@ -492,6 +511,31 @@ mod tests {
         let bad = TrainOptions { temperature: 2.0, ..TrainOptions::default() };
         let err = bad.into_config().unwrap_err();
         assert!(err.message().contains("temperature needs langs"), "{}", err.message());
+    }
+
+    /// Language tags without a balancing would change nothing: refused,
+    /// naming the option given and the two that balance.
+    #[test]
+    fn language_tags_without_a_balancing_are_refused() {
+        let d = TrainOptions::default;
+        let cases = [
+            (TrainOptions { langs: Some(vec!["c.langs".into()]), ..d() }, "langs=", "line"),
+            (TrainOptions { file_languages: Some(vec!["en".into()]), ..d() }, "file_languages=", "file"),
+            (TrainOptions { lang_field: Some("lang".into()), text_field: Some("text".into()), ..d() }, "lang_field=", "record"),
+        ];
+        for (options, name, what) in cases {
+            let err = options.into_config().unwrap_err();
+            let said = format!("{name} (the language of each {what}) is used only to balance the languages");
+            assert!(err.message().starts_with(&said), "{}", err.message());
+            assert!(err.message().contains("give temperature= above 1") && err.message().contains("max_premium="));
+        }
+        let balanced = [
+            TrainOptions { langs: Some(vec!["c.langs".into()]), temperature: 3.0, ..d() },
+            TrainOptions { file_languages: Some(vec!["en".into()]), max_premium: Some(1.2), ..d() },
+        ];
+        for options in balanced {
+            assert!(options.into_config().is_ok());
+        }
     }
 
     /// Every value rule is the engine's: each option out of range is refused
