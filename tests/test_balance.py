@@ -203,6 +203,63 @@ def test_parity_on_training_lines_is_measured_exactly_and_improves(multilingual,
     assert meta["rounds"][0]["reference_units_per_token"] == pytest.approx(base["en"], abs=1e-4)
 
 
+def test_report_measures_the_premiums_training_recorded(multilingual) -> None:
+    """`bpeforge report` measures the premium parity balancing steers by: on
+    the training lines of a model balanced on them (balance_held_apart=0),
+    the report's premium of every language is the one training recorded, and
+    it names the mode and its settings."""
+    pytest.importorskip("numpy")
+    from bpeforge import report as rp
+
+    corpus, langs, lines, tags = multilingual
+    tok = bpeforge.train(corpus, langs=langs, max_premium=1.3, balance_rounds=1, balance_min_lines=300,
+                         balance_held_apart=0.0, vocab_size=3000, progress=False, threads=2)
+    meta = tok.metadata["language_balance"]
+    rep = rp.build_report(tok, corpus, langs=langs, sample=100, curve_lines=20, curve_points=2, per_language=0)
+    assert rep.corpus["premium"]["reference"] == meta["reference"]
+    rows = {r["lang"]: r["models"]["model"] for r in rep.languages}
+    assert set(rows) == set(meta["languages"])
+    for lang, row in meta["languages"].items():
+        assert rows[lang]["premium"] == pytest.approx(row["premium"], abs=2e-4), lang
+        assert rows[lang]["units_per_token"] == pytest.approx(row["units_per_token"], abs=2e-4), lang
+    assert rep.models[0]["language_balance"].startswith("parity, max_premium 1.3; reference en;")
+    assert "premiums measured on the training counts" in rep.models[0]["language_balance"]
+
+
+def test_premium_has_one_definition_everywhere(two_languages) -> None:
+    """The premium is defined once (the max_premium option record): the
+    docstring, --help, the options reference, the guide and the engine's
+    error all speak of text units per token, none of bytes per token."""
+    import dataclasses
+    import re
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from bpeforge.options import TrainOptions
+
+    docs = {f.name: f.metadata["opt"] for f in dataclasses.fields(TrainOptions) if f.name in (
+        "max_premium", "balance_rounds", "balance_held_apart", "premium_reference", "balance_min_lines",
+        "balance_max_lift")}
+    record = docs["max_premium"]
+    assert "text units per token" in record.doc and "text units per token" in record.cli["help"]
+    assert re.sub(r"\s", "", record.doc) in re.sub(r"\s", "", bpeforge.train.__doc__)  # the docstring is the record
+    helptext = subprocess.run([sys.executable, "-m", "bpeforge", "train", "--help"], capture_output=True, text=True,
+                              timeout=60, env={**__import__("os").environ, "COLUMNS": "400"}).stdout
+    assert "text units per token" in " ".join(helptext.split())
+    guide = (Path(__file__).parent.parent / "docs" / "guide" / "reports-and-balance.md").read_text(encoding="utf-8")
+    assert "reference/train-options.md#max_premium" in guide
+    wrong = re.compile(r"bytes per token|tokens per byte|bytes/token|no second pass", re.I)
+    for name, o in docs.items():
+        assert not wrong.search(o.doc), name
+        assert not wrong.search(str(o.cli)), name
+    parity = guide[guide.index("**Parity**"):guide.index("## Premiums on parallel text")]
+    assert not wrong.search(parity)
+    corpus, langs, _, _ = two_languages
+    with pytest.raises(bpeforge.ParameterError, match="tokens per text unit"):
+        bpeforge.train(corpus, vocab_size=400, langs=langs, max_premium=1.0, progress=False)
+
+
 def test_held_apart_premiums_are_measured_exactly(multilingual, tmp_path) -> None:
     """With nothing above the band, the weights never move: the result is the
     unbalanced model, and the recorded premiums are those of a model trained

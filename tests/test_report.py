@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import json
 import lzma
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -27,7 +30,7 @@ from conftest import SLICE_FILE, SLICE_LANGS_FILE, SMALL_CORPUS  # noqa: E402
 CORPUS = SLICE_FILE  # the shipped real multilingual sample (tests/data/corpus)
 LANGS = SLICE_LANGS_FILE
 N_LINES = 3000
-FAST = dict(sample=1500, curve_lines=400, curve_points=6, top_langs=12)
+FAST = dict(sample=1500, curve_lines=400, curve_points=6, top_langs=12, per_language=60)
 
 
 def _head(path: Path, n: int) -> list[str]:
@@ -179,8 +182,9 @@ def test_progress_csv_reader(tmp_path: Path) -> None:
 
 
 def test_figures_present(rep: rp.Report) -> None:
-    assert list(rep.figures) == ["pair_frequency", "compression", "token_length", "scripts", "lang_bytes_per_token",
-                                 "lang_fertility", "lang_vocab_share", "lang_change", "training_progress"]
+    assert list(rep.figures) == ["pair_frequency", "compression", "token_length", "scripts", "lang_premium",
+                                 "lang_bytes_per_token", "lang_fertility", "lang_vocab_share", "lang_change",
+                                 "training_progress"]
     for f in rep.figures.values():
         d = f.to_dict()
         json.dumps(d)  # plain JSON values only
@@ -227,8 +231,13 @@ def test_sample_is_seeded_uniform_and_aligned(data: dict[str, Path]) -> None:
     assert everything == [x for x in head if x]  # sample=0: every non-empty line, in order
 
 
+def _language_sample(data: dict[str, Path]) -> tuple[list[str], list[str]]:
+    s = rp._sample_corpus(data["corpus"], data["langs"], FAST["sample"], 0, per_language=FAST["per_language"])
+    return s.lang_lines, s.lang_tags
+
+
 def test_language_numbers_match_a_direct_count(rep: rp.Report, data: dict[str, Path]) -> None:
-    lines, tags, _ = rp._sample_lines(data["corpus"], data["langs"], FAST["sample"], 0)
+    lines, tags = _language_sample(data)
     tok = bpeforge.load(str(data["bytes"]))
     rows = {r["lang"]: r for r in rep.languages}
     assert sum(r["lines"] for r in rows.values()) == len(lines)
@@ -242,9 +251,10 @@ def test_language_numbers_match_a_direct_count(rep: rp.Report, data: dict[str, P
         assert r["tokens_per_word"] == pytest.approx(ntok / sum(len(x.split()) for x in mine), abs=1e-4)
         assert r["vocab_used"] == pytest.approx(len({i for e in enc for i in e}) / tok.vocab_size, abs=1e-6)
     assert rows["zh"]["no_spaces"] and not rows["en"]["no_spaces"] and rows["zh"]["script"] == "Han"
-    # "main user" gives each id used in the sample to exactly one language
+    # "main user" gives each id used in the language sample to exactly one language
     owned = sum(r["models"]["bytes"]["vocab_main_user"] for r in rows.values())
-    assert owned == pytest.approx(rep.models[0]["vocab_used_in_sample"], abs=1e-3)
+    used = {i for e in tok.encode_batch(lines) for i in e}
+    assert owned == pytest.approx(len(used) / tok.vocab_size, abs=1e-3)
     fert = rep.figures["lang_fertility"]
     assert fert.panels[0].hatched is not None and any(fert.panels[0].hatched) and fert.notes
     assert len(fert.panels[0].categories) == FAST["top_langs"]
@@ -255,20 +265,197 @@ def test_language_change_is_the_token_ratio(rep: rp.Report) -> None:
     fig = rep.figures["lang_change"]
     a, b = (m["label"] for m in rep.models)
     data = fig.data
-    ref = max((r for r in rows.values() if r["lines"] >= rp.CHANGE_MIN_LINES), key=lambda r: r["bytes"])
-    assert data["reference"] == ref["lang"]
+    assert data["reference"] == rep.corpus["premium"]["reference"]
     assert {d["lang"] for d in data["languages"]} == {l for l, r in rows.items() if r["lines"] >= rp.CHANGE_MIN_LINES}
     for d in data["languages"]:
         r = rows[d["lang"]]["models"]
         assert d["token_change"] == pytest.approx(r[a]["tokens"] / r[b]["tokens"] - 1, abs=1e-4)
-        ref_b = ref["models"][b]["bytes_per_token"]
-        assert d["premium"][b] == pytest.approx(ref_b / r[b]["bytes_per_token"], abs=1e-3)
-    largest, costly = fig.panels
-    assert largest.categories[0] == ref["lang"]
-    by_lang = {d["lang"]: d for d in data["languages"]}
-    shown = [c.split(" ")[0] for c in costly.categories]
-    prem = [by_lang[l]["premium"][b] for l in shown]
-    assert prem == sorted(prem, reverse=True) and ref["lang"] not in shown
+        assert d["premium"] == {a: r[a]["premium"], b: r[b]["premium"]}
+
+
+def test_language_change_shows_the_largest_changes_both_ways(rep: rp.Report) -> None:
+    """The panels show the languages whose tokens fell most and rose most
+    (and the largest ones), whatever their size or script."""
+    fig = rep.figures["lang_change"]
+    changes = {d["lang"]: d["token_change"] for d in fig.data["languages"]}
+    fell, rose, largest = fig.panels
+    k = FAST["top_langs"] // 2
+
+    def shown(panel: rp.Panel) -> list[str]:
+        return [c.split(" ")[0] for c in panel.categories or []]
+
+    want_fell = sorted((l for l, c in changes.items() if c < 0), key=lambda l: changes[l])[:k]
+    want_rose = sorted((l for l, c in changes.items() if c > 0), key=lambda l: -changes[l])[:k]
+    assert want_fell or want_rose
+    for panel, want in ((fell, want_fell), (rose, want_rose)):
+        assert shown(panel) == want
+        if want:
+            assert list(panel.series[0].y) == [changes[l] for l in want]
+        else:  # nothing moved that way: the panel says so
+            assert not panel.series and panel.to_dict()["empty"].startswith("no language needs")
+    rows = {r["lang"]: r for r in rep.languages}
+    assert shown(largest) == sorted(changes, key=lambda l: (-rows[l]["corpus_lines"], l))[:k]
+    # Each label carries the language's premium under both models (the trainer's measure).
+    a, b = (m["label"] for m in rep.models)
+    panel, lang = (fell, want_fell[0]) if want_fell else (rose, want_rose[0])
+    r = rows[lang]["models"]
+    assert panel.categories[0] == f"{lang} ({r[b]['premium']:.2f}\u2192{r[a]['premium']:.2f})"
+
+
+def test_language_change_of_a_parity_model_shows_the_lifted_languages(data: dict[str, Path]) -> None:
+    """Parity against plain training: the languages parity lifted are among
+    those whose tokens fell most, in the figure and first in the table."""
+    kw = dict(vocab_size=1200, progress=False, threads=2)
+    plain = bpeforge.train([str(data["corpus"])], **kw)
+    parity = bpeforge.train([str(data["corpus"])], langs=str(data["langs"]), max_premium=1.2, balance_min_lines=40,
+                            **kw)
+    r = rp.build_report(parity, data["corpus"], langs=data["langs"], compare=plain, labels=["parity", "plain"],
+                        sample=200, curve_lines=50, curve_points=2, per_language=0, top_langs=12)
+    weights = parity.metadata["language_balance"]["languages"]
+    lifted = sorted((l for l, v in weights.items() if v["weight"] > 1), key=lambda l: -weights[l]["weight"])
+    assert lifted
+    fell = [c.split(" ")[0] for c in r.figures["lang_change"].panels[0].categories]
+    assert lifted[0] in fell
+    changes = {d["lang"]: d["token_change"] for d in r.figures["lang_change"].data["languages"]}
+    assert changes[lifted[0]] < 0
+
+
+def test_language_sample_is_stratified(data: dict[str, Path]) -> None:
+    """Up to per_language lines of every language, each from that language,
+    seeded; a language with fewer lines is measured on all of them."""
+    k = 25
+    s = rp._sample_corpus(data["corpus"], data["langs"], 500, 0, per_language=k)
+    head, tags = _head(CORPUS, N_LINES), _head(LANGS, N_LINES)
+    corpus_lines: dict[str, list[str]] = {}
+    for line, tag in zip(head, tags):
+        if line:
+            corpus_lines.setdefault(tag.strip() or "und", []).append(line)
+    assert s.corpus_lines == {lang: len(v) for lang, v in corpus_lines.items()}
+    assert s.corpus_bytes == {lang: sum(len(x.encode()) for x in v) for lang, v in corpus_lines.items()}
+    got: dict[str, list[str]] = {}
+    for line, tag in zip(s.lang_lines, s.lang_tags):
+        got.setdefault(tag, []).append(line)
+    assert set(got) == set(corpus_lines)
+    for lang, mine in got.items():
+        assert len(mine) == min(k, len(corpus_lines[lang])), lang
+        assert set(mine) <= set(corpus_lines[lang]), lang
+    small = [lang for lang, v in corpus_lines.items() if k <= len(v) < 100]
+    assert small, "the slice has languages of a few dozen lines"
+    # A uniform sample of 500 would measure them on a handful of lines each.
+    uniform = rp._sample_lines(data["corpus"], data["langs"], 500, 0)[1]
+    assert sum(uniform.count(lang) for lang in small) < len(small) * k / 2
+    # Seeded: the same sample again, another with another seed; the uniform part is as before.
+    again = rp._sample_corpus(data["corpus_xz"], data["langs"], 500, 0, per_language=k)
+    assert again.lang_lines == s.lang_lines and again.lines == s.lines == rp._sample_lines(data["corpus"], data["langs"], 500, 0)[0]
+    assert rp._sample_corpus(data["corpus"], data["langs"], 500, 1, per_language=k).lang_lines != s.lang_lines
+    every = rp._sample_corpus(data["corpus"], data["langs"], 500, 0, per_language=0)
+    assert sorted(every.lang_lines) == sorted(x for x in head if x)
+
+
+def test_report_rows_count_the_language_sample(rep: rp.Report, data: dict[str, Path]) -> None:
+    rows = {r["lang"]: r for r in rep.languages}
+    s = rp._sample_corpus(data["corpus"], data["langs"], FAST["sample"], 0, per_language=FAST["per_language"])
+    assert {lang: r["corpus_lines"] for lang, r in rows.items()} == s.corpus_lines
+    for lang, r in rows.items():
+        assert r["lines"] == min(FAST["per_language"], r["corpus_lines"]), lang
+    assert [r["lang"] for r in rep.languages] == sorted(rows, key=lambda l: (-rows[l]["corpus_lines"], l))
+    assert rep.corpus["per_language"] == FAST["per_language"]
+    assert rep.corpus["language_sample_lines"] == sum(r["lines"] for r in rows.values())
+
+
+def test_language_premium_is_units_per_token_against_the_reference(rep: rp.Report, data: dict[str, Path]) -> None:
+    """The premium is the trainer's: the reference's text units per token over
+    the language's own (text units written out in test_balance), not bytes
+    per token, which makes scripts of 3-byte letters look cheap."""
+    from test_balance import _char_units
+
+    lines, tags = _language_sample(data)
+    tok = bpeforge.load(str(data["bytes"]))
+    units: dict[str, int] = {}
+    tokens: dict[str, int] = {}
+    for line, tag, ids in zip(lines, tags, tok.encode_batch(lines)):
+        units[tag] = units.get(tag, 0) + sum(_char_units(c) for c in line)
+        tokens[tag] = tokens.get(tag, 0) + len(ids)
+    ref = rep.corpus["premium"]["reference"]
+    corpus_bytes = rp._sample_corpus(data["corpus"], data["langs"], 10, 0).corpus_bytes
+    assert ref == max(corpus_bytes, key=corpus_bytes.get) == "en"  # no parity model: the most bytes
+    rows = {r["lang"]: r for r in rep.languages}
+    for lang in rows:
+        want = (units[ref] / tokens[ref]) / (units[lang] / tokens[lang])
+        assert rows[lang]["models"]["bytes"]["premium"] == pytest.approx(want, abs=1e-4), lang
+        assert rows[lang]["models"]["bytes"]["units_per_token"] == pytest.approx(units[lang] / tokens[lang], abs=1e-4)
+    # Khmer (3 bytes a letter) costs more tokens than English for the same text, though
+    # its bytes per token is the higher one.
+    km, en = rows["km"]["models"]["bytes"], rows["en"]["models"]["bytes"]
+    assert km["premium"] > 1.0 and km["bytes_per_token"] > en["bytes_per_token"]
+    fig = rep.figures["lang_premium"]
+    costly, largest = fig.panels
+    for panel in (costly, largest):
+        assert panel.series[0].y == [rows[c.rstrip("\u2020")]["models"]["bytes"]["premium"] for c in panel.categories]
+    # The costliest: the highest premium under either model, of the languages measured on enough lines.
+    enough = [l for l, r in rows.items() if r["lines"] >= rp.CHANGE_MIN_LINES and l != ref]
+    worst = sorted(enough, key=lambda l: (-max(m["premium"] for m in rows[l]["models"].values()), l))
+    assert [c.rstrip("\u2020") for c in costly.categories] == worst[: FAST["top_langs"]]
+
+
+def test_premium_reference_can_be_named(data: dict[str, Path]) -> None:
+    r = rp.build_report(data["bytes"], data["corpus"], langs=data["langs"], premium_reference="de", sample=200,
+                        curve_lines=50, curve_points=2, per_language=30)
+    rows = {x["lang"]: x for x in r.languages}
+    assert r.corpus["premium"]["reference"] == "de" and rows["de"]["models"]["bytes"]["premium"] == 1.0
+    with pytest.raises(ParameterError, match="premium_reference.*xx"):
+        rp.build_report(data["bytes"], data["corpus"], langs=data["langs"], premium_reference="xx", sample=50,
+                        curve_lines=20, curve_points=2, per_language=10)
+
+
+def test_the_hatching_key_is_only_where_bars_are_hatched(rep: rp.Report, data: dict[str, Path]) -> None:
+    """Only the fertility figure hatches bars: only its key speaks of hatching;
+    a report with no language written without spaces has no key at all."""
+    for fid, fig in rep.figures.items():
+        hatched = any(p.hatched and any(p.hatched) for p in fig.panels)
+        text = " ".join([fig.caption, *fig.notes])
+        assert ("hatched" in text) == hatched, fid
+    spaced = [(x, t) for x, t in zip(_head(CORPUS, N_LINES), _head(LANGS, N_LINES)) if t in ("en", "de", "fr")]
+    r = rp.build_report(data["bytes"], [x for x, _ in spaced], langs=[t for _, t in spaced], sample=0,
+                        curve_lines=20, curve_points=2)
+    for fid, fig in r.figures.items():
+        assert "\u2020" not in " ".join([fig.caption, *fig.notes]), fid
+    assert "\u2020" not in rp.html_page(r, pngs={})
+
+
+def test_models_table_names_the_balancing(data: dict[str, Path], tmp_path: Path) -> None:
+    parity = bpeforge.train([str(data["corpus"])], vocab_size=900, langs=str(data["langs"]), max_premium=1.5,
+                            balance_min_lines=50, progress=False)
+    warm = bpeforge.train([str(data["corpus"])], vocab_size=900, langs=str(data["langs"]), temperature=3.0,
+                          progress=False)
+    r = rp.build_report(parity, data["corpus"], langs=data["langs"], compare=warm, labels=["parity", "warm"],
+                        sample=200, curve_lines=50, curve_points=2, per_language=30)
+    lb = parity.metadata["language_balance"]
+    p, t = (m["language_balance"] for m in r.models)
+    assert p.startswith("parity, max_premium 1.5; reference en;")
+    assert f"{len(lb['rounds'])} measuring round" in p and "10% of lines held apart" in p
+    assert "languages with 50+ lines balanced" in p and "max lift 16" in p and "starting from temperature 1" in p
+    lifted = sum(1 for v in lb["languages"].values() if v["weight"] > 1)
+    assert f"{lifted} language" in p and lifted > 0
+    assert t == "temperature 3"
+    page = rp.html_page(r, pngs={})
+    assert "<th>language balancing</th>" in page and "parity, max_premium 1.5" in page
+    assert "temperature 1.000" not in page
+    plain = rp.build_report(data["bytes"], data["corpus"], sample=50, curve_lines=20, curve_points=2)
+    assert "language_balance" not in plain.models[0]
+
+
+def test_languages_table_lists_every_language(rep: rp.Report) -> None:
+    page = rp.html_page(rep, pngs={})
+    table = page[page.index('<section id="languages">'):]
+    table = table[: table.index("</section>")]
+    assert len(rep.languages) > 60
+    assert table.count("<tr><td>") == len(rep.languages)
+    # Comparing two models, the largest changes in tokens come first.
+    a, b = (m["label"] for m in rep.models)
+    first = re.search(r"<tr><td>([^<†]+)", table).group(1)
+    change = {r["lang"]: abs(r["models"][a]["tokens"] / r["models"][b]["tokens"] - 1) for r in rep.languages}
+    assert change[first] == max(change.values())
 
 
 def test_script_shares_sum_to_one(rep: rp.Report) -> None:
@@ -409,9 +596,9 @@ def test_write_replaces_a_report_but_not_other_directories(tiny: rp.Report, tmp_
 # ---- command line ---------------------------------------------------------
 
 
-def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+def _cli(*args: str, timeout: int = 300) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "bpeforge", "report", *args], capture_output=True, text=True,
-                          encoding="utf-8", timeout=300)
+                          encoding="utf-8", timeout=timeout)
 
 
 def test_cli_report(data: dict[str, Path], tmp_path: Path) -> None:
@@ -424,7 +611,7 @@ def test_cli_report(data: dict[str, Path], tmp_path: Path) -> None:
     assert "wrote" in proc.stderr and "index.html" in proc.stderr
     full = json.loads((out / "report.json").read_text(encoding="utf-8"))
     assert [m["label"] for m in full["models"]] == ["bytes", "chars ws"]
-    assert len(full["figures"]) == 9 and full["corpus"]["sampled_lines"] == 800
+    assert len(full["figures"]) == 10 and full["corpus"]["sampled_lines"] == 800
 
 
 def test_cli_errors_are_one_line(data: dict[str, Path], tmp_path: Path) -> None:
@@ -437,6 +624,61 @@ def test_cli_errors_are_one_line(data: dict[str, Path], tmp_path: Path) -> None:
     proc = _cli("-m", str(data["bytes"]), "-i", str(data["corpus"]), "-o", str(tmp_path / "o"), "--progress-csv",
                 str(tmp_path / "none.csv"), "--sample", "50", "--curve-lines", "20", "--curve-points", "2")
     assert proc.returncode == 1 and "none.csv" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def _unread_fifo(path: Path) -> Path:
+    """A named pipe nobody writes to: reading it would block, so a command
+    that returns promptly has not read it."""
+    os.mkfifo(path)
+    return path
+
+
+@contextlib.contextmanager
+def _within(seconds: int) -> Iterator[None]:
+    """Fail the block (a TimeoutError) if it blocks longer than ``seconds``,
+    as opening a pipe nobody writes to does."""
+    def expired(signum: int, frame: object) -> None:
+        raise TimeoutError(f"still running after {seconds} s: the input was read")
+
+    old = signal.signal(signal.SIGALRM, expired)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
+
+
+def test_cli_refuses_the_output_before_reading_any_input(data: dict[str, Path], tmp_path: Path) -> None:
+    corpus = _unread_fifo(tmp_path / "corpus.fifo")
+    taken = tmp_path / "taken.txt"
+    taken.write_text("keep", encoding="utf-8")
+    precious = tmp_path / "precious"
+    precious.mkdir()
+    (precious / "notes.txt").write_text("keep", encoding="utf-8")
+    for out in (taken, precious):
+        proc = _cli("-m", str(data["bytes"]), "-i", str(corpus), "--langs", str(data["langs"]), "-o", str(out),
+                    timeout=60)
+        assert proc.returncode == 1 and proc.stderr.startswith("bpeforge: error: "), proc.stderr
+        assert str(out) in proc.stderr and "Traceback" not in proc.stderr
+    assert taken.read_text(encoding="utf-8") == "keep" and os.listdir(precious) == ["notes.txt"]
+    with _within(30), pytest.raises(OutputError, match="not a directory"):
+        rp.write_report(taken, data["bytes"], corpus)
+
+
+def test_missing_inputs_are_refused_before_the_corpus_is_read(data: dict[str, Path], tmp_path: Path) -> None:
+    corpus = _unread_fifo(tmp_path / "corpus.fifo")
+    missing = tmp_path / "missing"
+    for kw, name in ((dict(parallel=missing), "parallel set"), (dict(langs=missing), "language file"),
+                     (dict(compare=missing), "model (compare)")):
+        with _within(30), pytest.raises(ParameterError, match=f"{re.escape(name)} .*missing: no such file"):
+            rp.build_report(data["bytes"], corpus, **kw)
+    with _within(30), pytest.raises(ParameterError, match="language file .* is a directory"):
+        rp.build_report(data["bytes"], corpus, langs=tmp_path)
+    proc = _cli("-m", str(data["bytes"]), "-i", str(corpus), "--parallel", str(missing), "-o", str(tmp_path / "o"),
+                timeout=60)
+    assert proc.returncode == 1 and "parallel set" in proc.stderr and "missing" in proc.stderr, proc.stderr
+    assert not (tmp_path / "o").exists()
 
 
 # ---- the page in a real browser ---------------------------------------------

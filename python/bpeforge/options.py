@@ -493,27 +493,44 @@ class TrainOptions:
                              files_only=True,
                              cli={"type": float, "help": "language balancing: share p becomes p^(1/T) "
                                                          "(1: off; 3-5 is common)"})
-    max_premium: float | None = opt(None, "parity balancing (with ``langs``, ``file_languages`` or ``lang_field``): a "
-                                    "language's *premium* is the reference language's bytes per token divided "
-                                    "by its own. Starting from the temperature weights, the vocabulary is "
-                                    "trained, every language's premium is measured on its own training text, "
-                                    "and languages above ``max_premium`` get more weight (at most "
-                                    "``balance_max_lift`` times; no language ever gets less than it started "
-                                    "with); up to ``balance_rounds`` retrainings, stopping early once no "
-                                    "language is above. Costs one merge loop per round, never a second pass "
-                                    "over the corpus. ``language_balance`` in the metadata records every round.",
+    max_premium: float | None = opt(None, "parity balancing (with ``langs``, ``file_languages`` or ``lang_field``): "
+                                    "no language should pay more than ``max_premium`` times the reference "
+                                    "language's tokens for the same text. A language's *premium* is the "
+                                    "reference's text units per token divided by its own (2.0: twice the "
+                                    "tokens); a text unit is a character, two for a syllable of a syllabary "
+                                    "(kana, Hangul, Ethiopic, ...), three for a Han character, so scripts of "
+                                    "2-3 bytes a letter are not mistaken for cheap ones. The corpus is read "
+                                    "once, each language's counts kept apart, and a share "
+                                    "``balance_held_apart`` of each language's lines (chosen by a hash of the "
+                                    "text) is held apart. Each of ``balance_rounds`` rounds runs the merge loop "
+                                    "without them (from the ``temperature`` weights), measures every "
+                                    "language's premium on its held-apart lines, and gives the languages above "
+                                    "``max_premium`` more weight (at most ``balance_max_lift`` times their "
+                                    "start; no language ever gets less), stopping early once none is above; a "
+                                    "last merge loop then trains on every line with the final weights (the "
+                                    "default, one round: two merge loops). With ``balance_held_apart=0``, and "
+                                    "when the language comes from ``lang_field``, premiums are measured on the "
+                                    "training counts and the last round's model is the result. Only languages "
+                                    "with ``balance_min_lines`` lines or more, other than the reference "
+                                    "(``premium_reference``), are balanced. ``language_balance`` in the "
+                                    "metadata records every round and each language's weight and premium; "
+                                    "``bpeforge report`` measures the same premium on a sample.",
                                     _number("max_premium", none_ok=True),
                                     files_only=True,
                                     cli={"type": float, "metavar": "P",
-                                         "help": "parity balancing: lift languages until none needs more than P "
-                                                 "times the reference's tokens per byte (e.g. 1.2; needs --langs)"})
-    balance_rounds: int = opt(1, "reweighting rounds for ``max_premium`` (0-20; default 1). With held-apart "
-                              "lines one round measures, lifts (up to ``balance_max_lift`` at once) and a last "
-                              "merge loop trains on every line: two merge loops in all; more rounds ease the "
-                              "lifts back toward the band as measured on the held-apart lines.",
+                                         "help": "parity balancing: lift languages until none pays more than P "
+                                                 "times the reference's tokens for the same text (text units "
+                                                 "per token, measured on held-apart lines; e.g. 1.2; needs "
+                                                 "--langs)"})
+    balance_rounds: int = opt(1, "measuring rounds for ``max_premium`` (0-20; default 1): each runs the merge "
+                              "loop, measures every language's premium and steps the weights; with held-apart "
+                              "lines one more merge loop trains on every line with the final weights. More "
+                              "rounds ease the lifts back toward ``max_premium``; 0 measures only (the weights "
+                              "keep their start).",
                               _int("balance_rounds"),
                               files_only=True,
-                              cli={"type": int, "help": "with --max-premium: retraining rounds at most"})
+                              cli={"type": int, "help": "with --max-premium: measuring rounds at most (each one "
+                                                        "merge loop; default 1)"})
     premium_reference: str | None = opt(None, "the reference language (default: the one with the most bytes).",
                                         _str("premium_reference", none_ok=True),
                                         files_only=True,
@@ -531,10 +548,11 @@ class TrainOptions:
                                   cli={"type": float, "help": "with --max-premium: the most a language's "
                                                               "weight is multiplied by"})
     balance_held_apart: float = opt(0.1, "with ``max_premium``: the share of each language's lines (chosen by a "
-                                    "hash of the text) held apart from the merge loop while weighing; premiums "
-                                    "are measured on them, so weight goes where merges help text the vocabulary "
-                                    "has not seen. The final round trains on every line. 0: measure on the "
-                                    "training lines themselves (merges that memorise them look like gains).",
+                                    "hash of the text) held apart from the measuring rounds' merge loops; "
+                                    "premiums are measured on them, so weight goes where merges help text the "
+                                    "vocabulary has not seen. A last merge loop trains on every line. 0: "
+                                    "measure on the training lines themselves (merges that memorise them look "
+                                    "like gains).",
                                     _number("balance_held_apart"),
                                     files_only=True,
                                     cli={"type": float, "metavar": "SHARE",

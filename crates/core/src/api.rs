@@ -17,6 +17,8 @@ pub use crate::train::{count_words, train_from_counts, LangSource, TrainConfig, 
 
 // Language balancing's table and weight scale, for distributed runs.
 pub use crate::balance::{LanguageTable, MAX_LANGUAGE_WEIGHT, WEIGHT_SCALE};
+// Parity balancing's measure (text units, premiums), for the report.
+pub use crate::balance::parity::{premiums_of, text_units};
 
 // Distributed counting: one shard's counts, and their sum.
 pub use crate::count::{CountOutput, CountStats, WordCounts};

@@ -16,6 +16,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 mod arrow;
+mod balance;
 mod ints;
 mod lists;
 mod pretokenize;
@@ -502,6 +503,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(default_threads, m)?)?;
     m.add_function(wrap_pyfunction!(training::train_option_names, m)?)?;
     m.add_function(wrap_pyfunction!(pretokenize::script_of, m)?)?;
+    m.add_function(wrap_pyfunction!(balance::text_units, m)?)?;
+    m.add_function(wrap_pyfunction!(balance::premiums, m)?)?;
     m.add_class::<NativeTokenizer>()?;
     m.add_class::<TrainSettings>()?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;

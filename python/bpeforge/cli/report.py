@@ -13,8 +13,10 @@ from .._input_formats import INPUT_HELP, compressions_text
 
 def cmd_report(args: argparse.Namespace) -> int:
     from ..report import build_report, write_directory
+    from ..report.output import check_output_directory
 
     t0 = time.perf_counter()
+    check_output_directory(args.output)  # before any input is read (build_report checks the inputs first)
     rep = build_report(
         args.model,
         args.input,
@@ -29,6 +31,8 @@ def cmd_report(args: argparse.Namespace) -> int:
         labels=[args.label or "", args.compare_label or ""],
         threads=args.threads,
         text_field=args.text_field,
+        per_language=args.lines_per_language,
+        premium_reference=args.premium_reference,
         **_parallel_report_args(args),
     )
     files = write_directory(rep, args.output)
@@ -49,7 +53,9 @@ def _add_report_command(sub: Any) -> None:
         help="figures about a vocabulary on a corpus: an HTML page, PNGs and JSON",
         description="Encode a random sample of the corpus and write DIR/index.html (self-contained), one PNG and "
                     "one JSON per figure, and DIR/report.json: pair frequency by merge, compression curve, token "
-                    "lengths, scripts, and with --langs bytes per token, fertility and vocabulary share per language.",
+                    "lengths, scripts, and with --langs premium (the measure of train --max-premium), bytes per token, "
+                    "fertility and vocabulary share per language, and with --compare the languages whose "
+                    "tokens changed most.",
     )
     r.add_argument("--model", "-m", required=True,
                    help="bpeforge model (or a SentencePiece .model, Hugging Face tokenizer.json, .tiktoken)")
@@ -68,6 +74,12 @@ def _add_report_command(sub: Any) -> None:
     r.add_argument("--curve-points", type=int, default=16, metavar="K", help="truncated models on the compression curve")
     r.add_argument("--curve-lines", type=int, default=5000, metavar="N", help="sampled lines the compression curve encodes")
     r.add_argument("--top-langs", type=int, default=20, metavar="N", help="languages shown in the per-language figures")
+    r.add_argument("--lines-per-language", type=int, default=500, metavar="N",
+                   help="with --langs: the per-language figures measure up to N lines of each language, sampled "
+                        "at random (0: every line; default 500)")
+    r.add_argument("--premium-reference", default=None, metavar="LANG",
+                   help="with --langs: the language premiums are measured against (default: a parity model's "
+                        "reference, else the language with the most bytes)")
     r.add_argument("--label", default=None, help="name of --model in the figures (default: its file name)")
     r.add_argument("--compare-label", default=None, help="name of --compare in the figures")
     r.add_argument("--threads", type=int, default=None, help="encoding threads (default: all cores)")

@@ -15,10 +15,14 @@ images embedded, no scripts, no external resources), one PNG and one JSON per
 figure, and ``report.json`` with everything; the directory appears atomically.
 
 Figures (ids): ``pair_frequency``, ``compression``, ``token_length``,
-``scripts``; with a language file (``langs``, one tag per corpus line):
-``lang_bytes_per_token``, ``lang_fertility``, ``lang_vocab_share``, and with
-``compare`` also ``lang_change`` (tokens per language, model vs compare: the
-largest languages and the ones the compared model serves worst); with a
+``scripts``; with a language file (``langs``, one tag per corpus line),
+measured on a sample stratified by language (up to ``per_language`` lines of
+each): ``lang_premium`` (the premium parity balancing steers by: the
+reference's text units per token over the language's own,
+:mod:`bpeforge.report.premium`), ``lang_bytes_per_token``,
+``lang_fertility``, ``lang_vocab_share``, and with ``compare`` also
+``lang_change`` (tokens per language, model vs compare: the languages whose
+tokens fell most, those whose tokens rose most, and the largest); with a
 training progress CSV (``progress_csv``, written by ``train(...,
 progress_csv=PATH)``): ``training_progress``.
 
@@ -27,8 +31,9 @@ SentencePiece ``.model``, a Hugging Face ``tokenizer.json`` (or its directory)
 or a ``.tiktoken`` file, or a :class:`bpeforge.Tokenizer`.
 
 The package, one module per concern: ``build`` (:func:`build_report`, the
-steps), ``inputs`` (sampling the corpus, progress CSVs), ``models`` (loading
-and encoding), ``stats`` (the compression curve and line sizes), ``scripts``
+steps), ``inputs`` (checking the inputs, sampling the corpus, progress CSVs),
+``models`` (loading and encoding), ``premium`` (premiums and the balancing a
+model was trained with), ``stats`` (the compression curve and line sizes), ``scripts``
 (Unicode scripts, from the Script property), ``figures`` and ``languages``
 (the figures as data), ``data`` (Figure, Panel, Series, Report: numbers only),
 then what reads them: ``draw`` (matplotlib), ``page`` (the HTML) and ``output``
@@ -37,10 +42,12 @@ then what reads them: ``draw`` (matplotlib), ``page`` (the HTML) and ``output``
 
 from __future__ import annotations
 
-from .build import DEFAULT_CURVE_LINES, DEFAULT_CURVE_POINTS, DEFAULT_SAMPLE, DEFAULT_TOP_LANGS, build_report, write_report
+from .build import (DEFAULT_CURVE_LINES, DEFAULT_CURVE_POINTS, DEFAULT_PER_LANGUAGE, DEFAULT_SAMPLE, DEFAULT_TOP_LANGS,
+                    build_report, write_report)
 from .data import Figure, Panel, Report, Series
 from .draw import COLORS, png, render
 from .inputs import read_progress_csv
+from .inputs import sample_corpus as _sample_corpus
 from .inputs import sample_lines as _sample_lines
 from .languages import CHANGE_MIN_LINES
 from .models import load_model
@@ -66,5 +73,5 @@ __all__ = [
 ]
 
 # Not in __all__, importable from here as before (tests use them).
-_KEPT = (DEFAULT_CURVE_LINES, DEFAULT_CURVE_POINTS, DEFAULT_SAMPLE, DEFAULT_TOP_LANGS, COLORS, CHANGE_MIN_LINES,
-         BYTES, COMMON, MIXED, NO_SPACE_SCRIPTS, SPECIAL, _sample_lines)
+_KEPT = (DEFAULT_CURVE_LINES, DEFAULT_CURVE_POINTS, DEFAULT_PER_LANGUAGE, DEFAULT_SAMPLE, DEFAULT_TOP_LANGS, COLORS,
+         CHANGE_MIN_LINES, BYTES, COMMON, MIXED, NO_SPACE_SCRIPTS, SPECIAL, _sample_corpus, _sample_lines)

@@ -15,10 +15,10 @@ from .._tokenizer import Tokenizer
 from ..errors import ParameterError
 from .data import Figure, Report
 from .figures import fig_compression, fig_pair_frequency, fig_progress, fig_scripts, fig_token_length
-from .inputs import sample_lines
+from .inputs import check_inputs, sample_corpus
 from .languages import fig_language_change, language_figures
 from .models import Model, default_label, encode_lines, load_model, token_texts
-from .output import write_directory
+from .output import check_output_directory, write_directory
 from .parallel import (DEFAULT_REFERENCE, PremiumTable, count_parallel, premium_figure, premium_rows,
                        premiums_from_counts, read_parallel)
 from .stats import compression_curve, line_stats, model_summary
@@ -29,6 +29,8 @@ DEFAULT_SAMPLE = 20_000
 DEFAULT_CURVE_LINES = 5_000
 DEFAULT_CURVE_POINTS = 16
 DEFAULT_TOP_LANGS = 20
+#: Lines of each language the per-language figures measure (at most; all of a smaller language's).
+DEFAULT_PER_LANGUAGE = 500
 
 
 def build_report(
@@ -48,6 +50,8 @@ def build_report(
     text_field: str | None = None,
     parallel: PathLike | Iterable[str] | None = None,
     parallel_reference: str = DEFAULT_REFERENCE,
+    per_language: int = DEFAULT_PER_LANGUAGE,
+    premium_reference: str | None = None,
 ) -> Report:
     """Measure ``model`` (and ``compare``) on a random sample of ``corpus``'s lines.
 
@@ -58,14 +62,25 @@ def build_report(
             JSON lines, Parquet or Arrow file (with ``text_field``), or a
             sequence of str.
         langs: language tags, one per corpus line (a file or a sequence); adds
-            the per-language figures.
+            the per-language figures and table, measured on a second sample
+            stratified by language: up to ``per_language`` lines of each
+            language (0: all of them), so a language with few lines is
+            measured on all its lines rather than on its share of ``sample``.
+        premium_reference: the language premiums are measured against
+            (default: the reference a parity-balanced model was trained
+            against, else the language with the most bytes in the corpus).
         progress_csv: a training progress CSV (or one per model, None to skip one)
             for the ``training_progress`` figure.
-        sample: lines sampled uniformly at random (0: every line); ``seed`` for it.
+        sample: lines sampled uniformly at random for the figures about the
+            whole corpus (0: every line); ``seed`` for it and for the
+            per-language sample.
         curve_points, curve_lines: the compression curve encodes the first
             ``curve_lines`` sampled lines with ``curve_points`` truncated models.
-        top_langs: languages shown in the per-language figures (the most
-            frequent in the sample; all of them are in the JSON).
+        top_langs: languages shown in the per-language figures (the ones with
+            the most lines in the corpus; all of them are in the JSON and the
+            page's table), and twice the languages of each panel of
+            ``lang_change`` (the largest falls, the largest rises, the largest
+            languages).
         labels: names of the models in the figures (default: file names).
         threads: encoding threads (None: all cores).
         text_field: the field (JSON lines) or column (Parquet/Arrow) holding
@@ -85,14 +100,17 @@ def build_report(
     from .._extras import require
 
     require("numpy", "bpeforge report")
-    _check_sizes(sample=sample, curve_points=curve_points, curve_lines=curve_lines, top_langs=top_langs)
+    _check_sizes(sample=sample, curve_points=curve_points, curve_lines=curve_lines, top_langs=top_langs,
+                 per_language=per_language)
+    check_inputs(model=model, compare=compare, corpus=corpus, langs=langs, parallel=parallel)
     csvs = _progress_csvs(progress_csv, 1 + (compare is not None))
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
     with _timed(timings, "load_models"):
         models = _load_models([model] + ([compare] if compare is not None else []), labels)
     with _timed(timings, "sample"):
-        lines, tags, corpus_info = sample_lines(corpus, langs, sample, seed, text_field)
+        drawn = sample_corpus(corpus, langs, sample, seed, text_field, per_language)
+        lines, tags, corpus_info = drawn.lines, drawn.tags, drawn.info
         stats = line_stats(lines)
         corpus_info.update(sample_bytes=int(stats["bytes"].sum()), sample_chars=int(stats["chars"].sum()),
                            sample_words=int(stats["words"].sum()))
@@ -108,11 +126,12 @@ def build_report(
     languages: list[dict[str, Any]] = []
     if tags is not None:
         with _timed(timings, "languages"):
-            lang_figs, languages = language_figures(models, lines, tags, stats, top_langs)
+            lang_figs, languages, measured = language_figures(models, drawn, top_langs, threads, premium_reference)
             figures.update(lang_figs)
             if len(models) == 2:
-                figures["lang_change"] = fig_language_change(models, languages, top_langs)
+                figures["lang_change"] = fig_language_change(models, languages, top_langs, measured["reference"])
             corpus_info["languages"] = len(languages)
+            corpus_info["premium"] = measured
     if any(c is not None for c in csvs):
         figures["training_progress"] = fig_progress(models, csvs)
     parallel_rows: list[dict[str, Any]] = []
@@ -135,7 +154,9 @@ def build_report(
 
 
 def write_report(output: PathLike, model: Tokenizer | PathLike, corpus: PathLike | Iterable[str], **kwargs: Any) -> Report:
-    """:func:`build_report` then :func:`write_directory` to ``output``; returns the report."""
+    """:func:`build_report` then :func:`write_directory` to ``output``; returns
+    the report. ``output`` is checked first, before any input is read."""
+    check_output_directory(output)
     rep = build_report(model, corpus, **kwargs)
     write_directory(rep, output)
     return rep
@@ -168,7 +189,7 @@ def _timed(timings: dict[str, float], key: str) -> Iterator[None]:
 
 
 def _check_sizes(**sizes: int) -> None:
-    lowest = {"sample": 0, "curve_points": 2, "curve_lines": 1, "top_langs": 1}
+    lowest = {"sample": 0, "curve_points": 2, "curve_lines": 1, "top_langs": 1, "per_language": 0}
     for name, v in sizes.items():
         lo = lowest[name]
         if isinstance(v, bool) or not isinstance(v, int) or v < lo:

@@ -8,6 +8,7 @@ import itertools
 import os
 import random
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
 from typing import Any, Union
 
 from .._io import open_text, strip_eol
@@ -15,6 +16,34 @@ from .._texts import read_texts
 from ..errors import ParameterError
 
 PathLike = Union[str, "os.PathLike[str]"]
+
+
+def check_inputs(**sources: Any) -> None:
+    """Refuse a missing or unreadable input before any work: each source
+    given as a path (models, the corpus, the language file, the parallel
+    set; a Tokenizer or a sequence of lines is not checked) must exist and
+    open for reading. The error names the parameter and the path."""
+    what = {"model": "model", "compare": "model (compare)", "corpus": "corpus", "langs": "language file",
+            "parallel": "parallel set"}
+    for key, source in sources.items():
+        if not isinstance(source, (str, os.PathLike)):
+            continue
+        path = os.fspath(source)
+        name = what.get(key, key)
+        models = key in ("model", "compare")
+        if not os.path.exists(path):
+            raise ParameterError(f"{name} {path}: no such file" + (" or directory" if models else ""))
+        if os.path.isdir(path) and not models:
+            raise ParameterError(f"{name} {path} is a directory, not a file")
+        try:
+            if os.path.isdir(path):
+                os.listdir(path)
+            elif os.path.isfile(path):
+                open(path, "rb").close()  # opened, not read: nothing is consumed
+            elif not os.access(path, os.R_OK):  # a pipe or device: opening could block or consume it
+                raise PermissionError(13, "Permission denied")
+        except OSError as e:
+            raise ParameterError(f"{name} {path}: cannot read it ({e.strerror or e})") from e
 
 
 def _iter_lines(source: PathLike | Iterable[str], what: str,
@@ -35,6 +64,22 @@ def _iter_lines(source: PathLike | Iterable[str], what: str,
     return iter(source), f"<{what} lines>", None
 
 
+@dataclass
+class Sample:
+    """What the report measures: a uniform sample of the corpus's lines (the
+    figures about the whole corpus) and, with language tags, a sample
+    stratified by language (the per-language figures), with every
+    language's lines and bytes in the whole corpus."""
+
+    lines: list[str]
+    tags: list[str] | None
+    info: dict[str, Any]
+    lang_lines: list[str] = field(default_factory=list)
+    lang_tags: list[str] = field(default_factory=list)
+    corpus_lines: dict[str, int] = field(default_factory=dict)  # per language, non-empty lines
+    corpus_bytes: dict[str, int] = field(default_factory=dict)  # per language, UTF-8 bytes
+
+
 def sample_lines(
     corpus: PathLike | Iterable[str], langs: PathLike | Iterable[str] | None, k: int, seed: int,
     text_field: str | None = None,
@@ -42,10 +87,27 @@ def sample_lines(
     """A uniform random sample of k non-empty lines (reservoir; all when k <= 0),
     with the language tag of each line when ``langs`` is given. A corpus
     file that is JSON lines, Parquet or Arrow needs ``text_field``."""
+    s = sample_corpus(corpus, langs, k, seed, text_field)
+    return s.lines, s.tags, s.info
+
+
+def sample_corpus(
+    corpus: PathLike | Iterable[str], langs: PathLike | Iterable[str] | None, k: int, seed: int,
+    text_field: str | None = None, per_language: int = 0,
+) -> Sample:
+    """One pass over the corpus: a uniform random sample of k non-empty lines
+    (reservoir; all when k <= 0) and, with ``langs``, up to ``per_language``
+    lines of each language (a reservoir per language, so a language's sampled
+    lines do not depend on the size of the others; all its lines when
+    ``per_language`` <= 0), both seeded by ``seed``."""
     lines_it, cname, h1 = _iter_lines(corpus, "corpus", text_field)
     langs_it, lname, h2 = (None, None, None) if langs is None else _iter_lines(langs, "language file")
     rng = random.Random(seed)
+    lang_rng = random.Random(seed + 1)
     picked: list[tuple[str, str]] = []
+    by_lang: dict[str, list[str]] = {}
+    seen: dict[str, int] = {}
+    nbytes: dict[str, int] = {}
     n_lines = n_nonempty = 0
     missing = object()
     try:
@@ -70,6 +132,17 @@ def sample_lines(
                 j = rng.randrange(n_nonempty)
                 if j < k:
                     picked[j] = item
+            if langs_it is not None:
+                lang = item[1]
+                n = seen[lang] = seen.get(lang, 0) + 1
+                nbytes[lang] = nbytes.get(lang, 0) + len(line.encode("utf-8"))
+                mine = by_lang.setdefault(lang, [])
+                if per_language <= 0 or len(mine) < per_language:
+                    mine.append(line)
+                else:
+                    j = lang_rng.randrange(n)
+                    if j < per_language:
+                        mine[j] = line
     finally:
         for h in (h1, h2):
             if h is not None:
@@ -78,9 +151,14 @@ def sample_lines(
         raise ParameterError(f"the corpus {cname} has no non-empty line")
     info = {"path": cname, "langs_path": lname, "lines": n_lines, "nonempty_lines": n_nonempty,
             "sampled_lines": len(picked), "seed": seed}
-    lines = [p[0] for p in picked]
-    tags = [p[1] for p in picked] if langs is not None else None
-    return lines, tags, info
+    sample = Sample([p[0] for p in picked], [p[1] for p in picked] if langs is not None else None, info)
+    if langs is not None:
+        sample.corpus_lines, sample.corpus_bytes = seen, nbytes
+        for lang, mine in by_lang.items():
+            sample.lang_lines.extend(mine)
+            sample.lang_tags.extend([lang] * len(mine))
+        info.update(per_language=per_language, language_sample_lines=len(sample.lang_lines))
+    return sample
 
 
 def _count(it: Iterator[str] | None) -> int:

@@ -16,14 +16,14 @@ from .page import html_page
 PathLike = Union[str, "os.PathLike[str]"]
 
 
-def write_directory(rep: Report, output: PathLike, *, overwrite: bool = True) -> dict[str, str]:
-    """Write ``index.html``, ``<figure>.png``, ``<figure>.json`` and
-    ``report.json`` of ``rep`` into the directory ``output``, atomically: they
-    are written to a temporary directory beside it, which then replaces it.
-    An existing ``output`` is replaced only if it is empty or an earlier
-    report (it has ``report.json``). Returns {name: path} of the files."""
+def check_output_directory(output: PathLike, *, overwrite: bool = True) -> None:
+    """Refuse an ``output`` :func:`write_directory` would refuse (a file, a
+    directory that holds more than an earlier report, a parent that is not
+    a directory): callers check it before reading any input."""
     output = os.path.abspath(os.fspath(output))
     parent = os.path.dirname(output) or "."
+    if os.path.exists(parent) and not os.path.isdir(parent):
+        raise OutputError(f"cannot write {output}: {parent} is not a directory")
     if os.path.exists(output):
         if not os.path.isdir(output):
             raise OutputError(f"{output} exists and is not a directory")
@@ -37,6 +37,18 @@ def write_directory(rep: Report, output: PathLike, *, overwrite: bool = True) ->
         if others:
             raise OutputError(f"{output} holds files a report does not write ({', '.join(others[:3])}): "
                               "refusing to replace it; pick a new or empty directory")
+
+
+def write_directory(rep: Report, output: PathLike, *, overwrite: bool = True) -> dict[str, str]:
+    """Write ``index.html``, ``<figure>.png``, ``<figure>.json`` and
+    ``report.json`` of ``rep`` into the directory ``output``, atomically: they
+    are written to a temporary directory beside it, which then replaces it.
+    An existing ``output`` is replaced only if it is empty or an earlier
+    report (it has ``report.json``; :func:`check_output_directory`).
+    Returns {name: path} of the files."""
+    check_output_directory(output, overwrite=overwrite)
+    output = os.path.abspath(os.fspath(output))
+    parent = os.path.dirname(output) or "."
     try:
         os.makedirs(parent, exist_ok=True)
         tmp = tempfile.mkdtemp(prefix=f".{os.path.basename(output)}.tmp-", dir=parent)

@@ -124,7 +124,7 @@ def _models_section(w: _Writer, rep: Report) -> None:
     rows = [
         ("file", "source"), ("format", "format"), ("scheme", "scheme"), ("pre-tokenizer", "pretokenizer"),
         ("vocabulary size", "vocab_size"), ("merges", "merges"), ("special tokens", "special_tokens"),
-        ("language balancing (temperature)", "language_balance_temperature"), ("SuperBPE transition", "superbpe_transition"),
+        ("language balancing", "language_balance"), ("SuperBPE transition", "superbpe_transition"),
         ("bytes per token (sample)", "bytes_per_token"), ("tokens per word (sample)", "tokens_per_word"),
         ("tokens per character (sample)", "tokens_per_char"), ("vocabulary used in the sample", "vocab_used_in_sample"),
         ("<unk> rate (sample tokens)", "unk_rate"),
@@ -154,15 +154,24 @@ def _models_section(w: _Writer, rep: Report) -> None:
 
 def _sample_section(w: _Writer, rep: Report) -> None:
     c = rep.corpus
-    w("<section id=\"sample\"><h2>Sample</h2>\n<p class=\"desc\">All measurements use a uniform random sample of "
-      "the corpus's non-empty lines (seeded, so the page is reproducible), encoded once per model; the compression "
-      "curve re-encodes the first part of it with truncated models.</p>\n<table>\n")
+    w("<section id=\"sample\"><h2>Sample</h2>\n<p class=\"desc\">The figures about the whole corpus use a uniform "
+      "random sample of the corpus's non-empty lines (seeded, so the page is reproducible), encoded once per model; "
+      "the compression curve re-encodes the first part of it with truncated models. With a language file, the "
+      "per-language figures use a second sample, stratified: up to a number of lines of each language, so that a "
+      "language with few lines is measured on all of them.</p>\n<table>\n")
     srows = [("corpus", os.path.basename(str(c.get("path", "")))), ("language file", os.path.basename(str(c["langs_path"])) if c.get("langs_path") else "none"),
              ("lines in corpus (non-empty)", f"{c.get('lines', 0):,} ({c.get('nonempty_lines', 0):,})"),
              ("lines sampled", f"{c.get('sampled_lines', 0):,} (seed {c.get('seed')})"),
              ("sample size", f"{c.get('sample_bytes', 0) / 1e6:.2f} MB, {c.get('sample_chars', 0):,} characters, {c.get('sample_words', 0):,} words")]
     if "languages" in c:
-        srows.append(("languages in the sample", f"{c['languages']:,}"))
+        per = c.get("per_language", 0)
+        how = f"up to {per:,} lines of each language" if per else "every line of each language"
+        srows.append(("languages", f"{c['languages']:,}"))
+        srows.append(("per-language sample", f"{c.get('language_sample_lines', 0):,} lines: {how}, at random "
+                                             f"(seed {c.get('seed')}); the per-language figures and table use it"))
+    prem = c.get("premium")
+    if prem:
+        srows.append(("premium reference", f"{prem['reference']} ({prem['reference_why']})"))
     for k, v in srows:
         w(f"<tr><th>{_e(k)}</th><td>{_e(v)}</td></tr>\n")
     w("</table>\n<dl class=\"defs\"><dt>word</dt><dd>a whitespace-separated run of characters (<code>str.split()</code>)</dd>"
@@ -182,21 +191,48 @@ def _figure_section(w: _Writer, fid: str, f: Figure, png: bytes) -> None:
 
 
 def _languages_section(w: _Writer, rep: Report) -> None:
-    w("<section id=\"languages\"><h2>Languages table</h2>\n<p class=\"desc\">Per language in the sample, most "
-      "lines first (up to 60 rows here; report.json has all). † marks languages written without spaces between words.</p>\n")
-    w("<div class=\"scroll\"><table>\n<tr><th>language</th><th>script</th><th class=\"num\">lines</th><th class=\"num\">bytes</th>")
+    rows = rep.languages
+    marked = any(row["no_spaces"] for row in rows)
+    prem = rep.corpus.get("premium") or {}
+    ref = prem.get("reference")
+    two = len(rep.models) == 2
+    a, b = (m["label"] for m in rep.models) if two else ("", "")
+    order = "most lines in the corpus first"
+    if two:
+        # The languages whose tokens changed most, in either direction, come first.
+        def change(row: dict[str, Any]) -> float:
+            ta, tb = row["models"][a]["tokens"], row["models"][b]["tokens"]
+            return abs(ta / tb - 1.0) if tb else 0.0
+
+        rows = sorted(rows, key=lambda r: (-change(r), -r["corpus_lines"]))
+        order = f"largest change in tokens ({a} vs {b}, either direction) first"
+    w(f"<section id=\"languages\"><h2>Languages table</h2>\n<p class=\"desc\">Every language of the corpus, "
+      f"{_e(order)}; <em>lines</em> are the sampled lines the numbers are measured on, of the language's lines in "
+      "the corpus. The premium is the reference's text units per token divided by the language's own "
+      f"(against {_e(ref)}: the measure of <code>max_premium</code>)."
+      + (" † marks languages written without spaces between words." if marked else "") + "</p>\n")
+    w("<div class=\"scroll\"><table>\n<tr><th>language</th><th>script</th><th class=\"num\">lines (corpus)</th>"
+      "<th class=\"num\">bytes</th>")
+    if two:
+        w(f"<th class=\"num\">tokens<br>{_e(a)} vs {_e(b)}</th>")
     for m in rep.models:
         lab = _e(m["label"])
-        w(f"<th class=\"num\">bytes/token<br>{lab}</th><th class=\"num\">tokens/word<br>{lab}</th>"
-          f"<th class=\"num\">tokens/char<br>{lab}</th><th class=\"num\">ids used<br>{lab}</th>")
+        w(f"<th class=\"num\">premium<br>{lab}</th><th class=\"num\">bytes/token<br>{lab}</th>"
+          f"<th class=\"num\">tokens/word<br>{lab}</th><th class=\"num\">tokens/char<br>{lab}</th>"
+          f"<th class=\"num\">ids used<br>{lab}</th>")
     w("</tr>\n")
-    for row in rep.languages[:60]:
+    for row in rows:
         w(f"<tr><td>{_e(row['lang'])}{'†' if row['no_spaces'] else ''}</td><td>{_e(row['script'])}</td>"
-          f"<td class=\"num\">{row['lines']:,}</td><td class=\"num\">{row['bytes']:,}</td>")
+          f"<td class=\"num\">{row['lines']:,} ({row['corpus_lines']:,})</td><td class=\"num\">{row['bytes']:,}</td>")
+        if two:
+            tb = row["models"][b]["tokens"]
+            txt = f"{row['models'][a]['tokens'] / tb - 1.0:+.1%}" if tb else "–"
+            w(f"<td class=\"num\">{txt}</td>")
         for m in rep.models:
             r = row["models"][m["label"]]
-            w(f"<td class=\"num\">{r['bytes_per_token']:.2f}</td><td class=\"num\">{r['tokens_per_word']:.2f}</td>"
-              f"<td class=\"num\">{r['tokens_per_char']:.3f}</td><td class=\"num\">{r['vocab_used'] * 100:.1f}%</td>")
+            w(f"<td class=\"num\">{r['premium']:.2f}</td><td class=\"num\">{r['bytes_per_token']:.2f}</td>"
+              f"<td class=\"num\">{r['tokens_per_word']:.2f}</td><td class=\"num\">{r['tokens_per_char']:.3f}</td>"
+              f"<td class=\"num\">{r['vocab_used'] * 100:.1f}%</td>")
         w("</tr>\n")
     w("</table></div>\n</section>\n")
 

@@ -11,6 +11,7 @@ from typing import Any
 from .._tokenizer import Tokenizer
 from ..options import PRESETS
 from .models import Model, encode_lines
+from .premium import describe_balance
 
 
 def curve_points(n_merges: int, points: int, extra: Iterable[int] = ()) -> list[int]:
@@ -99,9 +100,9 @@ def model_summary(m: Model, stats: dict[str, Any], curve: dict[str, Any]) -> dic
     }
     if unk_id is not None:
         s["unk_rate"] = r4(int(m.counts[unk_id]) / ntok if ntok else 0.0, 6)
-    lb = meta.get("language_balance")
-    if isinstance(lb, dict):
-        s["language_balance_temperature"] = lb.get("temperature")
+    balance = describe_balance(meta)
+    if balance is not None:
+        s["language_balance"] = balance
     sb = meta.get("superbpe")
     if isinstance(sb, dict):
         s["superbpe_transition"] = sb.get("transition")

@@ -3,7 +3,7 @@
 //! * `temperature`: fixed weights from line counts (p^(1/T)), and the
 //!   per-line language tags both methods count with.
 //! * `parity`: weights found by training and measuring each language's
-//!   tokens per byte, round after round.
+//!   tokens per text unit (`parity::text_units`), round after round.
 //!
 //! The settings (`LanguageBalance`, `LangSource`, `Parity`) are training
 //! options and live with them in `train::config`; this module runs them.

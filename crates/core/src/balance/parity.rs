@@ -317,8 +317,8 @@ fn reference_language(table: &LanguageTable, bytes: &[u64], parity: &Parity) -> 
     Ok(reference)
 }
 
-/// Every language's premium: the reference's bytes per token over its own
-/// (1 for a language without tokens).
+/// Every language's premium: the reference's text units per token over its
+/// own (1 for a language without tokens).
 fn premiums(costs: &[Cost], ref_upt: f64) -> Vec<f64> {
     costs
         .iter()
@@ -330,6 +330,15 @@ fn premiums(costs: &[Cost], ref_upt: f64) -> Vec<f64> {
             }
         })
         .collect()
+}
+
+/// Every language's premium from its text units (`text_units`) and tokens,
+/// against language `reference`: what the weighing measures, for programs
+/// that measure a model on other lines (`bpeforge report`).
+pub fn premiums_of(units: &[u64], tokens: &[u64], reference: usize) -> Vec<f64> {
+    let costs: Vec<Cost> = units.iter().zip(tokens).map(|(&units, &tokens)| Cost { units, tokens }).collect();
+    let ref_upt = costs.get(reference).map_or(1.0, Cost::units_per_token);
+    premiums(&costs, ref_upt)
 }
 
 /// The weight search: per language, the log of the factor on its starting
@@ -500,6 +509,14 @@ mod tests {
         assert_eq!(got[&b"rare".to_vec()], 3);
         let low = combine(&tagged, &[1, 1], 2, false);
         low.for_each(|_, count| assert!(count >= 1));
+    }
+
+    #[test]
+    fn premiums_of_divides_the_references_units_per_token_by_each_languages() {
+        // Reference 0: 4 units per token; language 1: 2 (premium 2); language 2: no tokens (1).
+        let p = premiums_of(&[40, 20, 0], &[10, 10, 0], 0);
+        assert_eq!(p, [1.0, 2.0, 1.0]);
+        assert_eq!(text_units("a\u{e9}\u{4e2d}\u{3042}".as_bytes()), 1 + 1 + 3 + 2);
     }
 
     #[test]

@@ -89,7 +89,7 @@ pub struct SuperBpe {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Parity {
     /// Target: no language pays more than this many times the reference's
-    /// tokens per byte.
+    /// tokens per text unit (`balance::parity`, where the premium is defined).
     pub max_premium: f64,
     /// Reweighting rounds after the first training (each one merge loop).
     pub rounds: usize,

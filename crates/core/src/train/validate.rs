@@ -52,7 +52,7 @@ impl Parity {
     pub fn validate(&self) -> Result<()> {
         if !(self.max_premium > 1.0 && self.max_premium.is_finite()) {
             return Err(Error::parameter(format!(
-                "max_premium must be a number above 1 (e.g. 1.2: no language pays more than 1.2x the reference's tokens per byte), got {}",
+                "max_premium must be a number above 1 (e.g. 1.2: no language pays more than 1.2x the reference's tokens per text unit), got {}",
                 self.max_premium
             )));
         }
