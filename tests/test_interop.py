@@ -259,6 +259,7 @@ def test_hf_export_gives_bpeforges_ids_and_text(texts, name, tmp_path):
         tok.to_huggingface(tmp_path)
     notes = [str(w.message) for w in caught if issubclass(w.category, interop.InteropWarning)]
     normalized = "normalizer" in settings
+    assert len(notes) == normalized, notes
     transformers = pytest.importorskip("transformers")
     loaded = {"tokenizers": tokenizers.Tokenizer.from_file(str(tmp_path / "tokenizer.json")),
               "PreTrainedTokenizerFast": transformers.PreTrainedTokenizerFast(
@@ -280,6 +281,37 @@ def test_hf_export_gives_bpeforges_ids_and_text(texts, name, tmp_path):
             differs = _charsmap_differs(settings["normalizer"], tmp_path)
             bad = [i for i in bad if not differs(held[i])]
         assert not bad, _explain(bad, held, ours, theirs, f"{lib} vs bpeforge ({name})")
+
+
+def test_hf_export_warns_where_a_normalizer_differs(texts, tmp_path, capsys):
+    """The one inexact export says so, naming the cause, in Python and on the
+    command line; the same model without the normalizer exports silently."""
+    bengali = "\u0995\u09c7\u09be\u09a8 \u0995\u09cb\u09a8"  # কে + া (two code points) and কো
+    corpus = list(texts[:3000]) + [bengali] * 20
+    for normalizer in ("nmt_nfkc", "identity"):
+        tok = bpeforge.train_from_iterator(corpus, vocab_size=4000, scheme="chars", pretokenizer="whitespace",
+                                           normalizer=normalizer, progress=False)
+        model = tmp_path / f"{normalizer}.json"
+        tok.save(model)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            path = tok.to_huggingface(tmp_path / normalizer)
+        notes = [w for w in caught if issubclass(w.category, interop.InteropWarning)]
+        hf = tokenizers.Tokenizer.from_file(path)
+        same = hf.encode(bengali, add_special_tokens=False).ids == tok.encode(bengali)
+        capsys.readouterr()
+        assert cli_main(["export", "-m", str(model), "--to", "huggingface", "-o", str(tmp_path / f"cli-{normalizer}"),
+                         "-q"]) == 0
+        err = capsys.readouterr().err
+        if normalizer == "identity":
+            assert same and not notes and err == ""
+            continue
+        assert not same, "tokenizers normalizes this Bengali text as SentencePiece does: the warning is stale"
+        assert len(notes) == 1 and notes[0].filename == __file__
+        message = str(notes[0].message)
+        assert "nmt_nfkc normalizer" in message and "Precompiled" in message and "grapheme cluster" in message
+        assert err.startswith("bpeforge: warning: the Hugging Face export") and "Precompiled" in err
+        assert err.count("\n") == 1
 
 
 # ---------------------------------------------------------------------------
