@@ -88,6 +88,15 @@ def assert_huggingface_equal(tok, folder, texts: list[str]) -> None:
     bad = differing(lambda t: tok.encode(t, disallowed_special=()), lambda t: fast.encode(t, add_special_tokens=False),
                     sample)
     assert not bad, f"transformers: {len(bad)} lines differ, first {bad[0]!r}"
+    # and the ids read back as bpeforge's text (the Llama-style flow: import, extend, export)
+    ids = [tok.encode(t, disallowed_special=()) for t in texts]
+    ours = tok.decode_batch(ids)
+    auto = transformers.AutoTokenizer.from_pretrained(folder)
+    for name, decoded in (("tokenizers", hf.decode_batch(ids, skip_special_tokens=False)),
+                          ("transformers", auto.batch_decode(ids, skip_special_tokens=False))):
+        bad = [t for t, a, b in zip(texts, ours, decoded, strict=True) if a != b]
+        assert not bad, f"{name}: {len(bad)} of {len(texts)} lines decode otherwise than bpeforge, first {bad[0]!r}"
+    assert hf.decode(hf.encode("Hello world", add_special_tokens=False).ids) == "Hello world"
 
 
 def imported(model_file: str):

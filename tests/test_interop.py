@@ -14,6 +14,7 @@ run with ``pytest -m slow tests/test_interop.py`` (several minutes).
 
 from __future__ import annotations
 
+import base64
 import io
 import json
 import lzma
@@ -155,15 +156,20 @@ def check_hf_export(tok, texts, tmp_path, transformers=False):
     ours = tok.encode_batch(texts, allowed_special="all")
     theirs = [e.ids for e in hf.encode_batch(texts, add_special_tokens=False)]
     _assert_same(ours, theirs, texts, f"tokenizers vs bpeforge ({tok!r})")
-    sample = range(0, len(texts), max(1, len(texts) // 2000))
-    for i in sample:
-        assert hf.decode(theirs[i], skip_special_tokens=False) == tok.decode(ours[i]), texts[i]
+    _assert_same_text(tok.decode_batch(ours), hf.decode_batch(ours, skip_special_tokens=False), texts,
+                      f"tokenizers' decode vs bpeforge's ({tok!r})")
     if transformers:
         tf = pytest.importorskip("transformers")
         fast = tf.PreTrainedTokenizerFast(tokenizer_file=path)
         got = fast(list(texts), add_special_tokens=False)["input_ids"]
         _assert_same(ours, got, texts, f"transformers vs bpeforge ({tok!r})")
     return path
+
+
+def _assert_same_text(ours: list[str], theirs: list[str], texts, what: str) -> None:
+    bad = [i for i, (a, b) in enumerate(zip(ours, theirs, strict=True)) if a != b]
+    assert not bad, f"{what}: {len(bad)} of {len(texts)} lines decode differently, first: " + \
+        "; ".join(f"line {i} {texts[i][:60]!r}: bpeforge {ours[i][:60]!r}, other {theirs[i][:60]!r}" for i in bad[:2])
 
 
 @pytest.mark.parametrize("preset", BYTES_PRESETS)
@@ -198,6 +204,116 @@ def test_hf_export_layout(texts, tmp_path):
     assert chars["model"]["unk_token"] == "<unk>" and chars["pre_tokenizer"]["pretokenizers"][-1]["type"] == "Metaspace"
 
 
+# Every setting that changes the tokenizer.json: schemes, pre-tokenizers with
+# and without the text's first space, the end-of-word suffix, unknown
+# characters fused or not, byte fallback, the nmt_nfkc normalizer, special
+# tokens or none.
+HF_SETTINGS = {
+    "bytes-gpt2": dict(scheme="bytes", pretokenizer="gpt2"),
+    "bytes-whitespace": dict(scheme="bytes", pretokenizer="whitespace"),
+    "bytes-none-nospecials": dict(scheme="bytes", pretokenizer="none", special_tokens=[]),
+    "chars-whitespace": dict(scheme="chars", pretokenizer="whitespace"),
+    "chars-gpt2-nospecials": dict(scheme="chars", pretokenizer="gpt2", special_tokens=[]),
+    "chars-suffix": dict(scheme="chars", pretokenizer="whitespace", end_of_word_suffix="</w>"),
+    "chars-fused-unknowns": dict(scheme="chars", pretokenizer="whitespace", fuse_unk=True),
+    "chars-byte-fallback": dict(scheme="chars", pretokenizer="whitespace", byte_fallback=True),
+    "chars-gpt2-byte-fallback": dict(scheme="chars", pretokenizer="gpt2", byte_fallback=True),
+    "chars-byte-fallback-fused": dict(scheme="chars", pretokenizer="whitespace", byte_fallback=True, fuse_unk=True),
+    "chars-nmt_nfkc": dict(scheme="chars", pretokenizer="whitespace", normalizer="nmt_nfkc"),
+    "chars-nmt_nfkc-byte-fallback": dict(scheme="chars", pretokenizer="whitespace", normalizer="nmt_nfkc",
+                                         byte_fallback=True),
+    "chars-none-nmt_nfkc-byte-fallback": dict(scheme="chars", pretokenizer="none", normalizer="nmt_nfkc",
+                                              byte_fallback=True),
+}
+HF_TRAIN, HF_HELD_OUT = 5000, 2000
+
+
+def _charsmap_differs(rule: str, folder):
+    """Whether tokenizers' Precompiled normalizer (per grapheme cluster)
+    changes a text otherwise than sentencepiece's own normalizer with the
+    same table (character by character)."""
+    doc = json.loads((folder / "tokenizer.json").read_text(encoding="utf-8"))
+    charsmap = next(s for s in doc["normalizer"]["normalizers"] if s["type"] == "Precompiled")["precompiled_charsmap"]
+    hf = normalizers.Precompiled(base64.b64decode(charsmap))
+    sp = spm.SentencePieceNormalizer(rule_name=rule, add_dummy_prefix=False, remove_extra_whitespaces=False,
+                                     escape_whitespaces=False)
+    return lambda text: hf.normalize_str(text) != sp.normalize(text)
+
+
+@pytest.mark.parametrize("name", HF_SETTINGS)
+def test_hf_export_gives_bpeforges_ids_and_text(texts, name, tmp_path):
+    """Held-out lines (and lines with special tokens) through the export,
+    loaded by tokenizers from the file and by transformers from the file and
+    from the folder: the ids are bpeforge's and they decode to bpeforge's
+    text. Only a normalizer may change ids, only on lines where tokenizers'
+    normalizer gives another text, and the export says so."""
+    settings = {"special_tokens": ["<s>", "</s>"], "character_coverage": 0.995, **HF_SETTINGS[name]}
+    if settings["scheme"] == "bytes":
+        del settings["character_coverage"]
+    tok = bpeforge.train_from_iterator(list(texts[:HF_TRAIN]), vocab_size=3000, progress=False, **settings)
+    held = list(texts[HF_TRAIN:HF_TRAIN + HF_HELD_OUT]) + ["Hello world", "  Hello   world  ", "", " "]
+    if settings["special_tokens"]:
+        held += [f"<s>{t[:30]}</s>{t[30:60]} <s>" for t in held[:200]]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        tok.to_huggingface(tmp_path)
+    notes = [str(w.message) for w in caught if issubclass(w.category, interop.InteropWarning)]
+    normalized = "normalizer" in settings
+    assert len(notes) == normalized, notes
+    transformers = pytest.importorskip("transformers")
+    loaded = {"tokenizers": tokenizers.Tokenizer.from_file(str(tmp_path / "tokenizer.json")),
+              "PreTrainedTokenizerFast": transformers.PreTrainedTokenizerFast(
+                  tokenizer_file=str(tmp_path / "tokenizer.json")),
+              "AutoTokenizer": transformers.AutoTokenizer.from_pretrained(tmp_path)}
+    ours = tok.encode_batch(held, allowed_special="all")
+    text = tok.decode_batch(ours)
+    assert text[HF_HELD_OUT] == "Hello world"
+    for lib, hf in loaded.items():
+        if lib == "tokenizers":
+            theirs = [e.ids for e in hf.encode_batch(held, add_special_tokens=False)]
+            decoded = hf.decode_batch(ours, skip_special_tokens=False)
+        else:
+            theirs = hf(held, add_special_tokens=False)["input_ids"]
+            decoded = hf.batch_decode(ours, skip_special_tokens=False)
+        _assert_same_text(text, decoded, held, f"{lib}'s decode vs bpeforge's ({name})")
+        bad = _differing(ours, theirs)
+        if normalized:
+            differs = _charsmap_differs(settings["normalizer"], tmp_path)
+            bad = [i for i in bad if not differs(held[i])]
+        assert not bad, _explain(bad, held, ours, theirs, f"{lib} vs bpeforge ({name})")
+
+
+def test_hf_export_warns_where_a_normalizer_differs(texts, tmp_path, capsys):
+    """The one inexact export says so, naming the cause, in Python and on the
+    command line; the same model without the normalizer exports silently."""
+    bengali = "\u0995\u09c7\u09be\u09a8 \u0995\u09cb\u09a8"  # কে + া (two code points) and কো
+    corpus = list(texts[:3000]) + [bengali] * 20
+    for normalizer in ("nmt_nfkc", "identity"):
+        tok = bpeforge.train_from_iterator(corpus, vocab_size=4000, scheme="chars", pretokenizer="whitespace",
+                                           normalizer=normalizer, progress=False)
+        model = tmp_path / f"{normalizer}.json"
+        tok.save(model)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            path = tok.to_huggingface(tmp_path / normalizer)
+        notes = [w for w in caught if issubclass(w.category, interop.InteropWarning)]
+        hf = tokenizers.Tokenizer.from_file(path)
+        same = hf.encode(bengali, add_special_tokens=False).ids == tok.encode(bengali)
+        capsys.readouterr()
+        assert cli_main(["export", "-m", str(model), "--to", "huggingface", "-o", str(tmp_path / f"cli-{normalizer}"),
+                         "-q"]) == 0
+        err = capsys.readouterr().err
+        if normalizer == "identity":
+            assert same and not notes and err == ""
+            continue
+        assert not same, "tokenizers normalizes this Bengali text as SentencePiece does: the warning is stale"
+        assert len(notes) == 1 and notes[0].filename == __file__
+        message = str(notes[0].message)
+        assert "nmt_nfkc normalizer" in message and "Precompiled" in message and "grapheme cluster" in message
+        assert err.startswith("bpeforge: warning: the Hugging Face export") and "Precompiled" in err
+        assert err.count("\n") == 1
+
+
 # ---------------------------------------------------------------------------
 # export: tiktoken
 # ---------------------------------------------------------------------------
@@ -213,7 +329,7 @@ def check_tiktoken_export(tok, texts, tmp_path):
     # pieces that are tokens; on this corpus that never differs from
     # bpeforge's merge list (zero lines), so any difference fails.
     _assert_same(ours, theirs, texts, f"tiktoken vs bpeforge ({tok!r})")
-    assert enc.decode(theirs[0]) == tok.decode(ours[0])
+    _assert_same_text(tok.decode_batch(ours), enc.decode_batch(ours), texts, f"tiktoken's decode vs bpeforge's ({tok!r})")
     return ranks_path
 
 
@@ -305,7 +421,7 @@ def test_sentencepiece_export(texts, pretokenizer, tmp_path):
     assert (sp.unk_id(), sp.bos_id(), sp.eos_id(), sp.pad_id()) == (0, 1, 2, -1)
     assert sp.piece_size() == tok.vocab_size
     assert sp.id_to_piece(3) == "<mask>" and sp.is_control(1) and not sp.is_control(3)
-    assert [sp.decode(x) for x in theirs[:500]] == [tok.decode(x) for x in ours[:500]]
+    _assert_same_text(tok.decode_batch(ours), sp.decode(ours), texts, f"sentencepiece's decode vs bpeforge's ({tok!r})")
 
 
 def test_sentencepiece_export_proto(texts):
@@ -337,6 +453,7 @@ def test_sentencepiece_export_unknown_runs(tmp_path):
     sp, ours, theirs = check_sp_export(tok, texts, tmp_path)
     assert any(_collapse_unk(ids, 0) != ids for ids in _unfused(tok, texts)), "no run of unknown characters"
     _assert_same(ours, theirs, texts, f"sentencepiece vs bpeforge, unknown runs ({tok!r})")
+    _assert_same_text(tok.decode_batch(ours), sp.decode(ours), texts, "sentencepiece's decode, unknown runs")
     unfused = _sp_source_model(QUICK_LINES, "whitespace", 0.9995, fuse_unk=False)
     with pytest.raises(ParameterError, match="trained without fuse_unk .*fuse_unk=True") as e:
         unfused.to_sentencepiece(tmp_path / "unfused.model")
@@ -348,6 +465,7 @@ def test_sentencepiece_export_unknown_runs(tmp_path):
                                               progress=False)
     sp, ours, theirs = check_sp_export(with_bytes, texts, tmp_path)
     _assert_same(ours, theirs, texts, "sentencepiece vs bpeforge, byte fallback")
+    _assert_same_text(with_bytes.decode_batch(ours), sp.decode(ours), texts, "sentencepiece's decode, byte fallback")
 
 
 def _unfused(tok: bpeforge.Tokenizer, texts) -> list[list[int]]:

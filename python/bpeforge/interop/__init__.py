@@ -6,7 +6,9 @@ Export (a trained :class:`bpeforge.Tokenizer` to another library's format):
 * :func:`to_huggingface`: a ``tokenizer.json`` (BPE model) that
   ``tokenizers.Tokenizer.from_file`` and
   ``transformers.PreTrainedTokenizerFast(tokenizer_file=...)`` load, giving
-  bpeforge's ids. Every scheme and pre-tokenizer is expressible.
+  bpeforge's ids and decoding them to bpeforge's text. Every scheme and
+  pre-tokenizer is expressible; a SentencePiece normalizer warns (ids differ
+  on a few texts, see :func:`to_huggingface`).
 * :func:`to_tiktoken`: a ``.tiktoken`` rank file plus ``<file>.json`` beside it
   (pattern and special tokens); :func:`tiktoken_encoding` turns them (or a
   Tokenizer) into a ``tiktoken.Encoding``. Bytes scheme, regex presets and
