@@ -434,6 +434,8 @@ def test_models_table_names_the_balancing(data: dict[str, Path], tmp_path: Path)
     p, t = (m["language_balance"] for m in r.models)
     assert p.startswith("parity, max_premium 1.5; reference en;")
     assert f"{len(lb['rounds'])} measuring round" in p and "10% of lines held apart" in p
+    above = lb["rounds"][-1]["above_band"]
+    assert above > 0 and f"({above} languages above max_premium when last measured)" in p
     assert "languages with 50+ lines balanced" in p and "max lift 16" in p and "starting from temperature 1" in p
     lifted = sum(1 for v in lb["languages"].values() if v["weight"] > 1)
     assert f"{lifted} language" in p and lifted > 0
@@ -442,7 +444,7 @@ def test_models_table_names_the_balancing(data: dict[str, Path], tmp_path: Path)
     assert "<th>language balancing</th>" in page and "parity, max_premium 1.5" in page
     assert "temperature 1.000" not in page
     plain = rp.build_report(data["bytes"], data["corpus"], sample=50, curve_lines=20, curve_points=2)
-    assert "language_balance" not in plain.models[0]
+    assert plain.models[0]["language_balance"] == "none"
 
 
 def test_languages_table_lists_every_language(rep: rp.Report) -> None:

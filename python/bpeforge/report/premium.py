@@ -64,8 +64,11 @@ def describe_balance(metadata: Mapping[str, Any]) -> str | None:
     parts = [f"parity, max_premium {_num(lb.get('max_premium'))}", f"reference {lb.get('reference', '?')}"]
     rounds = lb.get("rounds")
     if isinstance(rounds, list):
-        parts.append(f"{len(rounds)} measuring round{'s' if len(rounds) != 1 else ''}"
-                     + ("" if lb.get("converged") else ", not converged"))
+        text = f"{len(rounds)} measuring round{'s' if len(rounds) != 1 else ''}"
+        above = rounds[-1].get("above_band") if rounds and isinstance(rounds[-1], dict) else None
+        if isinstance(above, int) and above > 0:
+            text += f" ({above} language{'s' if above != 1 else ''} above max_premium when last measured)"
+        parts.append(text)
     held = lb.get("held_apart")
     if held:
         parts.append(f"premiums measured on {_num(float(held) * 100)}% of lines held apart")

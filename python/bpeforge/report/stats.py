@@ -103,6 +103,8 @@ def model_summary(m: Model, stats: dict[str, Any], curve: dict[str, Any]) -> dic
     balance = describe_balance(meta)
     if balance is not None:
         s["language_balance"] = balance
+    elif m.info["format"] == "bpeforge":  # trained here without language tags (an import records none)
+        s["language_balance"] = "none"
     sb = meta.get("superbpe")
     if isinstance(sb, dict):
         s["superbpe_transition"] = sb.get("transition")
