@@ -4,6 +4,7 @@ tokens per language; all measured on the sample stratified by language."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from .data import Figure, Panel, Series
@@ -25,6 +26,23 @@ NO_SPACE_MARK = "\u2020 written without spaces between words (or in long runs of
 NO_SPACE_HATCHED = NO_SPACE_MARK[:-1] + ": tokens per word is not comparable there (hatched); tokens per character is."
 
 
+@dataclass
+class _Measured:
+    """Every language's measures on the sample, and each model's tokens."""
+
+    names: list[str]
+    nlines: Any
+    nbytes: Any
+    nchars: Any
+    nwords: Any
+    no_space: list[bool]
+    ref: int
+    ref_name: str
+    ref_why: str
+    table: list[dict[str, Any]]
+    per_model: list[dict[str, Any]]
+
+
 def language_figures(
     models: list[Model], sample: Sample, top: int, threads: int | None, reference: str | None = None,
 ) -> tuple[dict[str, Figure], list[dict[str, Any]], dict[str, Any]]:
@@ -35,6 +53,65 @@ def language_figures(
     ordered by their lines in the whole corpus; the "main user" of an id
     weighs each language's occurrences by how much of it was sampled.
     Returns the figures, the table and how premiums were measured."""
+    me = _measure(models, sample, threads, reference)
+    names, no_space, per_model = me.names, me.no_space, me.per_model
+    nbytes, nchars, nwords = me.nbytes, me.nchars, me.nwords
+    L = len(names)
+    shown = list(range(min(top, L)))
+    cats = [names[i] + ("\u2020" if no_space[i] else "") for i in shown]
+    hatched = [bool(no_space[i]) for i in shown]
+    marked = any(hatched)
+    more = (f" The {len(shown)} languages with the most lines in the corpus (of the {L}) are shown; "
+            "report.json has all." if L > len(shown) else "")
+    caption = NO_SPACE_MARK if marked else ""  # the key to the mark in the PNGs themselves
+
+    def series(fn: Any) -> list[Series]:
+        return [Series(m.label, [_r(fn(r, i)) for i in shown], None, COLORS[k]) for k, (m, r) in enumerate(zip(models, per_model))]
+
+    figs: dict[str, Figure] = {"lang_premium": _premium_figure(models, me, shown, top)}
+    figs["lang_bytes_per_token"] = Figure(
+        "lang_bytes_per_token", "Bytes per token, by language",
+        "UTF-8 bytes of the language's sampled lines divided by the tokens they encode to: higher means the "
+        "vocabulary compresses that language better. Scripts outside ASCII need 2-4 bytes per character, so "
+        "compare a language with itself across models rather than languages with each other (the premium "
+        "figure compares languages)." + more,
+        [Panel("bar", "Bytes per token", "language", "UTF-8 bytes per token",
+               series(lambda r, i: nbytes[i] / r["tokens"][i] if r["tokens"][i] else 0.0), categories=cats)],
+        [], caption=caption,
+    )
+    figs["lang_fertility"] = Figure(
+        "lang_fertility", "Fertility: tokens per word, by language",
+        "Tokens per whitespace-separated word (left) and per character (right) on each language's sampled "
+        "lines. 1.0 token per word means whole words are single tokens." + more,
+        [Panel("bar", "Tokens per word", "language", "tokens per word",
+               series(lambda r, i: r["tokens"][i] / nwords[i] if nwords[i] else 0.0), categories=cats, hatched=hatched),
+         Panel("bar", "Tokens per character", "language", "tokens per character",
+               series(lambda r, i: r["tokens"][i] / nchars[i] if nchars[i] else 0.0), categories=cats)],
+        [NO_SPACE_HATCHED] if marked else [], layout="column", caption=NO_SPACE_HATCHED if marked else "",
+    )
+    figs["lang_vocab_share"] = Figure(
+        "lang_vocab_share", "Share of the vocabulary, by language",
+        "Left, used: the fraction of the vocabulary's ids that occur at least once in the language's sampled "
+        "lines (languages overlap, and a language with few lines uses fewer ids). Right, main user: the "
+        "fraction of ids for which the language produces the most occurrences (each language's sampled "
+        "occurrences scaled to its lines in the corpus); each id counts for one language (ties go to the "
+        "language with more lines), ids unused in the sample for none." + more,
+        [Panel("bar", "Used: ids that occur in the language", "language", "share of vocabulary ids",
+               series(lambda r, i: r["used"][i]), categories=cats, percent=True),
+         Panel("bar", "Main user: ids the language uses most", "language", "share of vocabulary ids",
+               series(lambda r, i: r["owned"][i]), categories=cats, percent=True)],
+        [f"{m.label}: {int(r['ids_used']):,} of {r['V']:,} ids occur in the language sample."
+         for m, r in zip(models, per_model)],
+        layout="column", caption=caption,
+    )
+    measured = {"reference": me.ref_name, "reference_why": me.ref_why, "unit": "tokens per text unit",
+                "per_language": sample.info.get("per_language", 0), "lines": len(sample.lang_lines)}
+    return figs, me.table, measured
+
+
+def _measure(models: list[Model], sample: Sample, threads: int | None, reference: str | None) -> _Measured:
+    """Each language's lines, bytes, characters, words and text units in the
+    sample, and each model's tokens and premiums there."""
     import numpy as np
 
     lines, tags = sample.lang_lines, sample.lang_tags
@@ -77,82 +154,40 @@ def language_figures(
                 "tokens_per_char": _r(ntok[i] / nchars[i] if nchars[i] else 0.0),
                 "vocab_used": _r(used[i] / V, 6), "vocab_main_user": _r(owned[i] / V, 6),
             }
-    shown = list(range(min(top, L)))
-    cats = [names[i] + ("\u2020" if no_space[i] else "") for i in shown]
-    hatched = [bool(no_space[i]) for i in shown]
-    marked = any(hatched)
-    more = (f" The {len(shown)} languages with the most lines in the corpus (of the {L}) are shown; "
-            "report.json has all." if L > len(shown) else "")
-    caption = NO_SPACE_MARK if marked else ""  # the key to the mark in the PNGs themselves
+    return _Measured(names, nlines, nbytes, nchars, nwords, no_space, ref, ref_name, ref_why, table, per_model)
 
-    def series(fn: Any) -> list[Series]:
-        return [Series(m.label, [_r(fn(r, i)) for i in shown], None, COLORS[k]) for k, (m, r) in enumerate(zip(models, per_model))]
 
-    # The costliest languages: the highest premium under any model, among those measured on enough lines.
-    measured_enough = [i for i in range(L) if nlines[i] >= CHANGE_MIN_LINES and i != ref]
+def _premium_figure(models: list[Model], me: _Measured, shown: list[int], top: int) -> Figure:
+    """The premium figure: the costliest languages (the highest premium under
+    any model, among those measured on enough lines) and the largest."""
+    names, no_space, per_model, ref_name = me.names, me.no_space, me.per_model, me.ref_name
+    measured_enough = [i for i in range(len(names)) if me.nlines[i] >= CHANGE_MIN_LINES and i != me.ref]
     costly = sorted(measured_enough, key=lambda i: (-max(r["premium"][i] for r in per_model), names[i]))[:top]
-    costly_cats = [names[i] + ("\u2020" if no_space[i] else "") for i in costly]
-    costly_marked = any(no_space[i] for i in costly)
+
+    def label(i: int) -> str:
+        return names[i] + ("\u2020" if no_space[i] else "")
 
     def premium_series(chosen: list[int]) -> list[Series]:
         return [Series(m.label, [_r(r["premium"][i]) for i in chosen], None, COLORS[k])
                 for k, (m, r) in enumerate(zip(models, per_model))]
 
+    marked = any(no_space[i] for i in costly + shown)
     ylabel = f"premium (1 = as cheap as {ref_name})"
-    figs: dict[str, Figure] = {}
-    figs["lang_premium"] = Figure(
+    return Figure(
         "lang_premium", f"Premium by language, against {ref_name}",
         f"Each language's premium: {ref_name}'s text units per token divided by the language's own, on its "
         "sampled lines (2.0: twice the tokens for the same amount of text). A text unit is a character, two "
         "for a syllable of a syllabary, three for a Han character: the measure parity balancing "
-        f"(max_premium) steers by. Reference: {ref_name}, {ref_why}. Top: the {len(costly)} costliest "
+        f"(max_premium) steers by. Reference: {ref_name}, {me.ref_why}. Top: the {len(costly)} costliest "
         f"languages (the highest premium under any model, of those with {CHANGE_MIN_LINES}+ sampled lines); "
         f"bottom: the {len(shown)} with the most lines in the corpus. report.json has every language.",
         [Panel("bar", f"The {len(costly)} costliest languages", "language (highest premium first)", ylabel,
-               premium_series(costly), categories=costly_cats,
+               premium_series(costly), categories=[label(i) for i in costly],
                empty_text=f"no language with {CHANGE_MIN_LINES}+ sampled lines"),
          Panel("bar", f"The {len(shown)} largest languages", "language (most lines in the corpus first)", ylabel,
-               premium_series(shown), categories=cats)],
-        [], layout="column", caption=NO_SPACE_MARK if (marked or costly_marked) else "",
+               premium_series(shown), categories=[label(i) for i in shown])],
+        [], layout="column", caption=NO_SPACE_MARK if marked else "",
     )
-    figs["lang_bytes_per_token"] = Figure(
-        "lang_bytes_per_token", "Bytes per token, by language",
-        "UTF-8 bytes of the language's sampled lines divided by the tokens they encode to: higher means the "
-        "vocabulary compresses that language better. Scripts outside ASCII need 2-4 bytes per character, so "
-        "compare a language with itself across models rather than languages with each other (the premium "
-        "figure compares languages)." + more,
-        [Panel("bar", "Bytes per token", "language", "UTF-8 bytes per token",
-               series(lambda r, i: nbytes[i] / r["tokens"][i] if r["tokens"][i] else 0.0), categories=cats)],
-        [], caption=caption,
-    )
-    figs["lang_fertility"] = Figure(
-        "lang_fertility", "Fertility: tokens per word, by language",
-        "Tokens per whitespace-separated word (left) and per character (right) on each language's sampled "
-        "lines. 1.0 token per word means whole words are single tokens." + more,
-        [Panel("bar", "Tokens per word", "language", "tokens per word",
-               series(lambda r, i: r["tokens"][i] / nwords[i] if nwords[i] else 0.0), categories=cats, hatched=hatched),
-         Panel("bar", "Tokens per character", "language", "tokens per character",
-               series(lambda r, i: r["tokens"][i] / nchars[i] if nchars[i] else 0.0), categories=cats)],
-        [NO_SPACE_HATCHED] if marked else [], layout="column", caption=NO_SPACE_HATCHED if marked else "",
-    )
-    figs["lang_vocab_share"] = Figure(
-        "lang_vocab_share", "Share of the vocabulary, by language",
-        "Left, used: the fraction of the vocabulary's ids that occur at least once in the language's sampled "
-        "lines (languages overlap, and a language with few lines uses fewer ids). Right, main user: the "
-        "fraction of ids for which the language produces the most occurrences (each language's sampled "
-        "occurrences scaled to its lines in the corpus); each id counts for one language (ties go to the "
-        "language with more lines), ids unused in the sample for none." + more,
-        [Panel("bar", "Used: ids that occur in the language", "language", "share of vocabulary ids",
-               series(lambda r, i: r["used"][i]), categories=cats, percent=True),
-         Panel("bar", "Main user: ids the language uses most", "language", "share of vocabulary ids",
-               series(lambda r, i: r["owned"][i]), categories=cats, percent=True)],
-        [f"{m.label}: {int(r['ids_used']):,} of {r['V']:,} ids occur in the language sample."
-         for m, r in zip(models, per_model)],
-        layout="column", caption=caption,
-    )
-    measured = {"reference": ref_name, "reference_why": ref_why, "unit": "tokens per text unit",
-                "per_language": sample.info.get("per_language", 0), "lines": len(lines)}
-    return figs, table, measured
 
 
 def _scripts_and_spacing(lines: list[str], lang: list[int], L: int, nchars: Any, nwords: Any) -> tuple[list[tuple[str, dict[str, float]]], list[bool]]:
