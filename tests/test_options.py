@@ -17,7 +17,7 @@ from bpeforge.options import FILE_ONLY, NAMES, TrainOptions
 
 # Flags of `bpeforge train` that are not training options: what to read,
 # where to write, how to report, where to run.
-CLI_ONLY = {"help", "inputs", "output", "progress", "quiet", "ray", "shard_mb"}
+CLI_ONLY = {"help", "inputs", "output", "progress", "quiet", "ray", "shard_mb", "counts"}
 
 
 def _defaults() -> dict:
@@ -219,8 +219,8 @@ def _run_cli(argv: list[str], monkeypatch, entry: str, corpus: str | None = None
     records: dict = {}
     real = _native.TrainSettings
 
-    def settings(record):
-        made = real(record)
+    def settings(record, *more):
+        made = real(record, *more)
         records[id(made)] = (made, dataclasses.asdict(record))
         return made
 

@@ -23,7 +23,7 @@ from ._native import __version__
 from ._progress import ProgressEvent, TqdmProgress
 from ._load import load
 from ._tokenizer import Tokenizer, pretokenize
-from ._training import train, train_from_dataset, train_from_iterator
+from ._training import count, train, train_from_counts, train_from_dataset, train_from_iterator
 from .errors import (
     BpeforgeError,
     InputError,
@@ -50,6 +50,8 @@ __all__ = [
     "train",
     "train_from_iterator",
     "train_from_dataset",
+    "count",
+    "train_from_counts",
     "load",
     "pretokenize",
     "Regex",

@@ -1,16 +1,19 @@
 """The training entry points: :func:`train` (files), :func:`train_from_iterator`
-(any iterable of ``str``) and :func:`train_from_dataset` (Hugging Face
-datasets). Each makes its :class:`bpeforge.TrainOptions` once, by name, and
+(any iterable of ``str``), :func:`train_from_dataset` (Hugging Face
+datasets), and :func:`count` with :func:`train_from_counts` (counts saved to
+a file, trained on later). Each makes its :class:`bpeforge.TrainOptions` once, by name, and
 hands the engine its checked settings (:meth:`TrainOptions.settings`).
 """
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterable, Sequence
 from typing import Any, Literal, Union
 
 from . import _arrow, _input_formats, _native
+from ._io import check_output
 from ._progress import Progress, native_progress
 from ._tokenizer import Tokenizer
 from .errors import ParameterError
@@ -18,7 +21,7 @@ from .options import DEFAULT_PRETOKENIZER, TrainOptions, option_docs, paths
 
 PathLike = Union[str, "os.PathLike[str]"]
 
-__all__ = ["train", "train_from_iterator", "train_from_dataset"]
+__all__ = ["train", "train_from_iterator", "train_from_dataset", "count", "train_from_counts"]
 
 
 def train(
@@ -213,6 +216,69 @@ def train_from_iterator(
                            superbpe_max_words=superbpe_max_words, superbpe_colon_rule=superbpe_colon_rule,
                            max_memory=max_memory)
     return Tokenizer(_native.train_iterator(texts, options.settings(), native_progress(progress)))
+
+
+def count(files: PathLike | Sequence[PathLike], output: PathLike, *, progress: Progress = True,
+          **options: Any) -> dict[str, Any]:
+    """Count the word types of text files into a counts file, to train on
+    later without counting again (:func:`train_from_counts`).
+
+    Counting is most of a large run's time; a counts file lets one count
+    serve many trainings: other vocabulary sizes, ``min_frequency``,
+    ``max_token_length``, ``character_coverage`` or memory budgets. The
+    file is written atomically and records the inputs (path, size, time of
+    last change) and the settings that decide the counts (scheme,
+    pre-tokenizer, special tokens, normalizer, end-of-word suffix, how texts
+    are read); training on it refuses other such settings, naming them.
+
+    Args:
+        files: a path or a list of paths, read as :func:`train` reads them.
+        output: the counts file to write (never one of the inputs).
+        progress: as for :func:`train`.
+        options: any keyword of :func:`train`; those that decide the counts
+            are recorded, ``threads`` and ``max_memory`` bound the counting.
+            Language balancing and SuperBPE count otherwise and are refused.
+
+    Returns:
+        The file's header: ``inputs``, ``counting`` (the settings that
+        decide the counts), ``options``, ``count_seconds``.
+
+    Examples:
+        >>> import bpeforge, json, tempfile, os
+        >>> out = os.path.join(tempfile.mkdtemp(), "sample.counts")
+        >>> header = bpeforge.count(bpeforge.sample_corpus(), out, progress=False)
+        >>> tok = bpeforge.train_from_counts(out, vocab_size=300, progress=False)
+        >>> tok.merges == bpeforge.train(bpeforge.sample_corpus(), vocab_size=300, progress=False).merges
+        True
+    """
+    made = TrainOptions(**options)
+    names = paths(files)
+    check_output(os.fspath(output), "counts file", inputs=names)
+    header = _native.count_to_file(names, made.settings(), native_progress(progress), os.fspath(output))
+    result: dict[str, Any] = json.loads(header)
+    return result
+
+
+def train_from_counts(counts: PathLike, *, progress: Progress = True, **options: Any) -> Tokenizer:
+    """Train on a counts file (:func:`count`, or the one a run with
+    ``checkpoint_path`` saves beside its checkpoint once counting finishes)
+    without reading the text again.
+
+    The model equals :func:`train` on the counted files with the same
+    options, merge for merge. The settings that decide the counts must be
+    the file's (the scheme, pre-tokenizer, special tokens, normalizer,
+    end-of-word suffix and how texts are read; a differing one is refused,
+    naming it); every other option is free.
+
+    Args:
+        counts: the counts file.
+        progress: as for :func:`train`.
+        options: any keyword of :func:`train` (language balancing and
+            SuperBPE count otherwise and are refused).
+    """
+    made = TrainOptions(**options)
+    path = os.fspath(counts)
+    return Tokenizer(_native.train_counts_file(path, made.settings(), native_progress(progress)))
 
 
 def train_files(files: list[str], options: TrainOptions, progress: str) -> Tokenizer:

@@ -582,8 +582,29 @@ class TrainOptions:
         # value fails here, before any work starts, and the settings made
         # are the ones the run takes (a resumed model file is parsed once).
         engine = EngineOptions(**{name: record.check(getattr(self, name)) for name, record in _records()})
-        object.__setattr__(self, "_engine", engine)
-        object.__setattr__(self, "_settings", _native.TrainSettings(engine))
+        settings = self._make_settings(engine)
+        # A resumed checkpoint gives the options left at their defaults:
+        # this record then says what the run really is.
+        taken = settings.from_checkpoint
+        for name, value in taken.items():
+            object.__setattr__(self, name, value)
+        object.__setattr__(self, "_engine", dataclasses.replace(engine, **taken) if taken else engine)
+        object.__setattr__(self, "_settings", settings)
+
+    @classmethod
+    def given(cls, explicit: Iterable[str], **values: Any) -> TrainOptions:
+        """The options of a caller that knows which it set (the command
+        line does): ``explicit`` names them, and resuming a checkpoint takes
+        every other result-changing option from it, even where a value given
+        equals its default (``TrainOptions(...)`` takes an option at its
+        default from the checkpoint)."""
+        options = cls.__new__(cls)
+        object.__setattr__(options, "_explicit", sorted(set(explicit)))
+        options.__init__(**values)  # type: ignore[misc]
+        return options
+
+    def _make_settings(self, engine: Any) -> _native.TrainSettings:
+        return _native.TrainSettings(engine, self.__dict__.get("_explicit"))
 
     def engine_options(self, **changes: Any) -> Any:
         """The options in the engine's form (``changes`` replaced: a
@@ -599,13 +620,13 @@ class TrainOptions:
         resumed model file is not read again (the model already read is)."""
         made = self.__dict__.get("_settings")
         if made is None:
-            made = _native.TrainSettings(self.engine_options())
+            made = self._make_settings(self.engine_options())
             object.__setattr__(self, "_settings", made)
         if not changes:
             return made
         if isinstance(self.engine_options().resume_from, str):
             changes.setdefault("resume_from", made)
-        return _native.TrainSettings(self.engine_options(**changes))
+        return self._make_settings(self.engine_options(**changes))
 
     def __getstate__(self) -> dict[str, Any]:
         # The engine's settings stay in their process (a copy makes its own).
@@ -675,4 +696,40 @@ def from_cli(args: argparse.Namespace, **overrides: Any) -> TrainOptions:
     """The options a parsed ``bpeforge train`` command line gives."""
     given = {name: getattr(args, name) for name in NAMES if hasattr(args, name)}
     given.update(overrides)
-    return TrainOptions(**given)
+    return TrainOptions.given(given, **given)
+
+
+def _cli_spec(name: str) -> dict[str, Any]:
+    """The first command-line flag spec of an option."""
+    record = dict(_records())[name]
+    spec = record.cli[0] if isinstance(record.cli, list) else record.cli
+    return dict(spec or {})
+
+
+def cli_flags(options: TrainOptions, names: Iterable[str]) -> list[str]:
+    """The ``bpeforge train`` flags that give ``options``' values of
+    ``names`` (those at their defaults left out), as separate words: what
+    a printed command repeats to run with the same options."""
+    defaults = {f.name: f.default for f in dataclasses.fields(options)}
+    out: list[str] = []
+    for name in names:
+        value = getattr(options, name)
+        if name not in defaults or value == defaults[name] or value is None:
+            continue
+        spec = _cli_spec(name)
+        if not spec:
+            continue
+        flag = spec.get("flags", ["--" + name.replace("_", "-")])[0]
+        action = spec.get("action")
+        if action == "store_true":
+            out.append(flag)
+        elif action is argparse.BooleanOptionalAction:
+            out.append(flag if value else "--no-" + flag[2:])
+        elif action == "append":
+            for item in value:
+                out += [flag, os.fspath(item)]
+        elif name == "columns":
+            out += [flag, ",".join(str(c) for c in value)]
+        else:
+            out += [flag, str(value)]
+    return out

@@ -11,8 +11,10 @@ pub use crate::error::{Error, ErrorKind, Result};
 // Arrow data) through the same steps as files, and from the summed counts of
 // a distributed run.
 pub use crate::budget::Dropped;
-pub use crate::pipeline::{count_fed, language_table, train_counted, train_files, train_on_counts, CountPacer, CountScope, Counted};
+pub use crate::pipeline::{count_fed, count_to_file, language_table, train_counted, train_counts_file, train_files, train_on_counts, CountPacer, CountScope, Counted};
+pub use crate::train::counts_file::CountsHeader;
 pub use crate::train::stats::ShardedCount;
+pub use crate::train::checkpoint::RESULT_OPTIONS;
 pub use crate::train::{count_words, train_from_counts, LangSource, TrainConfig, TrainOptions, ValidConfig};
 
 // Language balancing's table and weight scale, for distributed runs.

@@ -10,8 +10,10 @@ use crate::input::{read_chunks, total_size, Chunk, TextMode};
 use crate::count::{CountOutput, WordCounts};
 use crate::model::Model;
 use crate::observe::{CountProgress, FileProgress, Observer};
+use crate::train::checkpoint::CheckpointRecord;
+use crate::train::counts_file::{self, CountsHeader};
 use crate::train::{count_words_output, train_from_counts, CountMode, TrainConfig, ValidConfig, POLL_SECONDS};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
@@ -22,11 +24,102 @@ use std::time::Instant;
 /// counters' own in `bad_records`.
 pub type Feed<'f> = dyn FnOnce(&mut dyn FnMut(Chunk) -> Result<()>, &mut dyn Observer, &mut [u64]) -> Result<u64> + 'f;
 
-/// Trains on files.
+/// Trains on files. A run that writes checkpoints saves its counts beside
+/// them once counting finishes (`counts_file::beside`; the checkpoints name
+/// the file), and resuming such a checkpoint trains on those counts without
+/// counting again.
 pub fn train_files(paths: &[PathBuf], config: &ValidConfig, observer: &mut dyn Observer) -> Result<Model> {
     if paths.is_empty() {
         return Err(Error::input("no input files given"));
     }
+    total_size(paths)?;
+    let record = config.resume_from.as_ref().map(CheckpointRecord::of).transpose()?.flatten();
+    if let Some(record) = &record {
+        record.check_inputs(paths)?;
+    }
+    let inputs = serde_json::json!(paths.iter().map(|p| p.display().to_string()).collect::<Vec<_>>());
+    if let Some((header, counts)) = counts_to_reuse(paths, config, record.as_ref())? {
+        let count = PhaseTime::wall(header.count_seconds, crate::util::threads_or_default(config.threads));
+        return train_on_counts(counts, None, &[], config, observer, inputs, count);
+    }
+    let (counted, languages) = count_files(paths, config, observer)?;
+    if let Some((checkpoint, _)) = &config.checkpoint {
+        save_counts_beside(checkpoint, paths, config, &counted)?;
+    }
+    train_counted(counted, config, languages.as_ref(), inputs, observer)
+}
+
+/// Saves a checkpointed run's counts beside its checkpoint, where they can
+/// be (plain counts held in one table); else removes a counts file left
+/// there by another run, so that no checkpoint names counts not its own.
+fn save_counts_beside(checkpoint: &Path, paths: &[PathBuf], config: &ValidConfig, counted: &Counted) -> Result<()> {
+    let file = counts_file::beside(checkpoint);
+    match &counted.counts {
+        CountOutput::Table(table) if counts_file::check_countable(config, "").is_ok() => {
+            let header = CountsHeader::new(config, paths, counted.count.seconds)?;
+            counts_file::save(&file, &header, table)
+        }
+        _ => match std::fs::remove_file(&file) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                Err(Error::output(format!("cannot remove the counts file {} of another run: {e}", file.display())))
+            }
+            _ => Ok(()),
+        },
+    }
+}
+
+/// The counts a resumed checkpoint's run saved (its record names the
+/// file): counted from the same files, unchanged, with the same settings
+/// (else refused: a stale counts file is never trained on). `None` where
+/// the record names none, or the file is gone (counted again).
+fn counts_to_reuse(paths: &[PathBuf], config: &ValidConfig, record: Option<&CheckpointRecord>) -> Result<Option<(CountsHeader, WordCounts)>> {
+    let Some(file) = record.and_then(|r| r.counts.as_ref()).map(PathBuf::from) else { return Ok(None) };
+    if !file.exists() || counts_file::check_countable(config, "").is_err() {
+        return Ok(None);
+    }
+    let header = counts_file::read_header(&file)?;
+    if let Some(why) = header.changed_inputs(paths)? {
+        return Err(Error::input(format!(
+            "the counts file {} of the resumed checkpoint's run is not this run's: {why}; delete it to count again",
+            file.display()
+        )));
+    }
+    header.check_settings(&file, config)?;
+    counts_file::load(&file).map(Some)
+}
+
+/// Counts files into a counts file (`counts_file`): what `bpeforge count`
+/// writes, for `train_counts_file`.
+pub fn count_to_file(paths: &[PathBuf], config: &ValidConfig, observer: &mut dyn Observer, output: &Path) -> Result<CountsHeader> {
+    counts_file::check_countable(config, "count")?;
+    if paths.is_empty() {
+        return Err(Error::input("no input files given"));
+    }
+    let (counted, _) = count_files(paths, config, observer)?;
+    let header = CountsHeader::new(config, paths, counted.count.seconds)?;
+    let table = counted.counts.into_table(None)?;
+    if table.is_empty() {
+        return Err(Error::training(format!("no text to count: the input ({}) has no pre-tokens; is it empty?", paths[0].display())));
+    }
+    observer.counted(&table.stats, table.len(), &counted.count);
+    counts_file::save(output, &header, &table)?;
+    Ok(header)
+}
+
+/// Trains on a counts file (`count_to_file`, or the one beside a
+/// checkpoint): the run's counting settings must be the file's.
+pub fn train_counts_file(path: &Path, config: &ValidConfig, observer: &mut dyn Observer) -> Result<Model> {
+    counts_file::check_countable(config, "counts")?;
+    let header = counts_file::read_header(path)?;
+    header.check_settings(path, config)?;
+    let (header, counts) = counts_file::load(path)?;
+    let inputs = serde_json::json!(header.inputs.iter().map(|i| i.path.clone()).collect::<Vec<_>>());
+    let count = PhaseTime::wall(header.count_seconds, crate::util::threads_or_default(config.threads));
+    train_on_counts(counts, None, &[], config, observer, inputs, count)
+}
+
+/// Counts files: the language table (when balancing) and the counts.
+fn count_files(paths: &[PathBuf], config: &ValidConfig, observer: &mut dyn Observer) -> Result<(Counted, Option<LanguageTable>)> {
     let total = total_size(paths)?;
     let raw = Arc::new(AtomicU64::new(0));
     let watch = Stopwatch::start(crate::util::threads_or_default(config.threads));
@@ -36,7 +129,6 @@ pub fn train_files(paths: &[PathBuf], config: &ValidConfig, observer: &mut dyn O
         None => (None, Vec::new()),
     };
     let text_mode = reading_mode(config, languages.as_ref());
-    let inputs: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
     let text_mode = &text_mode;
     let languages_ref = &languages;
     let feed = move |sink: &mut dyn FnMut(Chunk) -> Result<()>, observer: &mut dyn Observer, lang_bytes: &mut [u64]| {
@@ -74,7 +166,8 @@ pub fn train_files(paths: &[PathBuf], config: &ValidConfig, observer: &mut dyn O
         }
         Ok(0)
     };
-    train_fed(config, languages.as_ref(), lang_bytes, serde_json::json!(inputs), watch, observer, Box::new(feed))
+    let counted = count_fed(config, languages_ref.as_ref(), lang_bytes, watch, observer, CountScope::Run, Box::new(feed))?;
+    Ok((counted, languages))
 }
 
 /// The run's language table, when it balances languages, and the UTF-8

@@ -491,6 +491,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(arrow::encode_arrow_file, m)?)?;
     m.add_function(wrap_pyfunction!(arrow::encode_arrow, m)?)?;
     m.add_function(wrap_pyfunction!(training::count_files, m)?)?;
+    m.add_function(wrap_pyfunction!(training::count_to_file, m)?)?;
+    m.add_function(wrap_pyfunction!(training::train_counts_file, m)?)?;
     m.add_function(wrap_pyfunction!(shards::train_counts, m)?)?;
     m.add_function(wrap_pyfunction!(shards::language_table, m)?)?;
     m.add_function(wrap_pyfunction!(shards::count_shard, m)?)?;
@@ -509,6 +511,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<TrainSettings>()?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("DEFAULT_PRETOKENIZER", bpeforge_core::api::DEFAULT_PRETOKENIZER)?;
+    m.add("RESULT_OPTIONS", pyo3::types::PyTuple::new(m.py(), bpeforge_core::api::RESULT_OPTIONS)?)?;
     m.add("PRESETS", pretokenize::presets(m.py())?)?;
     m.add("PROGRESS_FORMATS", pyo3::types::PyTuple::new(m.py(), bpeforge_core::api::ProgressFormat::NAMES)?)?;
     m.add_class::<progress::ShardReporter>()?;

@@ -23,8 +23,12 @@ impl TrainSettings {
     /// loaded model (`_native.NativeTokenizer`, whose model is taken as it
     /// is), a model path (read and parsed here, once) or the
     /// `TrainSettings` of the same options (whose model is taken).
+    /// `explicit` names the options the caller set (the command line knows
+    /// them; None: those that differ from their defaults): resuming a
+    /// checkpoint takes the others from it.
     #[new]
-    fn new(py: Python<'_>, options: &Bound<'_, PyAny>) -> PyResult<Self> {
+    #[pyo3(signature = (options, explicit=None))]
+    fn new(py: Python<'_>, options: &Bound<'_, PyAny>, explicit: Option<Vec<String>>) -> PyResult<Self> {
         let fields = PyDict::new(py);
         for name in TrainOptions::names().iter().filter(|n| **n != "resume_from") {
             let value = options.getattr(*name).map_err(|_| {
@@ -34,6 +38,7 @@ impl TrainSettings {
         }
         let mut record: TrainOptions = pythonize::depythonize(&fields).map_err(|e| to_pyerr(conversion_error(py, &fields, e)))?;
         record.resume_from = resumed_model(py, &options.getattr("resume_from")?)?;
+        record.explicit = explicit;
         let config = py.detach(|| record.into_config()).map_err(to_pyerr)?;
         Ok(TrainSettings { config })
     }
@@ -45,6 +50,13 @@ impl TrainSettings {
     fn for_counting_task(&self, threads: usize, budget_share: f64) -> Self {
         let config = self.config.clone().with_threads(threads).with_budget_share(budget_share).without_outputs();
         TrainSettings { config }
+    }
+
+    /// The options a resumed checkpoint gave (those left at their
+    /// defaults), by name, in the engine's form.
+    #[getter]
+    fn from_checkpoint<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        pythonize::pythonize(py, &self.config.from_checkpoint).map_err(|e| to_pyerr(Error::parameter(e.to_string())))
     }
 
     /// The memory budget the run keeps to, in bytes (`max_memory`, or the

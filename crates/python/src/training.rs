@@ -25,6 +25,29 @@ pub(crate) fn train_files(py: Python<'_>, paths: Vec<PathBuf>, settings: &TrainS
     NativeTokenizer::from_model(finish(result, observer)?)
 }
 
+/// Counts files into a counts file (`bpeforge count`, `bpeforge.count`),
+/// written atomically; returns its header as JSON.
+#[pyfunction]
+pub(crate) fn count_to_file(py: Python<'_>, paths: Vec<PathBuf>, settings: &TrainSettings, progress: &Bound<'_, PyAny>, output: PathBuf) -> PyResult<String> {
+    let config = &settings.config;
+    let mut observer = PyObserver::new(progress)?;
+    let result = py.detach(|| {
+        let header = api::count_to_file(&paths, config, &mut observer, &output)?;
+        serde_json::to_string(&header).map_err(|e| Error::output(e.to_string()))
+    });
+    finish(result, observer)
+}
+
+/// Trains on a counts file (`count_to_file`'s, or one a checkpointed run
+/// saved) without counting.
+#[pyfunction]
+pub(crate) fn train_counts_file(py: Python<'_>, path: PathBuf, settings: &TrainSettings, progress: &Bound<'_, PyAny>) -> PyResult<NativeTokenizer> {
+    let config = &settings.config;
+    let mut observer = PyObserver::new(progress)?;
+    let result = py.detach(|| api::train_counts_file(&path, config, &mut observer));
+    NativeTokenizer::from_model(finish(result, observer)?)
+}
+
 /// Counts the word types of files (or of a byte range of one plain file) and
 /// returns them serialized: one shard of a distributed count.
 #[pyfunction]

@@ -34,6 +34,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=f"bpeforge {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
     _train.add_command(sub)
+    _train.add_count_command(sub)
     _encode.add_commands(sub)
     _inspect.add_command(sub)
     _add_interop_commands(sub)

@@ -14,7 +14,7 @@ from typing import Any
 
 from pathlib import Path
 
-from .. import sample_corpus
+from .. import _native, sample_corpus
 from .._io import check_output
 from .._tokenizer import Tokenizer
 from .._progress import FORMATS as PROGRESS_FORMATS
@@ -57,7 +57,12 @@ def default_model_path(first_input: str) -> str:
 
 def cmd_train(args: argparse.Namespace) -> int:
     inputs: list[str] = args.inputs
-    demo = not inputs
+    if args.counts is not None:
+        if inputs or args.ray is not None:
+            raise ParameterError("--counts trains on a counts file instead of text: give no INPUT" +
+                                 (" and no --ray" if args.ray is not None else ""))
+        inputs = []
+    demo = not inputs and args.counts is None
     if demo and args.output:
         # An unset variable ($CORPUS) must not train the demo into a real path.
         raise ParameterError("no INPUT files given: name the text to train on (the bundled demo runs only "
@@ -66,18 +71,20 @@ def cmd_train(args: argparse.Namespace) -> int:
     if not demo and not args.output:
         # A run never throws its model away: without --output it is saved
         # under a default name, which never replaces an existing file.
-        args.output = default_model_path(inputs[0])
+        args.output = default_model_path(inputs[0] if inputs else args.counts)
         args.default_output = True
         if os.path.lexists(args.output):
             raise OutputError(f"no --output given, and the default output {args.output} already exists: give "
                               "--output MODEL (an existing file is replaced only when named with --output)")
     if args.output:
         # now, not after hours of training; never over a corpus or language file
-        check_output(args.output, "model", inputs=inputs + list(getattr(args, "langs", None) or []))
+        check_output(args.output, "model", inputs=inputs + list(getattr(args, "langs", None) or [])
+                     + ([args.counts] if args.counts else []))
     if demo:
         inputs = [str(sample_corpus())]
         print(f"No input given: training on the bundled sample corpus ({inputs[0]}).", file=sys.stderr)
     options = _train_options(args, demo)
+    args.train_options = options  # for the Ctrl-C message
     progress = "off" if args.quiet else args.progress
     # From the process's start (main() of its command line) or main()'s call.
     started = getattr(args, "command_started", None) or time.perf_counter()
@@ -85,6 +92,10 @@ def cmd_train(args: argparse.Namespace) -> int:
     parts = {"Python start-up": getattr(args, "command_entered", started) - started}
     if args.ray is not None:  # --ray [ADDRESS]: count on a Ray cluster
         tok, shut_down = _train_on_ray(inputs, options, args, progress, parts)
+    elif args.counts is not None:
+        tok = Tokenizer(_native.train_counts_file(args.counts, options.settings(), native_progress(progress)))
+        shut_down = None
+        inputs = list(tok.metadata.get("inputs") or [args.counts])
     else:
         tok, shut_down = train_files(inputs, options, native_progress(progress)), None
     timings = tok.metadata.get("timings", {})
@@ -170,6 +181,9 @@ def _print_summary(tok: Tokenizer, inputs: list[str], wall: float, parts: dict[s
     w(f"  corpus: {corpus.get('bytes', 0) / 1e6:.2f} MB, {corpus.get('texts', 0)} texts, "
       f"{corpus.get('pretokens', 0)} pre-tokens, {meta.get('word_types', 0)} word types\n")
     w(f"  merges: {merges}" + (" (stopped early: no pair reached min_frequency)" if meta.get("stopped_early") else "") + "\n")
+    if meta.get("resumed_merges"):
+        w(f"  resumed: {meta['resumed_merges']} merges from the model resumed, {merges - meta['resumed_merges']} "
+          "learned now\n")
     if merges:
         counts = tok.merge_counts
         w(f"  pair counts: first {counts[0]}, last {counts[-1]}\n")
@@ -193,7 +207,39 @@ def add_command(sub: Any) -> None:
     t.add_argument("--ray", nargs="?", const="", default=None, metavar="ADDRESS",
                    help="count on a Ray cluster (alone: as ray.init(), else a local Ray; 'auto', HOST:PORT, ray://HOST:10001)")
     t.add_argument("--shard-mb", type=float, default=64, help="with --ray: plain files are cut into shards of this many MiB")
+    t.add_argument("--counts", metavar="FILE", help="train on a counts file (bpeforge count, or FILE.counts a "
+                                                    "checkpointed run saves beside its checkpoint) instead of INPUT text")
     t.set_defaults(func=cmd_train)
+
+
+def cmd_count(args: argparse.Namespace) -> int:
+    """``bpeforge count``: the word counts of the inputs, saved for
+    ``bpeforge train --counts``."""
+    check_output(args.output, "counts file", inputs=args.inputs)
+    options = options_from_cli(args)
+    progress = "off" if args.quiet else args.progress
+    started = time.perf_counter()
+    header = _native.count_to_file(args.inputs, options.settings(), native_progress(progress), args.output)
+    if not args.quiet:
+        import json
+
+        head = json.loads(header)
+        size = os.path.getsize(args.output)
+        print(f"counted {len(head['inputs'])} file(s) in {_seconds(time.perf_counter() - started)}; "
+              f"saved the counts to {args.output} ({size / 1e6:.1f} MB); train on them with: "
+              f"bpeforge train --counts {args.output} -o MODEL --vocab-size N")
+    return 0
+
+
+def add_count_command(sub: Any) -> None:
+    c = sub.add_parser("count", help="count the word types of text files into a counts file, to train on "
+                                     "(bpeforge train --counts) as often as needed without counting again")
+    c.add_argument("inputs", nargs="+", metavar="INPUT", help=INPUT_HELP)
+    c.add_argument("--output", "-o", required=True, help="counts file to write")
+    add_train_options(c)  # the same flags as train: those that decide the counts are recorded
+    c.add_argument("--progress", choices=PROGRESS_FORMATS, default="auto")
+    c.add_argument("--quiet", "-q", action="store_true", help="no progress and no summary")
+    c.set_defaults(func=cmd_count)
 
 
 def _interrupted(args: argparse.Namespace) -> str:
@@ -202,11 +248,42 @@ def _interrupted(args: argparse.Namespace) -> str:
     msg = "\nbpeforge: interrupted"
     if args.func is not cmd_train:
         return msg
-    out = getattr(args, "output", None)
-    saved = out and os.path.exists(out) and os.path.getmtime(out) >= getattr(args, "started", float("inf")) - 1
-    if saved and hasattr(args, "checkpoint_every"):
-        inputs = " ".join(args.inputs)
-        return (f"{msg}: the merges learned so far are saved in the checkpoint {out}; resume with: "
-                f"bpeforge train {inputs} --resume {out} -o {out} (and the same options)")
-    return (f"{msg}: nothing was saved" + (f" to {out}" if out else "") + " (with --checkpoint-every N, "
-            "the model so far is saved every N merges and on Ctrl-C, and --resume continues it)")
+    out: str | None = getattr(args, "output", None)
+
+    def written(path: str) -> bool:
+        return os.path.exists(path) and os.path.getmtime(path) >= getattr(args, "started", float("inf")) - 1
+
+    if out and hasattr(args, "checkpoint_every") and hasattr(args, "train_options"):
+        counts = out + ".counts"
+        if written(out):
+            return (f"{msg}: the merges learned so far are saved in the checkpoint {out}"
+                    + (f" (and the counts in {counts}, so resuming does not count again)" if written(counts) else "")
+                    + "; resume with:\n  " + resume_command(args))
+        if written(counts):
+            return (f"{msg} before the first checkpoint: the counts are saved in {counts}; train on them without "
+                    "counting again with:\n  " + resume_command(args, counts=counts))
+        return (f"{msg} while counting: nothing was saved (a run with --checkpoint-every saves its counts to "
+                f"{counts} once counting finishes, then the model to {out} every "
+                f"{args.train_options.checkpoint_every} merges and on Ctrl-C; counting itself starts over)")
+    return (f"{msg}: nothing was saved" + (f" to {out}" if out else "") + " (with --checkpoint-every N, the counts "
+            "are saved once counting finishes and the model every N merges and on Ctrl-C, and --resume continues "
+            "it without counting again)")
+
+
+def resume_command(args: argparse.Namespace, counts: str | None = None) -> str:
+    """The command that continues an interrupted run from its checkpoint
+    (--output), or trains on the counts it saved: its inputs and every
+    option given, so that it reads as the run it continues (resuming takes
+    the result-changing ones from the checkpoint anyway, and refuses a
+    different one)."""
+    import shlex
+
+    from ..options import NAMES, cli_flags
+
+    options: TrainOptions = args.train_options
+    out = args.output
+    source = ["--counts", counts] if counts else [*args.inputs, "--resume", out]
+    given = [n for n in NAMES if n not in ("vocab_size", "checkpoint_path", "checkpoint_every", "resume_from")]
+    words = ["bpeforge", "train", *source, "-o", out, "--vocab-size", str(options.vocab_size),
+             *cli_flags(options, given), "--checkpoint-every", str(options.checkpoint_every)]
+    return " ".join(shlex.quote(w) for w in words)

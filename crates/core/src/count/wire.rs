@@ -73,20 +73,33 @@ impl WordCounts {
     /// (`superword`) in the same form.
     pub fn to_bytes(&self) -> Vec<u8> {
         let mut out = Vec::with_capacity(COUNTS_HEADER_BYTES + self.len() * 20);
-        out.extend_from_slice(COUNTS_MAGIC);
+        // Writing into a Vec cannot fail.
+        let _ = self.write_to(&mut out);
+        out
+    }
+
+    /// Writes the `to_bytes` form to `out` as it goes (a counts file is
+    /// written without a second copy of the table in memory).
+    pub fn write_to(&self, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+        out.write_all(COUNTS_MAGIC)?;
         let s = &self.stats;
         for v in [s.bytes, s.texts, s.pieces, s.specials, s.bad_records, self.len() as u64] {
-            out.extend_from_slice(&v.to_le_bytes());
+            out.write_all(&v.to_le_bytes())?;
         }
+        let mut result = Ok(());
         self.for_each(|k, v| {
-            out.extend_from_slice(&(k.len() as u32).to_le_bytes());
-            out.extend_from_slice(k);
-            out.extend_from_slice(&v.to_le_bytes());
+            if result.is_ok() {
+                result = out
+                    .write_all(&(k.len() as u32).to_le_bytes())
+                    .and_then(|_| out.write_all(k))
+                    .and_then(|_| out.write_all(&v.to_le_bytes()));
+            }
         });
+        result?;
         if let Some(units) = &self.superword {
-            out.extend_from_slice(&units.to_bytes());
+            units.write_to(out)?;
         }
-        out
+        Ok(())
     }
 
     /// Reads `to_bytes` output, checking every length.

@@ -46,6 +46,16 @@ pub struct TrainConfig {
     /// the merge phase drops the rarest word types to fit it
     /// (`driver::fit_to_budget`); see `crate::budget`.
     pub max_memory: Option<u64>,
+    /// The result-changing options as given (`checkpoint::RESULT_OPTIONS`),
+    /// which a checkpoint records; empty for Rust callers of the builder.
+    pub run_options: serde_json::Map<String, serde_json::Value>,
+    /// The options a resumed checkpoint gave (those left at their
+    /// defaults), by name, as the engine takes them.
+    pub from_checkpoint: serde_json::Map<String, serde_json::Value>,
+    /// The `min_word_count` a resumed checkpoint's run merged with: the
+    /// memory budget does not raise it again (`driver::fit_to_budget`), so
+    /// the resumed run merges the same word types as the straight run.
+    pub resumed_min_word_count: Option<u64>,
 }
 
 /// Language-balanced counting: each line's language comes from a side file
@@ -144,6 +154,9 @@ impl TrainConfig {
             balance: None,
             progress_csv: None,
             max_memory: None,
+            run_options: Default::default(),
+            from_checkpoint: Default::default(),
+            resumed_min_word_count: None,
         }
     }
 

@@ -9,6 +9,7 @@
 //! 6. the merge loop, with checkpoints and the progress CSV (`MergeSink`);
 //! 7. assemble the model and its typed record (`TrainStats`).
 
+use super::checkpoint::{CheckpointRecord, InputFile};
 use super::extend::Resume;
 use super::merge::{learn_merges, Flow, Learned, MergeParams};
 use super::stats::{Corpus, MemoryBudget, MergeBreakdown, Settings, Timings, TrainStats, WordCountTable, WordTableStats};
@@ -51,7 +52,8 @@ pub(super) fn train_stage(
         let base = words::build(counts, config, &specials, &resume)?;
         let plan = merge_target(config, &specials, base, &resume)?;
         let table = merge_watch.elapsed();
-        Ok((table, run_merges(config, observer, plan, &resume, merge_start)?))
+        let record = config.checkpoint.is_some().then(|| checkpoint_record(config, &fitted.memory, &inputs));
+        Ok((table, run_merges(config, observer, plan, &resume, merge_start, record)?))
     })?;
     let merge = merge_watch.elapsed();
     observer.merged(run.learned.merges.len(), &merge);
@@ -129,7 +131,13 @@ fn fit_to_budget(counts: &WordCounts, config: &TrainConfig) -> Result<Fitted> {
     let others = crate::budget::process_rss().saturating_sub(counts.table_bytes());
     let room = budget.saturating_sub(others);
     let asked = config.min_word_count.max(1);
-    let (chosen, dropped) = crate::budget::fit_merge_phase(&counts.histogram(), asked, room, budget, false)?;
+    // A resumed checkpoint merges the word types its run merged (the
+    // `min_word_count` it recorded), whatever else the process holds now:
+    // another cut would give a model equal to no straight run.
+    let (chosen, dropped) = match config.resumed_min_word_count {
+        Some(_) => (asked, None),
+        None => crate::budget::fit_merge_phase(&counts.histogram(), asked, room, budget, false)?,
+    };
     let dropped = match (counts.memory.dropped, dropped) {
         (Some(a), Some(b)) => Some(Dropped { min_word_count: b.min_word_count, types: a.types + b.types, pretokens: a.pretokens + b.pretokens }),
         (a, b) => b.or(a),
@@ -165,7 +173,8 @@ fn merge_target(config: &TrainConfig, specials: &[String], mut base: WordBase, r
     let old_merges = resume.old_merges();
     if let Some(m) = resume.model {
         base.tokens = m.token_bytes()?;
-        if config.vocab_size < base.tokens.len() {
+        // (A model with its own ids is checked by its ids, below.)
+        if resume.old_ids.is_none() && config.vocab_size < base.tokens.len() {
             return Err(Error::parameter(format!(
                 "vocab_size {} is below the resumed model's {} tokens; resuming only grows a vocabulary",
                 config.vocab_size,
@@ -235,6 +244,7 @@ fn run_merges(
     plan: MergePlan,
     resume: &Resume,
     merge_start: Instant,
+    record: Option<CheckpointRecord>,
 ) -> Result<MergeRun> {
     let MergePlan { base, old_merges, target } = plan;
     let WordBase { mut tokens, table, alphabet, unk, pruned } = base;
@@ -252,7 +262,13 @@ fn run_merges(
         threads: threads_or_default(config.threads),
     };
     let word_table = WordTableStats { types_with_pairs: table.len(), symbols: table.symbols() };
-    let checkpoint_model = |merges: &[(u32, u32, u64)]| assemble(config, &specials, alphabet.clone(), &old_merges, resume, merges);
+    let checkpoint_model = |merges: &[(u32, u32, u64)]| {
+        let mut model = assemble(config, &specials, alphabet.clone(), &old_merges, resume, merges);
+        if let Some(record) = &record {
+            model.metadata = serde_json::json!({ "checkpoint": record });
+        }
+        model
+    };
     let mut sink = MergeSink::new(config, old_merges.len(), target, merge_start)?;
     let learned = learn_merges(table, &mut tokens, &mut token_ids, &params, &mut |merges, pair_count| {
         sink.tick(merges, pair_count, observer, &checkpoint_model)
@@ -265,6 +281,21 @@ fn run_merges(
         return Err(Error::interrupted());
     }
     Ok(MergeRun { learned, old_merges, target, alphabet, pruned, word_table })
+}
+
+/// What a checkpoint of this run records (`checkpoint::CheckpointRecord`):
+/// the `min_word_count` the merge phase kept to is the budget's (which
+/// counting may have raised by dropping rare types) or the config's.
+fn checkpoint_record(config: &TrainConfig, memory: &MemoryBudget, inputs: &serde_json::Value) -> CheckpointRecord {
+    let mut options = super::checkpoint::result_options(&config.run_options);
+    options.entry("vocab_size").or_insert(serde_json::json!(config.vocab_size));
+    let effective_min_word_count = config.min_word_count.max(memory.effective_min_word_count);
+    let counts = config
+        .checkpoint
+        .as_ref()
+        .and_then(|(path, _)| std::fs::canonicalize(super::counts_file::beside(path)).ok())
+        .map(|path| path.display().to_string());
+    CheckpointRecord { options, effective_min_word_count, inputs: InputFile::of_inputs(inputs), counts }
 }
 
 /// Where the merge loop reports after every merge: the live progress CSV,

@@ -14,12 +14,17 @@
 //!   `learn_merges` over 80: the lazy-heap loop and its proof are one
 //!   argument; another branch is rewriting it, so it moved unchanged.)
 //! * `extend`: resuming a model (replayed merges, external ids).
+//! * `checkpoint`: what a checkpoint records of its run, taken back on resume.
+//! * `counts_file`: word counts saved with their inputs, to train on without counting.
 //! * `stats`: the typed record that becomes the model's metadata.
 //!
 //! Training from files (with language balancing) starts one level up, in
 //! `crate::pipeline`.
 
+pub mod checkpoint;
+pub mod counts_file;
 pub mod config;
+mod field_names;
 pub mod options;
 pub mod validate;
 mod counting;

@@ -16,7 +16,7 @@ use std::path::PathBuf;
 /// deserialize that dict straight into it and a test can compare the two
 /// lists (`TrainOptions::names`). Unknown keys are refused: an option that
 /// does not reach the engine is a bug, not something to ignore.
-#[derive(Debug, Clone, PartialEq, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, serde::Deserialize, serde::Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct TrainOptions {
     pub vocab_size: usize,
@@ -50,7 +50,7 @@ pub struct TrainOptions {
     pub min_word_count: u64,
     /// The model to continue: parsed once, where it is read (the bindings
     /// hand over a loaded model; JSON callers give its JSON).
-    #[serde(deserialize_with = "model_json")]
+    #[serde(deserialize_with = "model_json", skip_serializing)]
     pub resume_from: Option<Model>,
     pub checkpoint_path: Option<PathBuf>,
     pub checkpoint_every: usize,
@@ -72,6 +72,11 @@ pub struct TrainOptions {
     /// The memory budget in bytes (`None`: a share of the available memory;
     /// Python parses "8G" and friends into bytes).
     pub max_memory: Option<u64>,
+    /// The options the caller set, by name, where it knows (the command
+    /// line does); `None`: those that differ from their defaults. Resuming
+    /// a checkpoint takes the others from it (`checkpoint`).
+    #[serde(skip)]
+    pub explicit: Option<Vec<String>>,
 }
 
 impl Default for TrainOptions {
@@ -116,6 +121,7 @@ impl Default for TrainOptions {
             balance_held_apart: parity.held_apart,
             progress_csv: None,
             max_memory: None,
+            explicit: None,
         }
     }
 }
@@ -124,15 +130,24 @@ impl TrainOptions {
     /// The option names, in declaration order (read from the serde
     /// derivation itself, so this list cannot drift from the fields).
     pub fn names() -> &'static [&'static str] {
-        field_names::of::<TrainOptions>()
+        super::field_names::of::<TrainOptions>()
+    }
+
+    /// Checks the settings a resumed model keeps, and takes from a resumed
+    /// checkpoint the options left out (`checkpoint`).
+    fn take_from_resumed(&mut self) -> Result<super::checkpoint::Taken> {
+        let Some(model) = self.resume_from.take() else { return Ok(Default::default()) };
+        self.check_resumed_settings(&model)?;
+        let taken = super::checkpoint::take_recorded_options(self, &model);
+        self.resume_from = Some(model);
+        taken
     }
 
     /// Converts and checks the options: the typed config, or a parameter
     /// error naming the option.
-    pub fn into_config(self) -> Result<ValidConfig> {
-        if let Some(model) = &self.resume_from {
-            self.check_resumed_settings(model)?;
-        }
+    pub fn into_config(mut self) -> Result<ValidConfig> {
+        let taken = self.take_from_resumed()?;
+        let recorded = super::checkpoint::recorded_options(&self);
         self.check_ranges()?;
         let scheme = match self.scheme.as_str() {
             "bytes" if self.byte_fallback || self.fuse_unk => {
@@ -176,6 +191,12 @@ impl TrainOptions {
         }
         config.progress_csv = self.progress_csv;
         config.max_memory = self.max_memory;
+        if let Some(kept) = taken.min_word_count {
+            config.min_word_count = config.min_word_count.max(kept);
+        }
+        config.resumed_min_word_count = taken.min_word_count;
+        config.run_options = recorded;
+        config.from_checkpoint = taken.options;
         let source = lang_source(self.langs, self.file_languages, self.lang_field)?;
         let parity = self.max_premium.map(|max_premium| Parity {
             max_premium,
@@ -436,54 +457,6 @@ fn model_json_bytes<'de, D: serde::Deserializer<'de>>(d: D) -> std::result::Resu
         }
     }
     d.deserialize_option(Bytes)
-}
-
-/// Reads the field names a `Deserialize` derivation declares: a deserializer
-/// that only records what `deserialize_struct` is asked for.
-mod field_names {
-    use serde::de::{self, Deserialize, Deserializer, Visitor};
-
-    struct Names(Option<&'static [&'static str]>);
-
-    #[derive(Debug)]
-    struct Done;
-    impl std::fmt::Display for Done {
-        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-            f.write_str("field names recorded")
-        }
-    }
-    impl std::error::Error for Done {}
-    impl de::Error for Done {
-        fn custom<T: std::fmt::Display>(_: T) -> Self {
-            Done
-        }
-    }
-
-    impl<'de> Deserializer<'de> for &mut Names {
-        type Error = Done;
-        fn deserialize_any<V: Visitor<'de>>(self, _: V) -> Result<V::Value, Done> {
-            Err(Done)
-        }
-        fn deserialize_struct<V: Visitor<'de>>(
-            self,
-            _name: &'static str,
-            fields: &'static [&'static str],
-            _: V,
-        ) -> Result<V::Value, Done> {
-            self.0 = Some(fields);
-            Err(Done)
-        }
-        serde::forward_to_deserialize_any! {
-            bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes byte_buf option unit
-            unit_struct newtype_struct seq tuple tuple_struct map enum identifier ignored_any
-        }
-    }
-
-    pub fn of<T: for<'de> Deserialize<'de>>() -> &'static [&'static str] {
-        let mut names = Names(None);
-        let _ = T::deserialize(&mut names);
-        names.0.unwrap_or(&[])
-    }
 }
 
 #[cfg(test)]

@@ -141,6 +141,7 @@ impl TrainConfig {
             }
         }
         self.validate_base_vocabulary()?;
+        self.validate_resumed_size()?;
         PreTokenizer::new(self.pretokenizer.clone())?;
         self.validate_balance()?;
         self.validate_superbpe()
@@ -159,6 +160,24 @@ impl TrainConfig {
         if self.vocab_size < fixed {
             return Err(Error::parameter(format!(
                 "vocab_size {} is below the base vocabulary of the bytes scheme: {specials} special token(s) + 256 base symbols = {fixed}; raise vocab_size to at least {fixed}",
+                self.vocab_size
+            )));
+        }
+        Ok(())
+    }
+
+    /// Resuming only grows a vocabulary: a `vocab_size` below the resumed
+    /// model's is refused before any input is read. A model with its own
+    /// ids (an import) is measured in ids, one past the largest.
+    fn validate_resumed_size(&self) -> Result<()> {
+        let Some(m) = &self.resume_from else { return Ok(()) };
+        let (size, what) = match &m.ids {
+            Some(ids) => (ids.iter().map(|&e| e as usize + 1).max().unwrap_or(0), "ids"),
+            None => (m.vocab_size(), "tokens"),
+        };
+        if self.vocab_size < size {
+            return Err(Error::parameter(format!(
+                "vocab_size {} is below the resumed model's {size} {what}; resuming only grows a vocabulary (give at least {size})",
                 self.vocab_size
             )));
         }
