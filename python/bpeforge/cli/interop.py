@@ -58,7 +58,7 @@ def _huggingface_options(args: argparse.Namespace) -> dict[str, Any]:
         # A built-in by its name; anything else is a template file.
         options["chat_template"] = (args.chat_template if args.chat_template in BUILTIN_TEMPLATES
                                     else pathlib.Path(args.chat_template))
-    given = [_role_flag(r, v) for r, v in options.items() if r in ROLES and v != AUTO]
+    given = [_role_flags(r)[v is None] for r, v in options.items() if r in ROLES and v != AUTO]
     if args.chat_template is not None:
         given.append("--chat-template")
     if args.to != "huggingface" and given:
@@ -67,9 +67,10 @@ def _huggingface_options(args: argparse.Namespace) -> dict[str, Any]:
     return options
 
 
-def _role_flag(role: str, value: str | None) -> str:
-    flag = "--" + role.replace("_", "-")
-    return flag.replace("--", "--no-", 1) if value is None else flag
+def _role_flags(role: str) -> tuple[str, str]:
+    """A role's two flags: ``--eos-token TOKEN`` and ``--no-eos-token``."""
+    name = role.replace("_", "-")
+    return f"--{name}", f"--no-{name}"
 
 
 def _refuse_inputs_as_outputs(outputs: list[str], inputs: list[str]) -> None:
@@ -151,20 +152,20 @@ def _add_huggingface_flags(x: argparse.ArgumentParser) -> None:
     from ..interop.huggingface_export import AUTO, ROLE_CONVENTIONS
 
     for role, names in ROLE_CONVENTIONS.items():
-        flag = "--" + role.replace("_", "-")
+        flag, no_flag = _role_flags(role)
         group = x.add_mutually_exclusive_group()
         default = f"the first of {', '.join(names)} that the model has" if len(names) > 1 else \
             f"{names[0]} if the model has it"
         group.add_argument(flag, dest=role, metavar="TOKEN",
                            help=f"huggingface: the special token transformers takes as {role} (default: {default})")
-        group.add_argument(flag.replace("--", "--no-", 1), dest=role, action="store_const", const=None,
+        group.add_argument(no_flag, dest=role, action="store_const", const=None,
                            help=f"huggingface: no {role}, even where the model has a conventional one")
         x.set_defaults(**{role: AUTO})
     builtins = "; ".join(f"{name}: {t.about}" for name, t in BUILTIN_TEMPLATES.items())
     x.add_argument("--chat-template", metavar="NAME|FILE",
                    help=f"huggingface: the chat template written into tokenizer_config.json for transformers' "
                         f"apply_chat_template, a built-in ({builtins}; its special tokens must be the model's) or a "
-                        "Jinja template file")
+                        "Jinja template file (./chatml for a file named like a built-in)")
 
 
 # ---- end of the interoperability block ------------------------------------
