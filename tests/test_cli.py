@@ -191,3 +191,54 @@ def test_invalid_utf8_names_its_line_on_every_path(tmp_path) -> None:
         assert "Traceback" not in message
     with pytest.raises(bpeforge.InputError, match=r"bad\.txt, line 6: invalid UTF-8"):
         bpeforge.load(model).encode_file(src, tmp_path / "o.ids")
+
+
+def test_export_chat_template_and_role_flags(tmp_path) -> None:
+    """`bpeforge export --to huggingface` takes what to_huggingface takes: the
+    role flags, --no-* to leave a role out, and --chat-template (a built-in or
+    a file); transformers' apply_chat_template then gives bpeforge's ids."""
+    transformers = pytest.importorskip("transformers")
+    lines = bpeforge.sample_corpus().read_text(encoding="utf-8").splitlines()
+    tok = bpeforge.train_from_iterator(lines, vocab_size=800, special_tokens=["<|endoftext|>", "<|im_start|>",
+                                                                              "<|im_end|>"], progress=False)
+    model = tmp_path / "chat.json"
+    tok.save(model)
+    out = tmp_path / "hf"
+    run("export", "-m", str(model), "--to", "huggingface", "-o", str(out), "--chat-template", "chatml",
+        "--eos-token", "<|im_end|>", "--no-pad-token", "--quiet")
+    config = json.loads((out / "tokenizer_config.json").read_text(encoding="utf-8"))
+    assert config["eos_token"] == "<|im_end|>" and config["bos_token"] == "<|endoftext|>" and "pad_token" not in config
+    auto = transformers.AutoTokenizer.from_pretrained(out)
+    conversation = [{"role": "system", "content": lines[0]}, {"role": "user", "content": lines[1]}]
+    text = "".join(f"<|im_start|>{m['role']}\n{m['content']}<|im_end|>\n" for m in conversation)
+    ids = auto.apply_chat_template(conversation, tokenize=True)["input_ids"]
+    assert ids == tok.encode(text, allowed_special="all") and ids.count(tok.token_to_id("<|im_start|>")) == 2
+    assert auto.decode(ids) == tok.decode(ids) == text
+    template = tmp_path / "plain.jinja"
+    template.write_text("{% for m in messages %}{{ m['content'] }}<|endoftext|>{% endfor %}", encoding="utf-8")
+    run("export", "-m", str(model), "--to", "huggingface", "-o", str(out), "--chat-template", str(template), "-q")
+    auto = transformers.AutoTokenizer.from_pretrained(out)
+    assert auto.apply_chat_template(conversation, tokenize=True)["input_ids"] == \
+        tok.encode(f"{lines[0]}<|endoftext|>{lines[1]}<|endoftext|>", allowed_special="all")
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["--bos-token", "<s>"], "--bos-token '<s>' is not a special token"),
+    (["--eos-token", "<|im_end|>"], "--special-token '<|im_end|>'"),
+    (["--chat-template", "chatml"], "--special-token '<|im_start|>' --special-token '<|im_end|>'"),
+    (["--chat-template", "missing.jinja"], "--chat-template missing.jinja: cannot read it"),
+    (["--to", "tiktoken", "--pad-token", "<|endoftext|>", "--no-eos-token"],
+     "--no-eos-token, --pad-token: only for --to huggingface"),
+    (["-o", "OUT/mine.json", "--unk-token", "<|endoftext|>"], "--unk-token '<|endoftext|>': "),
+])
+def test_export_refuses_roles_and_templates_naming_the_flag(tmp_path, args, needle) -> None:
+    model = tmp_path / "m.json"
+    bpeforge.train(bpeforge.sample_corpus(), vocab_size=300, special_tokens=["<|endoftext|>"],
+                   progress=False).save(model)
+    args = [a.replace("OUT", str(tmp_path)) for a in args]
+    to = [] if "--to" in args else ["--to", "huggingface"]
+    out = [] if "-o" in args else ["-o", str(tmp_path / "out")]
+    proc = run("export", "-m", str(model), *to, *out, *args, check=False)
+    assert proc.returncode == 1 and proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert needle in proc.stderr, proc.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.json"]  # nothing written

@@ -315,6 +315,119 @@ def test_hf_export_warns_where_a_normalizer_differs(texts, tmp_path, capsys):
 
 
 # ---------------------------------------------------------------------------
+# export: chat templates for transformers' apply_chat_template
+# ---------------------------------------------------------------------------
+
+CHAT_SPECIALS = ["<s>", "</s>", "<|im_start|>", "<|im_end|>"]
+CHAT_MODELS = {"bytes": dict(scheme="bytes"),
+               "chars-byte-fallback": dict(scheme="chars", pretokenizer="whitespace", byte_fallback=True,
+                                           character_coverage=0.995)}
+
+
+def _conversations(texts) -> list[list[dict[str, str]]]:
+    """Conversations of held-out corpus lines (many scripts), one to four
+    messages, a line with a newline and an empty message among them."""
+    lines = [t for t in texts[HF_TRAIN:HF_TRAIN + 400] if t]
+    roles = ["system", "user", "assistant", "user"]
+    out = [[{"role": roles[j], "content": lines[(5 * i + j) % len(lines)]} for j in range(1 + i % 4)]
+           for i in range(60)]
+    out.append([{"role": "user", "content": f"{lines[0]}\n{lines[1]}"}, {"role": "assistant", "content": ""}])
+    return out
+
+
+def _chatml(conversation: list[dict[str, str]], generation_prompt: bool) -> str:
+    """ChatML as its specification writes it, independently of the template."""
+    text = "".join(f"<|im_start|>{m['role']}\n{m['content']}<|im_end|>\n" for m in conversation)
+    return text + ("<|im_start|>assistant\n" if generation_prompt else "")
+
+
+@pytest.mark.parametrize("name", CHAT_MODELS)
+def test_chatml_export_gives_bpeforges_ids_and_text(texts, name, tmp_path):
+    """apply_chat_template of the exported folder renders ChatML, its ids are
+    bpeforge's encoding of that text with <|im_start|> and <|im_end|> one id
+    each, and they decode to bpeforge's text (to the rendered text itself for
+    the byte-level model)."""
+    transformers = pytest.importorskip("transformers")
+    tok = bpeforge.train_from_iterator(list(texts[:HF_TRAIN]), vocab_size=3000, special_tokens=CHAT_SPECIALS,
+                                       progress=False, **CHAT_MODELS[name])
+    tok.to_huggingface(tmp_path, chat_template="chatml", eos_token="<|im_end|>")
+    auto = transformers.AutoTokenizer.from_pretrained(tmp_path)
+    assert auto.eos_token == "<|im_end|>" and auto.bos_token == "<s>"
+    start, end = tok.token_to_id("<|im_start|>"), tok.token_to_id("<|im_end|>")
+    for conversation in _conversations(texts):
+        for prompt in (False, True):
+            text = _chatml(conversation, prompt)
+            assert auto.apply_chat_template(conversation, tokenize=False, add_generation_prompt=prompt) == text
+            ids = auto.apply_chat_template(conversation, tokenize=True, add_generation_prompt=prompt)["input_ids"]
+            assert ids == tok.encode(text, allowed_special="all"), conversation
+            assert ids.count(start) == len(conversation) + prompt and ids.count(end) == len(conversation)
+            assert auto.decode(ids) == tok.decode(ids)
+            if name == "bytes":
+                assert tok.decode(ids) == text
+
+
+def test_chat_template_from_a_file(texts, tmp_path):
+    """A template of one's own, given as a file: Llama-3-style headers with
+    the bos token, trim_blocks and transformers' generation block. Its
+    special tokens are the model's, so each is one id."""
+    transformers = pytest.importorskip("transformers")
+    specials = ["<|begin_of_text|>", "<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>"]
+    tok = bpeforge.train_from_iterator(list(texts[:HF_TRAIN]), vocab_size=2000, special_tokens=specials,
+                                       progress=False)
+    template = tmp_path / "llama3.jinja"
+    template.write_text(
+        "{{ bos_token }}{% for message in messages %}\n"
+        "{% if message['role'] == 'assistant' %}{% generation %}"
+        "<|start_header_id|>{{ message['role'] }}<|end_header_id|>\n\n{{ message['content'] | trim }}<|eot_id|>"
+        "{% endgeneration %}{% else %}"
+        "<|start_header_id|>{{ message['role'] }}<|end_header_id|>\n\n{{ message['content'] | trim }}<|eot_id|>"
+        "{% endif %}\n"
+        "{% endfor %}\n", encoding="utf-8")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # every token the template writes is special: no warning
+        tok.to_huggingface(tmp_path / "hf", chat_template=template, eos_token="<|eot_id|>")
+    config = json.loads((tmp_path / "hf" / "tokenizer_config.json").read_text(encoding="utf-8"))
+    assert config["chat_template"] == template.read_text(encoding="utf-8")
+    auto = transformers.AutoTokenizer.from_pretrained(tmp_path / "hf")
+    conversation = [{"role": "user", "content": texts[HF_TRAIN]}, {"role": "assistant", "content": texts[HF_TRAIN + 1]}]
+    text = "<|begin_of_text|>" + "".join(f"<|start_header_id|>{m['role']}<|end_header_id|>\n\n{m['content'].strip()}"
+                                         "<|eot_id|>" for m in conversation)
+    assert auto.apply_chat_template(conversation, tokenize=False) == text
+    ids = auto.apply_chat_template(conversation, tokenize=True)["input_ids"]
+    assert ids == tok.encode(text, allowed_special="all") and ids.count(tok.token_to_id("<|eot_id|>")) == 2
+    assert auto.decode(ids) == tok.decode(ids) == text
+
+
+def test_chat_template_and_role_refusals(texts, tmp_path):
+    """Nothing is written when a role or a template cannot work, and the
+    error says what to do."""
+    tok = bpeforge.train_from_iterator(list(texts[:2000]), vocab_size=600, special_tokens=["<|endoftext|>"],
+                                       progress=False)
+    refusals = [
+        (dict(chat_template="chatml"), r"lacks \['<\|im_start\|>', '<\|im_end\|>'\].*with_special_tokens"),
+        (dict(eos_token="<|im_end|>"), r"eos_token '<\|im_end\|>' is not a special token.*'<\|endoftext\|>'"),
+        (dict(chat_template="chat.jinja"), r"neither a built-in template \(chatml\) nor Jinja text.*pathlib.Path"),
+        (dict(chat_template=tmp_path / "missing.jinja"), r"missing.jinja: cannot read it"),
+        (dict(chat_template="{% for m in messages %}\n{{ m['content'] }\n{% endfor %}"), r"line 2: not a valid Jinja"),
+        (dict(chat_template="  \n"), r"neither a built-in"),
+    ]
+    for kwargs, message in refusals:
+        with pytest.raises(ParameterError, match=message):
+            tok.to_huggingface(tmp_path / "hf", **kwargs)
+        assert not (tmp_path / "hf").exists(), kwargs
+    with pytest.raises(ParameterError, match=r"bos_token='<\|endoftext\|>', chat_template: .*mine.json is written alone"):
+        tok.with_special_tokens(["<|im_start|>", "<|im_end|>"]).to_huggingface(
+            tmp_path / "mine.json", bos_token="<|endoftext|>", chat_template="chatml")
+    assert not (tmp_path / "mine.json").exists()
+    # Template text that looks like a special token the model lacks warns: it is encoded as text.
+    with pytest.warns(interop.InteropWarning, match=r"\['<\|user\|>'\].*ordinary text") as caught:
+        tok.to_huggingface(tmp_path / "hf", chat_template="{% for m in messages %}<|user|>{{ m['content'] }}"
+                                                          "<|endoftext|>{% endfor %}")
+    assert caught[0].filename == __file__
+    assert "chat_template" in json.loads((tmp_path / "hf" / "tokenizer_config.json").read_text(encoding="utf-8"))
+
+
+# ---------------------------------------------------------------------------
 # export: tiktoken
 # ---------------------------------------------------------------------------
 
@@ -897,7 +1010,8 @@ def test_exporters_do_not_import_the_tokenizer_module() -> None:
     import pathlib
 
     pkg = pathlib.Path(interop.__file__).parent
-    below = ["_common", "huggingface_export", "tiktoken_export", "sentencepiece_export", "sentencepiece_proto"]
+    below = ["_common", "chat_templates", "huggingface_export", "tiktoken_export", "sentencepiece_export",
+             "sentencepiece_proto"]
     for name in below:
         tree = ast.parse((pkg / f"{name}.py").read_text(encoding="utf-8"))
         for node in tree.body:  # module-level statements; `if TYPE_CHECKING:` blocks are not run

@@ -534,7 +534,7 @@ class Tokenizer(_native.TokenizerBase):
     # ---- interoperability (bpeforge.interop's exporters, which do not import this module) ----
     def to_huggingface(self, path: PathLike, *, bos_token: str | None = "auto", eos_token: str | None = "auto",
                        pad_token: str | None = "auto", unk_token: str | None = "auto",
-                       overwrite: bool = False) -> str:
+                       chat_template: str | PathLike | None = None, overwrite: bool = False) -> str:
         """Write a Hugging Face ``tokenizer.json`` giving this model's ids.
 
         ``path`` is a folder when it is an existing directory, ends in ``/``
@@ -544,13 +544,17 @@ class Tokenizer(_native.TokenizerBase):
         ``special_tokens_map.json``, which
         ``transformers.AutoTokenizer.from_pretrained`` reads (special-token
         roles filled by convention unless given); an existing one that holds
-        anything else is refused unless ``overwrite=True``. See
+        anything else is refused unless ``overwrite=True``. ``chat_template``
+        (a built-in name such as ``"chatml"``, Jinja text, or a
+        ``pathlib.Path`` to a template file) goes into
+        ``tokenizer_config.json`` for ``apply_chat_template``. See
         :func:`bpeforge.interop.to_huggingface`. Returns the ``tokenizer.json``
         written."""
         from .interop import huggingface_export  # the interop package imports this module (see its docstring)
 
         return huggingface_export.to_huggingface(self, path, bos_token=bos_token, eos_token=eos_token,
-                                                 pad_token=pad_token, unk_token=unk_token, overwrite=overwrite)
+                                                 pad_token=pad_token, unk_token=unk_token,
+                                                 chat_template=chat_template, overwrite=overwrite)
 
     def to_tiktoken(self, path: PathLike, *, name: str | None = None) -> tuple[str, str]:
         """Write a ``.tiktoken`` rank file and ``path + ".json"`` (pattern,

@@ -62,6 +62,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _flag_table() -> dict[str, str]:
+    from ..interop.huggingface_export import ROLES
     from ..options import _records
 
     flags: dict[str, str] = {}
@@ -71,7 +72,8 @@ def _flag_table() -> dict[str, str]:
             flags[name] = specs[0].get("flags", ["--" + name.replace("_", "-")])[0]
     flags.update({"allowed_special": "--allowed-special", "disallowed_special": "--disallowed-special",
                   "text_field": "--text-field", "checkpoint_path": "--output", "overwrite": "--force",
-                  "whitespace": "--sp-whitespace", "threads": "--threads"})
+                  "whitespace": "--sp-whitespace", "threads": "--threads", "chat_template": "--chat-template"})
+    flags.update({role: "--" + role.replace("_", "-") for role in ROLES})  # export's; unk_token's is train's too
     return flags
 
 

@@ -4,6 +4,7 @@ tiktoken and SentencePiece."""
 from __future__ import annotations
 
 import argparse
+import pathlib
 import sys
 import warnings
 from typing import Any
@@ -26,6 +27,7 @@ def _report_warnings(caught: list[warnings.WarningMessage]) -> None:
 def cmd_export(args: argparse.Namespace) -> int:
     from ..interop.huggingface_export import huggingface_paths
 
+    hf_options = _huggingface_options(args)
     targets = {"huggingface": lambda p: [huggingface_paths(p)[0], *huggingface_paths(p)[1]],
                "tiktoken": lambda p: [p, p + ".json"], "sentencepiece": lambda p: [p]}[args.to](args.output)
     _refuse_inputs_as_outputs(targets, [args.model])
@@ -33,7 +35,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         if args.to == "huggingface":
-            tok.to_huggingface(args.output, overwrite=args.force)
+            tok.to_huggingface(args.output, overwrite=args.force, **hf_options)
             written = targets
         elif args.to == "tiktoken":
             written = list(tok.to_tiktoken(args.output))
@@ -43,6 +45,32 @@ def cmd_export(args: argparse.Namespace) -> int:
     if not args.quiet:
         print(f"exported {tok!r} as {args.to}: {', '.join(written)}", file=sys.stderr)
     return 0
+
+
+def _huggingface_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The role flags and --chat-template as ``to_huggingface`` keywords;
+    refused, naming them, for the other formats (never ignored)."""
+    from ..interop.chat_templates import BUILTIN_TEMPLATES
+    from ..interop.huggingface_export import AUTO, ROLES
+
+    options: dict[str, Any] = {role: getattr(args, role) for role in ROLES}
+    if args.chat_template is not None:
+        # A built-in by its name; anything else is a template file.
+        options["chat_template"] = (args.chat_template if args.chat_template in BUILTIN_TEMPLATES
+                                    else pathlib.Path(args.chat_template))
+    given = [_role_flags(r)[v is None] for r, v in options.items() if r in ROLES and v != AUTO]
+    if args.chat_template is not None:
+        given.append("--chat-template")
+    if args.to != "huggingface" and given:
+        raise ParameterError(f"{', '.join(given)}: only for --to huggingface (a {args.to} export has no "
+                             "special-token roles or chat template)")
+    return options
+
+
+def _role_flags(role: str) -> tuple[str, str]:
+    """A role's two flags: ``--eos-token TOKEN`` and ``--no-eos-token``."""
+    name = role.replace("_", "-")
+    return f"--{name}", f"--no-{name}"
 
 
 def _refuse_inputs_as_outputs(outputs: list[str], inputs: list[str]) -> None:
@@ -98,6 +126,7 @@ def _add_interop_commands(sub: Any) -> None:
     x.add_argument("--force", action="store_true",
                    help="huggingface: replace a tokenizer_config.json / special_tokens_map.json that holds "
                         "something else (your own), instead of refusing")
+    _add_huggingface_flags(x)
     x.add_argument("--sp-whitespace", choices=["all", "space"], default="all",
                    help="sentencepiece: map all whitespace to spaces like bpeforge (all), or split at spaces only")
     x.add_argument("--quiet", "-q", action="store_true")
@@ -114,6 +143,29 @@ def _add_interop_commands(sub: Any) -> None:
                    help="import despite a normalizer bpeforge cannot apply (ids then differ where it changes text)")
     m.add_argument("--quiet", "-q", action="store_true")
     m.set_defaults(func=cmd_import)
+
+
+def _add_huggingface_flags(x: argparse.ArgumentParser) -> None:
+    """The special-token role flags (one pair per role of ``to_huggingface``)
+    and --chat-template."""
+    from ..interop.chat_templates import BUILTIN_TEMPLATES
+    from ..interop.huggingface_export import AUTO, ROLE_CONVENTIONS
+
+    for role, names in ROLE_CONVENTIONS.items():
+        flag, no_flag = _role_flags(role)
+        group = x.add_mutually_exclusive_group()
+        default = f"the first of {', '.join(names)} that the model has" if len(names) > 1 else \
+            f"{names[0]} if the model has it"
+        group.add_argument(flag, dest=role, metavar="TOKEN",
+                           help=f"huggingface: the special token transformers takes as {role} (default: {default})")
+        group.add_argument(no_flag, dest=role, action="store_const", const=None,
+                           help=f"huggingface: no {role}, even where the model has a conventional one")
+        x.set_defaults(**{role: AUTO})
+    builtins = "; ".join(f"{name}: {t.about}" for name, t in BUILTIN_TEMPLATES.items())
+    x.add_argument("--chat-template", metavar="NAME|FILE",
+                   help=f"huggingface: the chat template written into tokenizer_config.json for transformers' "
+                        f"apply_chat_template, a built-in ({builtins}; its special tokens must be the model's) or a "
+                        "Jinja template file (./chatml for a file named like a built-in)")
 
 
 # ---- end of the interoperability block ------------------------------------

@@ -35,7 +35,8 @@ style: one small function per foreign form):
 
 * ``_common``: patterns, whitespace sets, GPT-2's byte alphabet, the model view
   the exporters read; ``_builder``: how an import becomes a model.
-* ``huggingface_export`` / ``huggingface_import``; ``tiktoken_export`` (the
+* ``huggingface_export`` / ``huggingface_import`` (``chat_templates``: the
+  chat templates the export writes for ``transformers``); ``tiktoken_export`` (the
   rank file and its sidecar, both ways) / ``tiktoken_import``;
   ``sentencepiece_export`` / ``sentencepiece_import`` and
   ``sentencepiece_proto`` (the protobuf, read and written).

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import warnings
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -16,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from .._io import check_output, check_side_file, write_atomic
 from .._normalizers import name_of
 from ..errors import OutputError, ParameterError
+from .chat_templates import chat_template_text
 from ._common import _WS_CLASS, SPACE_MARKER, InteropWarning, ModelView, PathLike, _byte_key, _rust_escape, _utf8
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -264,13 +266,16 @@ def _document(v: ModelView) -> dict[str, Any]:
 
 #: "Fill from the model's special tokens by convention" (see to_huggingface).
 AUTO: Any = "auto"
-# Conventional names, most specific first.
-_CONVENTIONS = {
+#: The special-token roles an export writes for transformers, each with its
+#: conventional names, most specific first (what AUTO picks from).
+ROLE_CONVENTIONS: dict[str, tuple[str, ...]] = {
     "bos_token": ("<s>", "<|begin_of_text|>", "<bos>", "<|endoftext|>"),
     "eos_token": ("</s>", "<|end_of_text|>", "<eos>", "<|endoftext|>"),
     "pad_token": ("<pad>", "<|pad|>", "<|endoftext|>", "</s>", "<eos>"),
     "unk_token": ("<unk>",),
 }
+#: The roles: ``to_huggingface``'s keywords, the CLI's ``--bos-token``... flags.
+ROLES = tuple(ROLE_CONVENTIONS)
 
 
 def special_token_roles(tok: Tokenizer, **given: str | None) -> dict[str, str]:
@@ -278,22 +283,39 @@ def special_token_roles(tok: Tokenizer, **given: str | None) -> dict[str, str]:
     conventional name that is one of the model's special tokens."""
     specials = list(tok.special_tokens)
     roles: dict[str, str] = {}
-    for role, names in _CONVENTIONS.items():
+    for role, names in ROLE_CONVENTIONS.items():
         value = given.get(role, AUTO)
         if value is AUTO or value == AUTO:
             value = next((n for n in names if n in specials), None)
         elif value is not None and value not in specials:
-            raise ParameterError(f"{role} {value!r} is not a special token of this model "
-                                 f"(add it with Tokenizer.with_special_tokens): {specials!r}")
+            raise ParameterError(f"{role} {value!r} is not a special token of this model (its special tokens: "
+                                 f"{_listed(specials)}): train with special_tokens=[{value!r}], or add it with "
+                                 "Tokenizer.with_special_tokens (every old id is kept)")
         if value is not None:
             roles[role] = value
     return roles
 
 
-def transformers_config(roles: dict[str, str]) -> dict[str, Any]:
-    """``tokenizer_config.json`` for ``transformers.AutoTokenizer.from_pretrained``."""
-    return {"tokenizer_class": "PreTrainedTokenizerFast", "clean_up_tokenization_spaces": False,
-            "model_max_length": 1_000_000_000_000_000_019_884_624_838_656, **roles}
+def _listed(specials: list[str], most: int = 12) -> str:
+    """A model's special tokens for a message: at most ``most``, byte fallback's summed up."""
+    named = [s for s in specials if not _BYTE_TOKEN.fullmatch(s)]
+    if not specials:
+        return "none"
+    text = repr(named[:most]) + (f" and {len(named) - most} more" if len(named) > most else "")
+    return text + (f" and {len(specials) - len(named)} byte tokens" if len(named) < len(specials) else "")
+
+
+_BYTE_TOKEN = re.compile(r"<0x[0-9A-F]{2}>")
+
+
+def transformers_config(roles: dict[str, str], chat_template: str | None = None) -> dict[str, Any]:
+    """``tokenizer_config.json`` for ``transformers.AutoTokenizer.from_pretrained``;
+    ``chat_template`` (Jinja text) where ``apply_chat_template`` reads it."""
+    config: dict[str, Any] = {"tokenizer_class": "PreTrainedTokenizerFast", "clean_up_tokenization_spaces": False,
+                              "model_max_length": 1_000_000_000_000_000_019_884_624_838_656, **roles}
+    if chat_template is not None:
+        config["chat_template"] = chat_template
+    return config
 
 
 #: The files written beside a ``tokenizer.json`` for ``transformers``.
@@ -319,7 +341,8 @@ def huggingface_paths(path: PathLike) -> tuple[str, list[str]]:
 
 
 def to_huggingface(tok: Tokenizer, path: PathLike, *, bos_token: str | None = AUTO, eos_token: str | None = AUTO,
-                   pad_token: str | None = AUTO, unk_token: str | None = AUTO, overwrite: bool = False) -> str:
+                   pad_token: str | None = AUTO, unk_token: str | None = AUTO,
+                   chat_template: str | PathLike | None = None, overwrite: bool = False) -> str:
     """Write ``tok`` as a Hugging Face ``tokenizer.json``. Returns the file
     written (``tokenizer.json`` inside ``path`` when ``path`` is a folder).
 
@@ -340,6 +363,15 @@ def to_huggingface(tok: Tokenizer, path: PathLike, *, bos_token: str | None = AU
     such role, or (default) filled by convention from the model's special
     tokens (``<s>``, ``</s>``, ``<pad>``, ``<unk>``, ``<|endoftext|>``; GPT-2's
     single ``<|endoftext|>`` serves as bos, eos and pad).
+
+    ``chat_template``: written into ``tokenizer_config.json``, so
+    ``apply_chat_template`` works: a built-in name (``"chatml"``; its
+    ``<|im_start|>`` and ``<|im_end|>`` must be special tokens of the model,
+    see :meth:`Tokenizer.with_special_tokens`), Jinja text, or a template
+    file as a ``pathlib.Path``; a template Jinja cannot parse is refused.
+    The ids it gives are ``tok.encode(rendered_text, allowed_special="all")``.
+    Roles and a chat template need the side files: given for an export to a
+    lone ``my.json``, they are refused.
 
     The file holds a BPE model with bpeforge's ids and merges, the same
     pre-tokenizer, and the special tokens as added tokens (``special=True``):
@@ -371,10 +403,13 @@ def to_huggingface(tok: Tokenizer, path: PathLike, *, bos_token: str | None = AU
     warn_where_ids_can_differ(v, stacklevel=3)  # the caller of Tokenizer.to_huggingface
     is_folder = huggingface_paths(path)[0] != os.fspath(path)
     path, side = huggingface_paths(path)
-    roles = special_token_roles(tok, bos_token=bos_token, eos_token=eos_token, pad_token=pad_token,
-                                unk_token=unk_token)
+    given = {"bos_token": bos_token, "eos_token": eos_token, "pad_token": pad_token, "unk_token": unk_token}
+    roles = special_token_roles(tok, **given)
+    template = None if chat_template is None else chat_template_text(chat_template, tok.special_tokens)
+    if not side:
+        _refuse_what_a_lone_file_cannot_hold(path, given, template)
     doc = _document(v)
-    contents = dict(zip(side, (_json_bytes(transformers_config(roles)), _json_bytes(roles))))
+    contents = dict(zip(side, (_json_bytes(transformers_config(roles, template)), _json_bytes(roles))))
     folder = os.path.dirname(os.path.abspath(path))
     for p in contents:
         check_side_file(p, _written_by_export, overwrite)
@@ -393,6 +428,19 @@ def to_huggingface(tok: Tokenizer, path: PathLike, *, bos_token: str | None = AU
     return path
 
 
+def _refuse_what_a_lone_file_cannot_hold(path: str, given: dict[str, Any], template: str | None) -> None:
+    """Roles and a chat template go into ``tokenizer_config.json``, which an
+    export to a file not named ``tokenizer.json`` does not write: refused,
+    never dropped."""
+    named = [f"{role}={value!r}" for role, value in given.items() if value is not None and value != AUTO]
+    if template is not None:
+        named.append("chat_template")
+    if named:
+        raise ParameterError(f"{', '.join(named)}: {path} is written alone, without the tokenizer_config.json "
+                             "that holds special-token roles and the chat template; export to a folder or to a "
+                             "file named tokenizer.json")
+
+
 def _written_by_export(content: bytes) -> bool:
     """Whether ``content`` is a side file exactly as :func:`to_huggingface`
     writes it, for this model or another (a re-export replaces it): the
@@ -405,10 +453,11 @@ def _written_by_export(content: bytes) -> bool:
         return False
     if not isinstance(doc, dict):
         return False
-    roles = {k: v for k, v in doc.items() if k in _CONVENTIONS}
-    if not all(isinstance(v, str) for v in roles.values()):
+    roles = {k: v for k, v in doc.items() if k in ROLE_CONVENTIONS}
+    template = doc.get("chat_template")
+    if not all(isinstance(v, str) for v in roles.values()) or not isinstance(template, (str, type(None))):
         return False
-    return content in (_json_bytes(roles), _json_bytes(transformers_config(roles)))
+    return content in (_json_bytes(roles), _json_bytes(transformers_config(roles, template)))
 
 
 def _json_bytes(doc: Any) -> bytes:
