@@ -592,8 +592,8 @@ def test_count_tasks_side_by_side_on_one_node_share_its_budget(corpus):
 
 def test_a_count_task_whose_counts_cannot_fit_its_share_fails_before_making_them(corpus):
     """A 1-CPU task's share leaves about 1 MiB beside what its worker holds:
-    the serialized counts (and Ray's copy of them) cannot fit, so the task
-    fails naming max_memory instead of passing its share."""
+    no counts can fit (not even counting's input buffers), so the task fails
+    before counting, naming max_memory, instead of passing its share."""
 
     @ray.remote(num_cpus=1, max_calls=1)
     def counted(shard):
@@ -604,13 +604,13 @@ def test_a_count_task_whose_counts_cannot_fit_its_share_fails_before_making_them
         engine = TrainOptions(threads=1, max_memory=2 * (rss + (1 << 20))).engine_options()
         try:
             _ray_tasks._count_task(shard, engine, None, 1)
-        except bpeforge.TrainingError as e:
+        except bpeforge.ParameterError as e:
             return str(e)
         return None
 
     shard = {"paths": [str(corpus["big"])], "byte_range": None, "files": [0]}
     message = ray.get(counted.remote(shard))
-    assert message is not None and "max_memory" in message and "serialized form" in message, message
+    assert message is not None and "max_memory" in message and "below what any corpus needs" in message, message
 
 
 def test_structured_input_is_refused_on_ray_as_locally(tmp_path, capsys):

@@ -10,6 +10,8 @@ import random
 import struct
 import subprocess
 import sys
+import time
+from pathlib import Path
 
 import pytest
 
@@ -73,6 +75,12 @@ def _squeezed(**args) -> subprocess.CompletedProcess:
                           timeout=600)
 
 
+def _tight(threads: int) -> int:
+    """A budget a few MB above counting's floor in this process: what it
+    holds and the input buffers of ``threads`` threads (``budget::run_floor``)."""
+    return _rss() + (16 << 20) * (threads + 1) + (6 << 20)
+
+
 def _decode_counts(data: bytes) -> tuple[tuple[int, ...], dict[bytes, int]]:
     """The engine's binary word counts (magic, 5 stats, types, entries)."""
     assert data[:8] == b"BPFCNT02"
@@ -92,10 +100,12 @@ def _decode_counts(data: bytes) -> tuple[tuple[int, ...], dict[bytes, int]]:
 def test_spilled_counts_equal_the_in_memory_count(zipf_corpus, threads, tmp_path, monkeypatch) -> None:
     args = TrainOptions(threads=threads).settings()
     whole = _decode_counts(_native.count_files([zipf_corpus], args, "off", None))
-    # A budget below what the process already holds: every chunk spills,
-    # into TMPDIR, and the runs are gone afterwards.
+    # A budget a few MB above the floor (what the process holds and the
+    # input buffers): the tables spill, into TMPDIR, and the runs are gone
+    # afterwards.
     monkeypatch.setenv("TMPDIR", str(tmp_path))
-    tiny = _native.count_files([zipf_corpus], TrainOptions(threads=threads, max_memory=1 << 20).settings(), "off", None)
+    tight = TrainOptions(threads=threads, max_memory=_tight(threads)).settings()
+    tiny = _native.count_files([zipf_corpus], tight, "off", None)
     assert _decode_counts(tiny) == whole
     assert list(tmp_path.iterdir()) == []
 
@@ -106,7 +116,7 @@ def test_spill_files_are_removed_when_counting_fails(tmp_path, monkeypatch) -> N
     spill = tmp_path / "spill"
     spill.mkdir()
     monkeypatch.setenv("TMPDIR", str(spill))
-    settings = TrainOptions(scheme="chars", threads=2, max_memory=1 << 20).settings()
+    settings = TrainOptions(scheme="chars", threads=2, max_memory=_tight(2)).settings()
     with pytest.raises(bpeforge.InputError, match="invalid UTF-8"):
         _native.count_files([str(bad)], settings, "off", None)
     assert list(spill.iterdir()) == []
@@ -137,6 +147,89 @@ def test_the_drop_is_said_on_the_progress_output(zipf_corpus, tmp_path) -> None:
     assert memory["word_types_dropped"] > 0 and memory["effective_min_word_count"] > 1
 
 
-def test_a_budget_too_small_even_for_the_most_frequent_types_fails_clearly(zipf_corpus) -> None:
-    with pytest.raises(bpeforge.TrainingError, match="max_memory .* is too small"):
-        bpeforge.train(zipf_corpus, vocab_size=300, progress=False, max_memory="1M")
+def test_a_budget_below_any_runs_floor_is_refused_before_reading_the_input(tmp_path) -> None:
+    """No corpus fits a budget below what the process holds plus counting's
+    buffers or the merge phase's fixed part: refused before the input is
+    read (a file of 16 GB, mostly a hole, that counting would take minutes
+    to read), naming the option and the smallest budget that could work."""
+    big = tmp_path / "big.txt"
+    with open(big, "wb") as f:
+        f.write(b"some words to start with\n" * 1000)
+        f.truncate(16 << 30)
+    started = time.monotonic()
+    proc = subprocess.run([sys.executable, "-m", "bpeforge", "train", str(big), "--max-memory", "60M",
+                           "-o", str(tmp_path / "m.json")], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 1, proc.stderr
+    assert "--max-memory 60 MiB is below what any corpus needs" in proc.stderr and "give at least" in proc.stderr
+    assert time.monotonic() - started < 30
+    with pytest.raises(bpeforge.ParameterError, match="max_memory 1 MiB is below what any corpus needs"):
+        bpeforge.train(big, vocab_size=300, progress=False, max_memory="1M")
+
+
+def test_the_summary_says_what_the_budget_dropped_also_when_quiet(zipf_corpus, tmp_path) -> None:
+    out = tmp_path / "m.json"
+    for quiet in ([], ["--quiet"]):
+        run = _squeezed(cli=["train", zipf_corpus, "--vocab-size", "300", "--progress", "off", *quiet,
+                             "-o", str(out)])
+        assert run.returncode == 0, run.stderr
+        meta = bpeforge.load(out).metadata
+        dropped = meta["memory_budget"]["word_types_dropped"]
+        assert dropped > 0
+        line = (run.stderr if quiet else run.stdout)
+        assert f"memory budget: dropped {dropped} word types" in line, line
+        assert f"occurring fewer than {meta['memory_budget']['effective_min_word_count']} times" in line
+
+
+# The process's own peak (VmHWM) under a budget: counting spills and the
+# merge phase drops types, on one thread and on several.
+_PEAK = """
+import json, sys
+import bpeforge
+corpus, budget, threads = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+tok = bpeforge.train(corpus, vocab_size=2000, threads=threads, progress=False, max_memory=budget)
+hwm = next(int(l.split()[1]) * 1024 for l in open("/proc/self/status") if l.startswith("VmHWM:"))
+print(json.dumps({"hwm": hwm, "memory": tok.metadata["memory_budget"]}))
+"""
+
+
+@pytest.fixture(scope="module")
+def multilingual_text(tmp_path_factory) -> str:
+    import lzma
+
+    source = Path(__file__).resolve().parents[2] / "shared" / "corpora" / "multi-1m.txt.xz"
+    if not source.exists():
+        pytest.skip(f"needs the shared corpus {source}")
+    path = tmp_path_factory.mktemp("peak") / "multi.txt"
+    with lzma.open(source) as src, open(path, "wb") as dst:
+        for _ in range(400_000):
+            dst.write(src.readline())
+    return str(path)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("mib", [100, 150])
+def test_the_process_peak_keeps_within_the_budget(multilingual_text, threads, mib) -> None:
+    budget = mib << 20
+    run = subprocess.run([sys.executable, "-c", _PEAK, multilingual_text, str(budget), str(threads)],
+                         capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr
+    out = json.loads(run.stdout)
+    assert out["memory"]["spill_runs"] > 0 or out["memory"].get("word_types_dropped"), out  # the budget bit
+    assert out["hwm"] <= budget * 1.05, f"peak {out['hwm'] / 2**20:.1f} MiB for a {mib} MiB budget: {out}"
+
+
+def test_the_peak_keeps_within_the_budget_with_a_decompressor(multilingual_text, tmp_path) -> None:
+    """An .xz file's dictionary (64 MiB here, as `xz -9` writes) is outside
+    the tables' estimates: counting leaves it room, read from the file."""
+    import lzma
+
+    packed = tmp_path / "multi.txt.xz"
+    filters = [{"id": lzma.FILTER_LZMA2, "preset": 0, "dict_size": 64 << 20}]
+    with open(multilingual_text, "rb") as src, lzma.open(packed, "wb", filters=filters) as dst:
+        dst.write(src.read())
+    budget = 150 << 20
+    run = subprocess.run([sys.executable, "-c", _PEAK, str(packed), str(budget), "2"], capture_output=True,
+                         text=True, timeout=600)
+    assert run.returncode == 0, run.stderr
+    out = json.loads(run.stdout)
+    assert out["hwm"] <= budget * 1.05, f"peak {out['hwm'] / 2**20:.1f} MiB for a 150 MiB budget: {out}"

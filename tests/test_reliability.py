@@ -479,12 +479,14 @@ def test_full_disk_tmpfs(tiny_fs, models) -> None:
     small.save(tiny_fs / "m.json")
     _check_failed_writes(tiny_fs, small, big, src, "No space left")
     # A checkpoint that cannot be written stops training with OutputError;
-    # the last checkpoint that was written stays loadable.
-    with pytest.raises(OutputError, match="ck.json.*No space"):
+    # the last checkpoint that was written stays loadable. (The counts file
+    # beside it does not fit either: the run goes on without it.)
+    with pytest.raises(OutputError, match="ck.json: .*No space"):
         bpeforge.train(src, vocab_size=30000, min_frequency=1, progress=False,
                        checkpoint_path=tiny_fs / "ck.json", checkpoint_every=300)
     ck = bpeforge.load(tiny_fs / "ck.json")
     assert 0 < len(ck.merges) and temp_files(tiny_fs) == []
+    assert "counts" not in ck.metadata["checkpoint"] and not (tiny_fs / "ck.json.counts").exists()
     # A read-only file system: same guarantees.
     (tiny_fs / "ck.json").unlink()
     subprocess.run(["mount", "-o", "remount,ro", str(tiny_fs)], check=True)

@@ -92,15 +92,36 @@ fn cgroup_room() -> Option<u64> {
     None
 }
 
+/// Memory a run will take that the process does not hold yet and the
+/// count tables' estimates do not see (a decompressor's window), while a
+/// `Reserved` lives: counting's room leaves it out.
+static RESERVED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// Reserves `bytes` of the budget until dropped (`reserved`).
+pub struct Reserved(u64);
+
+pub fn reserve(bytes: u64) -> Reserved {
+    RESERVED.fetch_add(bytes, std::sync::atomic::Ordering::Relaxed);
+    Reserved(bytes)
+}
+
+impl Drop for Reserved {
+    fn drop(&mut self) {
+        RESERVED.fetch_sub(self.0, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+/// What `reserve` holds now, in bytes.
+pub fn reserved() -> u64 {
+    RESERVED.load(std::sync::atomic::Ordering::Relaxed)
+}
+
 /// This process's resident memory now (VmRSS), in bytes (0 if unknown).
 /// Freed memory the allocator still holds is handed back first (see
 /// `alloc::release_free_memory`), so that what is measured is what is in use.
 pub fn process_rss() -> u64 {
     crate::alloc::release_free_memory();
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| s.lines().find(|l| l.starts_with("VmRSS:")).and_then(kib_field))
-        .unwrap_or(0)
+    resident_now()
 }
 
 /// Bytes in a human form for messages ("1.50 GiB").
@@ -123,13 +144,65 @@ pub struct CountBudget {
     /// Counting on one thread: its table at most (half the total over the
     /// threads).
     pub worker_table: u64,
+    /// The whole process's budget (`max_memory`; `u64::MAX`: none): on
+    /// several threads the shared partitions spill before a flush would take
+    /// the process's resident memory past it, whatever the estimates above
+    /// left out (the threads' tables past their rooms, input buffers,
+    /// memory the allocator keeps).
+    pub process: u64,
 }
 
 impl CountBudget {
-    pub fn new(room: u64, threads: usize) -> Self {
+    pub fn new(room: u64, threads: usize, process: u64) -> Self {
         let total = room.saturating_sub(INPUT_BYTES_PER_THREAD * (threads as u64 + 1));
-        CountBudget { total, worker_table: total / 2 / threads.max(1) as u64 }
+        CountBudget { total, worker_table: total / 2 / threads.max(1) as u64, process }
     }
+}
+
+/// This process's resident memory now (VmRSS), in bytes, without handing
+/// freed memory back first (`process_rss` does): cheap enough for every
+/// flush of a counting thread.
+pub fn resident_now() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| s.lines().find(|l| l.starts_with("VmRSS:")).and_then(kib_field))
+        .unwrap_or(0)
+}
+
+/// The least a count table is given before it goes to disk, in bytes.
+const MIN_TABLE_BYTES: u64 = 4 << 20;
+
+/// What a run needs besides what the process holds, whatever its corpus:
+/// a smallest table beside counting's input buffers or, when the merge
+/// phase runs in this process (`merges_here`), beside its fixed part (the
+/// two phases do not overlap).
+pub fn run_floor(threads: usize, merges_here: bool) -> u64 {
+    let counting = INPUT_BYTES_PER_THREAD * (threads as u64 + 1);
+    MIN_TABLE_BYTES + if merges_here { counting.max(MERGE_FIXED_BYTES) } else { counting }
+}
+
+/// Refuses, before any input is read, a budget below what the process
+/// holds (`held`) plus `run_floor`: no corpus could fit it, and finding that
+/// out after counting would cost the whole count.
+pub fn check_floor(budget: u64, held: u64, threads: usize, merges_here: bool) -> Result<()> {
+    let floor = run_floor(threads, merges_here);
+    let least = held.saturating_add(floor);
+    if budget >= least {
+        return Ok(());
+    }
+    let merge = if merges_here { format!(", or the merge phase's {}", human(MERGE_FIXED_BYTES)) } else { String::new() };
+    Err(Error::parameter(format!(
+        "max_memory {} is below what any corpus needs: the process holds {} already{}, and training needs {} more \
+         (a smallest count table of {} beside {} of input buffers for {threads} thread(s){merge}); give at least {} \
+         (more for a large corpus, or its rarest word types are dropped)",
+        human(budget),
+        human(held),
+        if reserved() > 0 { format!(" (with {} for decompressing the input)", human(reserved())) } else { String::new() },
+        human(floor),
+        human(MIN_TABLE_BYTES),
+        human(INPUT_BYTES_PER_THREAD * (threads as u64 + 1)),
+        human(least.div_ceil(1 << 20) << 20),
+    )))
 }
 
 /// The merge phase's memory for word types with these totals.

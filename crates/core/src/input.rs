@@ -173,6 +173,87 @@ pub fn open(path: &Path, raw_counter: Arc<AtomicU64>) -> Result<Box<dyn Read + S
     Ok(reader)
 }
 
+/// The most memory a decompressor of one of `paths` holds (they are read
+/// one at a time), from each file's own header where it says (an `.xz`
+/// block's dictionary, a `.zst` frame's window, a `.bz2` block size), for
+/// the memory budget: it is outside the count tables' estimates.
+pub fn decoder_bytes(paths: &[PathBuf]) -> u64 {
+    paths.iter().map(|p| decoder_bytes_of(p)).max().unwrap_or(0)
+}
+
+fn decoder_bytes_of(path: &Path) -> u64 {
+    let Some(kind) = compression(path) else { return 0 };
+    let mut head = [0u8; 64];
+    let n = File::open(path).and_then(|mut f| f.read(&mut head)).unwrap_or(0);
+    let head = &head[..n];
+    const MIB: u64 = 1 << 20;
+    match kind {
+        ".gz" => MIB,
+        // 'BZh' and the block size in hundreds of kB; decoding holds about four bytes per byte of a block.
+        ".bz2" => head.get(3).filter(|d| d.is_ascii_digit()).map_or(9, |d| u64::from(d - b'0')) * 400_000 + MIB,
+        ".xz" => xz_dictionary(head).unwrap_or(64 * MIB) + 2 * MIB,
+        _ => zstd_window(head).unwrap_or(128 * MIB) + 2 * MIB,
+    }
+}
+
+/// The LZMA2 dictionary of an `.xz` file's first block (the 12-byte stream
+/// header, then the block header: size, flags, optional sizes, filters).
+fn xz_dictionary(head: &[u8]) -> Option<u64> {
+    let block = head.get(12..)?;
+    let flags = *block.get(1)?;
+    let mut at = 2;
+    let varint = |at: &mut usize| -> Option<u64> {
+        let mut value = 0u64;
+        for shift in (0..63).step_by(7) {
+            let b = *block.get(*at)?;
+            *at += 1;
+            value |= u64::from(b & 0x7f) << shift;
+            if b & 0x80 == 0 {
+                return Some(value);
+            }
+        }
+        None
+    };
+    for present in [0x40, 0x80] {
+        if flags & present != 0 {
+            varint(&mut at)?;
+        }
+    }
+    for _ in 0..=(flags & 3) {
+        let (id, size) = (varint(&mut at)?, varint(&mut at)? as usize);
+        if id == 0x21 && size == 1 {
+            let bits = u32::from(*block.get(at)? & 0x3f);
+            return Some(if bits >= 40 { u32::MAX as u64 } else { (2 | u64::from(bits & 1)) << (bits / 2 + 11) });
+        }
+        at += size;
+    }
+    None
+}
+
+/// The window of a `.zst` file's first frame (its header's window
+/// descriptor, or its content size for a single-segment frame).
+fn zstd_window(head: &[u8]) -> Option<u64> {
+    if head.get(..4)? != [0x28, 0xb5, 0x2f, 0xfd] {
+        return None;
+    }
+    let descriptor = *head.get(4)?;
+    if descriptor & 0x20 == 0 {
+        let w = *head.get(5)?;
+        let base = 1u64 << (10 + (w >> 3));
+        return Some(base + base / 8 * u64::from(w & 7));
+    }
+    // Single segment: the window is the content, whose size follows (1, 2, 4 or 8 bytes; 2 are offset by 256).
+    let dict = [0usize, 1, 2, 4][usize::from(descriptor & 3)];
+    let at = 5 + dict;
+    let size = match descriptor >> 6 {
+        0 => u64::from(*head.get(at)?),
+        1 => u64::from(u16::from_le_bytes(head.get(at..at + 2)?.try_into().ok()?)) + 256,
+        2 => u64::from(u32::from_le_bytes(head.get(at..at + 4)?.try_into().ok()?)),
+        _ => u64::from_le_bytes(head.get(at..at + 8)?.try_into().ok()?),
+    };
+    Some(size)
+}
+
 /// Total on-disk size of the inputs (for ETA); missing files are an error
 /// here, before any work starts.
 pub fn total_size(paths: &[PathBuf]) -> Result<u64> {

@@ -52,19 +52,24 @@ pub fn train_files(paths: &[PathBuf], config: &ValidConfig, observer: &mut dyn O
 /// Saves a checkpointed run's counts beside its checkpoint, where they can
 /// be (plain counts held in one table); else removes a counts file left
 /// there by another run, so that no checkpoint names counts not its own.
+/// Counts that cannot be written (a full disk) do not stop the run: its
+/// checkpoints then name none, and resuming counts again.
 fn save_counts_beside(checkpoint: &Path, paths: &[PathBuf], config: &ValidConfig, counted: &Counted) -> Result<()> {
     let file = counts_file::beside(checkpoint);
-    match &counted.counts {
+    let saved = match &counted.counts {
         CountOutput::Table(table) if counts_file::check_countable(config, "").is_ok() => {
-            let header = CountsHeader::new(config, paths, counted.count.seconds)?;
-            counts_file::save(&file, &header, table)
+            CountsHeader::new(config, paths, counted.count.seconds).and_then(|header| counts_file::save(&file, &header, table)).is_ok()
         }
-        _ => match std::fs::remove_file(&file) {
-            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-                Err(Error::output(format!("cannot remove the counts file {} of another run: {e}", file.display())))
-            }
-            _ => Ok(()),
-        },
+        _ => false,
+    };
+    if saved {
+        return Ok(());
+    }
+    match std::fs::remove_file(&file) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            Err(Error::output(format!("cannot remove the counts file {} of another run: {e}", file.display())))
+        }
+        _ => Ok(()),
     }
 }
 
@@ -121,6 +126,8 @@ pub fn train_counts_file(path: &Path, config: &ValidConfig, observer: &mut dyn O
 /// Counts files: the language table (when balancing) and the counts.
 fn count_files(paths: &[PathBuf], config: &ValidConfig, observer: &mut dyn Observer) -> Result<(Counted, Option<LanguageTable>)> {
     let total = total_size(paths)?;
+    // A decompressor's window is outside the tables' estimates: counting leaves it room.
+    let _decoder = crate::budget::reserve(crate::input::decoder_bytes(paths));
     let raw = Arc::new(AtomicU64::new(0));
     let watch = Stopwatch::start(crate::util::threads_or_default(config.threads));
     let start = watch.instant();

@@ -112,8 +112,14 @@ def cmd_train(args: argparse.Namespace) -> int:
     if not args.quiet or demo:
         _print_summary(tok, inputs, time.perf_counter() - started, parts, args.output, sample=demo,
                        default_output=args.default_output)
-    elif args.default_output:  # quiet, but the file name was not the user's: say it
-        print(f"saved to {args.output} (no --output given)", file=sys.stderr)
+    else:
+        # Quiet, but never silent about what the model was not trained on,
+        # or about a file name that was not the user's.
+        dropped = budget_dropped(tok)
+        if dropped:
+            print(dropped, file=sys.stderr)
+        if args.default_output:
+            print(f"saved to {args.output} (no --output given)", file=sys.stderr)
     return 0
 
 
@@ -184,6 +190,9 @@ def _print_summary(tok: Tokenizer, inputs: list[str], wall: float, parts: dict[s
     if meta.get("resumed_merges"):
         w(f"  resumed: {meta['resumed_merges']} merges from the model resumed, {merges - meta['resumed_merges']} "
           "learned now\n")
+    dropped = budget_dropped(tok)
+    if dropped:
+        w(f"  {dropped}\n")
     if merges:
         counts = tok.merge_counts
         w(f"  pair counts: first {counts[0]}, last {counts[-1]}\n")
@@ -194,6 +203,23 @@ def _print_summary(tok: Tokenizer, inputs: list[str], wall: float, parts: dict[s
         from .. import _demo
 
         w("\n".join(_demo.show(tok, Path(inputs[0]))) + "\n")
+
+
+def budget_dropped(tok: Tokenizer) -> str | None:
+    """What the memory budget left out of training, in one line (None when
+    it left nothing out)."""
+    mb = tok.metadata.get("memory_budget") or {}
+    types = int(mb.get("word_types_dropped") or 0)
+    if not types:
+        return None
+    counted = int(tok.metadata.get("word_types") or 0)
+    share = f" ({types / counted:.0%} of {counted} counted)" if counted else ""
+    pretokens = mb.get("pretoken_share_dropped")
+    occurrences = f", {pretokens:.1%} of the pre-tokens" if isinstance(pretokens, (int, float)) else ""
+    budget = mb.get("max_memory")
+    limit = f" --max-memory {budget / (1 << 20):.0f} MiB" if isinstance(budget, int) else " the default memory budget"
+    return (f"memory budget: dropped {types} word types{share}{occurrences}: those occurring fewer than "
+            f"{mb.get('effective_min_word_count', '?')} times, to fit{limit}")
 
 
 def add_command(sub: Any) -> None:

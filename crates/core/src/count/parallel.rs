@@ -74,7 +74,7 @@ fn fresh_counts(counter: &Counter) -> WordCounts {
 
 /// The spill folders of one counting, created at the first spill (a run
 /// that never spills touches no disk).
-struct LazyDirs {
+pub(super) struct LazyDirs {
     dirs: Mutex<Option<std::sync::Arc<SpillDirs>>>,
     superword: bool,
 }
@@ -118,14 +118,22 @@ fn count_partitioned(
         c.cap_table(shared.thread_room(threads, most));
         c
     };
+    let local_peak = std::sync::atomic::AtomicU64::new(0);
     let keep_within = |local: &mut WordCounts| -> Result<()> {
         if !local.over(shared.thread_room(threads, most)) {
             return Ok(());
         }
-        shared.flush(local);
-        let room = shared.thread_room(threads, most);
-        if limits.is_some() && shared.held().saturating_add(room * threads as u64) > total {
-            shared.spill(&*dirs.open()?)?;
+        if let Some(l) = limits {
+            // The partitions and the threads' tables stay within the total,
+            // also while a flush grows them (spilled first if it would not
+            // fit); and so does the process, as measured now. A thread's
+            // table passes its room within a chunk: the largest seen counts.
+            let largest = local_peak.fetch_max(local.table_bytes(), Ordering::Relaxed).max(local.table_bytes());
+            let rooms = shared.thread_room(threads, most).max(largest) * threads as u64;
+            let measured = l.budget.process.saturating_sub(crate::budget::resident_now()).saturating_add(shared.held());
+            shared.flush_within(local, total.saturating_sub(rooms).min(measured), &dirs)?;
+        } else {
+            shared.flush(local);
         }
         local.cap_table(shared.thread_room(threads, most));
         Ok(())

@@ -21,7 +21,7 @@
 //! into one packed table (`table::Table::packed`). Sums commute, so the
 //! counts never depend on the thread count or on the order of the flushes.
 
-use super::table::{Batch, Entry, MidSlot, Slot, Table};
+use super::table::{growth_bytes, Batch, Entry, MidSlot, Slot, Table};
 use super::{CountStats, SpillDirs, WordCounts};
 use crate::error::Result;
 use crate::spill::SpillDir;
@@ -56,16 +56,85 @@ pub(super) struct Partitions {
     /// Bytes of each partition's tables when last changed, and their sum.
     part_bytes: Vec<AtomicU64>,
     held: AtomicU64,
+    /// Each partition's tables as `growth` reads them without its lock:
+    /// the short and mid tables' `Table::shape`, the long map's entries and
+    /// capacity.
+    shapes: Vec<[AtomicUsize; 8]>,
+    /// Growth that flushes in progress may still add (`reserve`).
+    reserved: AtomicU64,
     /// Flushes so far: each starts at another partition.
     flushes: AtomicUsize,
 }
+
+/// Bytes of a long-key map's bucket (key pointer and length, count, control byte).
+const LONG_BUCKET: usize = 16 + 8 + 1;
 
 impl Partitions {
     pub(super) fn new() -> Self {
         let parts: Vec<_> = (0..PARTS).map(|_| Mutex::new(empty_part())).collect();
         let part_bytes: Vec<_> = parts.iter().map(|p| AtomicU64::new(lock(p).table_bytes())).collect();
         let held = part_bytes.iter().map(|b| b.load(Ordering::Relaxed)).sum::<u64>().into();
-        Partitions { parts, part_bytes, held, flushes: AtomicUsize::new(0) }
+        let shapes = parts.iter().map(|p| shape_of(&lock(p)).map(AtomicUsize::new)).collect();
+        Partitions { parts, part_bytes, held, shapes, reserved: AtomicU64::new(0), flushes: AtomicUsize::new(0) }
+    }
+
+    /// Records partition `p`'s bytes and shape (its lock held by the caller).
+    fn note(&self, p: usize, part: &WordCounts) {
+        let bytes = part.table_bytes();
+        let before = self.part_bytes[p].swap(bytes, Ordering::Relaxed);
+        self.held.fetch_add(bytes.wrapping_sub(before), Ordering::Relaxed);
+        for (a, v) in self.shapes[p].iter().zip(shape_of(part)) {
+            a.store(v, Ordering::Relaxed);
+        }
+    }
+
+    /// The most that flushing `local` can raise the partitions' memory at
+    /// any moment, every key of it taken as new (the partitions' tables
+    /// grow one at a time, so the old slots of one growth step at most are
+    /// held beside the new ones).
+    pub(super) fn growth(&self, local: &WordCounts) -> u64 {
+        let mut new = vec![[0usize; 3]; PARTS];
+        for s in local.short.entries() {
+            new[part_of(Slot::hash(&s.key))][0] += 1;
+        }
+        for s in local.mid.entries() {
+            new[part_of(MidSlot::hash(&s.key))][1] += 1;
+        }
+        for k in local.long.keys() {
+            new[part_of(long_hash(k))][2] += 1;
+        }
+        let (mut stays, mut step) = (0u64, 0u64);
+        for (shape, new) in self.shapes.iter().zip(new) {
+            let v: Vec<usize> = shape.iter().map(|a| a.load(Ordering::Relaxed)).collect();
+            let short = growth_bytes([v[0], v[1], v[2]], new[0], std::mem::size_of::<Slot>());
+            let mid = growth_bytes([v[3], v[4], v[5]], new[1], std::mem::size_of::<MidSlot>());
+            // hashbrown: buckets for 8/7 of the entries, a power of two, in one step.
+            let (len, capacity) = (v[6], v[7]);
+            let long = if len + new[2] <= capacity {
+                (0, 0)
+            } else {
+                let buckets = ((len + new[2]) * 8 / 7 + 1).next_power_of_two();
+                let old = (capacity * 8 / 7 + 1).next_power_of_two() * LONG_BUCKET;
+                ((buckets * LONG_BUCKET).saturating_sub(old) as u64, old as u64)
+            };
+            stays += short.0 + mid.0 + long.0;
+            step = step.max(short.1).max(mid.1).max(long.1);
+        }
+        stays + step
+    }
+
+    /// Reserves `growth` bytes for a flush if the partitions, with what
+    /// other flushes reserved, stay within `limit`; false if they would not.
+    pub(super) fn reserve(&self, growth: u64, limit: u64) -> bool {
+        self.reserved
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |r| {
+                (self.held().saturating_add(r).saturating_add(growth) <= limit).then_some(r + growth)
+            })
+            .is_ok()
+    }
+
+    pub(super) fn release(&self, growth: u64) {
+        self.reserved.fetch_sub(growth, Ordering::AcqRel);
     }
 
     /// Bytes the partitions' tables hold.
@@ -112,9 +181,7 @@ impl Partitions {
         for (k, v) in long {
             *part.long.entry(k).or_insert(0) += v;
         }
-        let bytes = part.table_bytes();
-        let before = self.part_bytes[p].swap(bytes, Ordering::Relaxed);
-        self.held.fetch_add(bytes.wrapping_sub(before), Ordering::Relaxed);
+        self.note(p, part);
     }
 
     /// Every partition, locked (in order, so two callers cannot deadlock).
@@ -145,9 +212,7 @@ impl Partitions {
         for (p, part) in parts.iter_mut().enumerate() {
             part.mid = Table::tiny();
             part.long = crate::util::new_map();
-            let bytes = part.table_bytes();
-            let before = self.part_bytes[p].swap(bytes, Ordering::Relaxed);
-            self.held.fetch_add(bytes.wrapping_sub(before), Ordering::Relaxed);
+            self.note(p, part);
         }
         written
     }
@@ -188,6 +253,12 @@ fn empty_part() -> WordCounts {
         superword: None,
         memory: Default::default(),
     }
+}
+
+/// A partition's tables as `Partitions::shapes` keeps them.
+fn shape_of(part: &WordCounts) -> [usize; 8] {
+    let ([a, b, c], [d, e, f]) = (part.short.shape(), part.mid.shape());
+    [a, b, c, d, e, f, part.long.len(), part.long.capacity()]
 }
 
 fn lock(m: &Mutex<WordCounts>) -> MutexGuard<'_, WordCounts> {
@@ -287,6 +358,37 @@ impl Shared {
             parts.flush(units);
         }
         self.main.flush(local);
+    }
+
+    /// `Partitions::growth` of flushing `local` (and its SuperBPE units).
+    pub(super) fn growth(&self, local: &WordCounts) -> u64 {
+        let units = match (local.superword.as_deref(), self.superword.as_ref()) {
+            (Some(u), Some(parts)) => parts.growth(u),
+            _ => 0,
+        };
+        self.main.growth(local) + units
+    }
+
+    /// Flushes `local` into the partitions, first writing them to disk if
+    /// what the flush could add would take them past `limit` bytes; if even
+    /// the emptied partitions have no room for it, `local` goes to disk as
+    /// a sorted run of its own. So the partitions never grow past `limit`.
+    pub(super) fn flush_within(&self, local: &mut WordCounts, limit: u64, dirs: &super::parallel::LazyDirs) -> Result<()> {
+        let room = |s: &Self| limit.saturating_sub(s.superword.as_ref().map_or(0, Partitions::held));
+        let mut growth = self.growth(local);
+        if !self.main.reserve(growth, room(self)) {
+            self.spill(&*dirs.open()?)?;
+            // What the tables held goes back to the system, not to the
+            // allocator's cache, so the process's memory follows them.
+            crate::alloc::release_free_memory();
+            growth = self.growth(local);
+            if !self.main.reserve(growth, room(self)) {
+                return local.spill(&*dirs.open()?);
+            }
+        }
+        self.flush(local);
+        self.main.release(growth);
+        Ok(())
     }
 
     pub(super) fn spill(&self, dirs: &SpillDirs) -> Result<()> {

@@ -418,6 +418,12 @@ impl<S: Entry> Table<S> {
         }
     }
 
+    /// Its size as `growth_bytes` reads it: entries, entries before it
+    /// grows, slots.
+    pub fn shape(&self) -> [usize; 3] {
+        [self.len, if self.packed { 0 } else { self.limit }, self.slots.len()]
+    }
+
     /// The table's memory in bytes.
     pub fn bytes(&self) -> usize {
         self.slots.len() * std::mem::size_of::<S>()
@@ -438,6 +444,22 @@ impl<S: Entry> Table<S> {
     pub fn of_entries(slots: Vec<S>) -> Self {
         Table { len: slots.len(), slots, limit: 0, max_slots: usize::MAX, full: false, packed: true }
     }
+}
+
+/// The most that adding `new` keys it does not hold yet can raise the
+/// memory of a table of this `shape` (see `Table::shape`) with slots of
+/// `slot` bytes: as `Table::add` grows it, it doubles until the entries
+/// fit 3/4 of it, and its last step holds the old slots beside the new.
+/// Returns (the growth that stays, the old slots of the last step).
+pub(super) fn growth_bytes([len, limit, slots]: [usize; 3], new: usize, slot: usize) -> (u64, u64) {
+    if len + new <= limit {
+        return (0, 0);
+    }
+    let mut cap = slots.max(MIN_CAPACITY / 2);
+    while cap / 4 * 3 < len + new {
+        cap *= 2;
+    }
+    (((cap - slots.min(cap)) * slot) as u64, (cap / 2 * slot) as u64)
 }
 
 /// How many pre-tokens are in flight between hashing (and prefetching

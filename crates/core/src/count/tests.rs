@@ -135,7 +135,7 @@ fn spilled_counts_equal_the_in_memory_count() {
         let feed = |sink: &mut dyn FnMut(Chunk) -> Result<()>| feed_lines(&chunks, sink);
         let plain = count_parallel(&counter, 2, None, feed).unwrap();
         for threads in [1, 3] {
-            let limits = CountLimits { budget: CountBudget { total: 1 << 20, worker_table: 64 << 10 }, choose_min: None };
+            let limits = CountLimits { budget: CountBudget { total: 1 << 20, worker_table: 64 << 10, process: u64::MAX }, choose_min: None };
             let spilled = count_parallel(&counter, threads, Some(&limits), feed).unwrap();
             assert!(spilled.memory.spill_runs >= 10, "{} runs", spilled.memory.spill_runs);
             assert_eq!(snapshot(&spilled), snapshot(&plain));
@@ -157,7 +157,7 @@ fn spilled_counts_equal_the_in_memory_count() {
             let (kept, _, kept_pieces) = h.kept(min);
             Ok((min, Some(Dropped { min_word_count: min, types: types - kept, pretokens: pieces - kept_pieces })))
         };
-        let limits = CountLimits { budget: CountBudget { total: 1 << 20, worker_table: 64 << 10 }, choose_min: Some(&choose) };
+        let limits = CountLimits { budget: CountBudget { total: 1 << 20, worker_table: 64 << 10, process: u64::MAX }, choose_min: Some(&choose) };
         let pruned = count_parallel(&counter, 2, Some(&limits), feed).unwrap();
         let mut expected = snapshot(&plain);
         let before = expected.len();
@@ -338,7 +338,7 @@ fn spilled_counts_are_written_from_their_runs() {
         table.write_wire(&mut wire).unwrap();
         assert_eq!(wire, plain.to_bytes());
         for threads in [1, 3] {
-            let limits = CountLimits { budget: CountBudget { total: 1 << 20, worker_table: 16 << 10 }, choose_min: None };
+            let limits = CountLimits { budget: CountBudget { total: 1 << 20, worker_table: 16 << 10, process: u64::MAX }, choose_min: None };
             let out = count_parallel_output(&counter, threads, Some(&limits), feed).unwrap();
             assert!(matches!(out, CountOutput::Runs(_)), "the count did not spill");
             let mut wire = vec![0; out.wire_len().unwrap()];
