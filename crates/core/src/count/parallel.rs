@@ -74,7 +74,7 @@ fn fresh_counts(counter: &Counter) -> WordCounts {
 
 /// The spill folders of one counting, created at the first spill (a run
 /// that never spills touches no disk).
-pub(super) struct LazyDirs {
+struct LazyDirs {
     dirs: Mutex<Option<std::sync::Arc<SpillDirs>>>,
     superword: bool,
 }
@@ -131,7 +131,7 @@ fn count_partitioned(
             let largest = local_peak.fetch_max(local.table_bytes(), Ordering::Relaxed).max(local.table_bytes());
             let rooms = shared.thread_room(threads, most).max(largest) * threads as u64;
             let measured = l.budget.process.saturating_sub(crate::budget::resident_now()).saturating_add(shared.held());
-            shared.flush_within(local, total.saturating_sub(rooms).min(measured), &dirs)?;
+            shared.flush_within(local, total.saturating_sub(rooms).min(measured), &|| dirs.open())?;
         } else {
             shared.flush(local);
         }

@@ -373,17 +373,17 @@ impl Shared {
     /// what the flush could add would take them past `limit` bytes; if even
     /// the emptied partitions have no room for it, `local` goes to disk as
     /// a sorted run of its own. So the partitions never grow past `limit`.
-    pub(super) fn flush_within(&self, local: &mut WordCounts, limit: u64, dirs: &super::parallel::LazyDirs) -> Result<()> {
+    pub(super) fn flush_within(&self, local: &mut WordCounts, limit: u64, dirs: &dyn Fn() -> Result<std::sync::Arc<SpillDirs>>) -> Result<()> {
         let room = |s: &Self| limit.saturating_sub(s.superword.as_ref().map_or(0, Partitions::held));
         let mut growth = self.growth(local);
         if !self.main.reserve(growth, room(self)) {
-            self.spill(&*dirs.open()?)?;
+            self.spill(&*dirs()?)?;
             // What the tables held goes back to the system, not to the
             // allocator's cache, so the process's memory follows them.
             crate::alloc::release_free_memory();
             growth = self.growth(local);
             if !self.main.reserve(growth, room(self)) {
-                return local.spill(&*dirs.open()?);
+                return local.spill(&*dirs()?);
             }
         }
         self.flush(local);

@@ -9,7 +9,6 @@
 //! A finished model has no such record: extending it takes the options as
 //! given.
 
-use super::options::TrainOptions;
 use crate::error::{Error, Result};
 use crate::model::Model;
 use serde_json::{Map, Value};
@@ -17,7 +16,7 @@ use std::path::Path;
 
 /// The options (by their `TrainOptions` names) that change what a run
 /// learns, besides those the model keeps itself (scheme, pre-tokenizer,
-/// special tokens, alphabet settings: `TrainOptions::check_resumed_settings`).
+/// special tokens, alphabet settings, checked as the options are made).
 /// `threads`, the output files and the progress never change the result.
 pub const RESULT_OPTIONS: &[&str] = &[
     "vocab_size",
@@ -119,13 +118,16 @@ impl CheckpointRecord {
     }
 }
 
-/// Every option of `options` but the resumed model (engine form), for the
-/// records a run writes (a checkpoint keeps `RESULT_OPTIONS` of them).
-pub fn recorded_options(options: &TrainOptions) -> Map<String, Value> {
-    as_json(options)
+/// A record's options as JSON, by name (engine form): what a run records,
+/// and what resuming compares and fills in.
+pub fn as_json<T: serde::Serialize>(options: &T) -> Map<String, Value> {
+    match serde_json::to_value(options) {
+        Ok(Value::Object(map)) => map,
+        _ => Map::new(),
+    }
 }
 
-/// `RESULT_OPTIONS` of `all` (as `recorded_options` gives them).
+/// `RESULT_OPTIONS` of `all` (as `as_json` gives them).
 pub fn result_options(all: &Map<String, Value>) -> Map<String, Value> {
     RESULT_OPTIONS.iter().filter_map(|&name| all.get(name).map(|v| (name.to_string(), v.clone()))).collect()
 }
@@ -139,18 +141,13 @@ pub struct Taken {
     pub min_word_count: Option<u64>,
 }
 
-/// Takes, into `options`, each recorded option the caller left at its
-/// default (`options.explicit` names those given, where the caller knows);
-/// an option given with another value is refused, naming both. `vocab_size`
-/// may be given: any size at least the model's continues the same merges.
-pub fn take_recorded_options(options: &mut TrainOptions, model: &Model) -> Result<Taken> {
+/// What resuming `model` takes from its record, given the run's options
+/// (`mine`, as `as_json` gives them) and which of them the caller gave
+/// (`given`): each recorded option not given; an option given with another
+/// value is refused, naming both. `vocab_size` may be given: any size at
+/// least the model's continues the same merges.
+pub fn take_recorded(mine: &Map<String, Value>, given: &dyn Fn(&str) -> bool, model: &Model) -> Result<Taken> {
     let Some(record) = CheckpointRecord::of(model)? else { return Ok(Taken::default()) };
-    let mine = as_json(options);
-    let default = as_json(&TrainOptions::default());
-    let given = |name: &str| match &options.explicit {
-        Some(names) => names.iter().any(|n| n == name),
-        None => mine.get(name) != default.get(name),
-    };
     let mut taken = Map::new();
     let mut conflicts = Vec::new();
     for &name in RESULT_OPTIONS {
@@ -170,24 +167,7 @@ pub fn take_recorded_options(options: &mut TrainOptions, model: &Model) -> Resul
             conflicts.join("; ")
         )));
     }
-    if !taken.is_empty() {
-        let mut merged = mine;
-        merged.extend(taken.clone());
-        let mut filled: TrainOptions = serde_json::from_value(Value::Object(merged))
-            .map_err(|e| Error::model(format!("metadata.checkpoint of the resumed model: {e}")))?;
-        filled.resume_from = options.resume_from.take();
-        filled.normalizer = options.normalizer.take();
-        filled.explicit = options.explicit.take();
-        *options = filled;
-    }
     Ok(Taken { options: taken, min_word_count: Some(record.effective_min_word_count) })
-}
-
-fn as_json(options: &TrainOptions) -> Map<String, Value> {
-    match serde_json::to_value(options) {
-        Ok(Value::Object(map)) => map,
-        _ => Map::new(),
-    }
 }
 
 /// A JSON value as Python's `repr` shows it (error messages name Python's values).

@@ -136,18 +136,34 @@ impl TrainOptions {
     /// Checks the settings a resumed model keeps, and takes from a resumed
     /// checkpoint the options left out (`checkpoint`).
     fn take_from_resumed(&mut self) -> Result<super::checkpoint::Taken> {
+        use super::checkpoint::as_json;
         let Some(model) = self.resume_from.take() else { return Ok(Default::default()) };
         self.check_resumed_settings(&model)?;
-        let taken = super::checkpoint::take_recorded_options(self, &model);
+        let mine = as_json(&*self);
+        let default = as_json(&TrainOptions::default());
+        let given = |name: &str| match &self.explicit {
+            Some(names) => names.iter().any(|n| n == name),
+            None => mine.get(name) != default.get(name),
+        };
+        let taken = super::checkpoint::take_recorded(&mine, &given, &model)?;
+        if !taken.options.is_empty() {
+            let mut merged = mine.clone();
+            merged.extend(taken.options.clone());
+            let mut filled: TrainOptions = serde_json::from_value(serde_json::Value::Object(merged))
+                .map_err(|e| Error::model(format!("metadata.checkpoint of the resumed model: {e}")))?;
+            filled.normalizer = self.normalizer.take();
+            filled.explicit = self.explicit.take();
+            *self = filled;
+        }
         self.resume_from = Some(model);
-        taken
+        Ok(taken)
     }
 
     /// Converts and checks the options: the typed config, or a parameter
     /// error naming the option.
     pub fn into_config(mut self) -> Result<ValidConfig> {
         let taken = self.take_from_resumed()?;
-        let recorded = super::checkpoint::recorded_options(&self);
+        let recorded = super::checkpoint::as_json(&self);
         self.check_ranges()?;
         let scheme = match self.scheme.as_str() {
             "bytes" if self.byte_fallback || self.fuse_unk => {
