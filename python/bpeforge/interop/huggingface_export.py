@@ -399,6 +399,8 @@ def to_huggingface(tok: Tokenizer, path: PathLike, *, bos_token: str | None = AU
     than SentencePiece does, so ids differ on those (0.43% of the lines of a
     multilingual corpus); its SentencePiece export is exact.
     """
+    # Why this function is long: its docstring is the export's reference
+    # (what is written, and how ids and decodes match); the body is short.
     v = ModelView(tok)
     warn_where_ids_can_differ(v, stacklevel=3)  # the caller of Tokenizer.to_huggingface
     is_folder = huggingface_paths(path)[0] != os.fspath(path)
