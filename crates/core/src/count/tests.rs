@@ -351,3 +351,23 @@ fn spilled_counts_are_written_from_their_runs() {
         }
     }
 }
+
+/// A counting task refuses, before writing anything, serialized counts
+/// whose copies would not fit what its budget leaves free (the Ray task's
+/// share), and writes them when they fit.
+#[test]
+fn serialized_counts_over_the_budget_are_refused_before_they_are_made() {
+    let mut counts = WordCounts::new();
+    for i in 0..20_000u32 {
+        let key = format!("a word type long enough to live in the long keys' map, number {i:>8}");
+        counts.add(key.as_bytes(), 1 + u64::from(i % 7));
+    }
+    let output = CountOutput::Table(counts);
+    let len = output.wire_len().expect("wire length") as u64;
+    // Nothing free beside what the process holds: four copies cannot fit
+    // in what writing the table frees behind the cursor.
+    let held = crate::budget::process_rss();
+    let err = output.wire_len_within(held, 4).expect_err("four copies over a budget the process already fills");
+    assert!(err.message().contains("in their serialized form"), "{}", err.message());
+    assert_eq!(output.wire_len_within(held + 8 * len + (64 << 20), 4).expect("room for them") as u64, len);
+}
