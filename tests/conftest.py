@@ -3,6 +3,11 @@
 from __future__ import annotations
 
 import lzma
+import os
+import random
+import signal
+import subprocess
+import time
 import unicodedata
 from pathlib import Path
 
@@ -124,6 +129,56 @@ def held_out(lines) -> list[str]:
 def corpus_slice() -> list[str]:
     """The first 2,000 lines of the shipped sample (= of multi-200k.txt.xz)."""
     return _read_slice(SLICE_LINES)
+
+
+@pytest.fixture(scope="session")
+def corpus_file(tmp_path_factory, corpus_slice) -> str:
+    """The slice as a text file (read only: a test that changes it copies it)."""
+    p = tmp_path_factory.mktemp("slice") / "corpus.txt"
+    p.write_text("\n".join(corpus_slice) + "\n", encoding="utf-8")
+    return str(p)
+
+
+def same_training(a, b) -> None:
+    """Two trained tokenizers learned the same: merges, their counts, size."""
+    assert a.merges == b.merges
+    assert a.merge_counts == b.merge_counts
+    assert a.vocab_size == b.vocab_size
+
+
+def write_zipf_corpus(path: Path, blocks: int) -> str:
+    """``blocks`` blocks of 10,000 words (about 117 kB each) drawn from 200k
+    types with Zipf-like frequencies, 20 to a line: many rare types, a few
+    frequent ones (what a memory budget drops). Returns the path."""
+    rng = random.Random(13)
+    letters = "abcdefghijklmnopqrstuvwxyzéøß"
+    types = ["".join(rng.choice(letters) for _ in range(rng.randint(3, 12))) for _ in range(200_000)]
+    weights = [1.0 / (i + 1) for i in range(len(types))]
+    with open(path, "w", encoding="utf-8") as f:
+        for _ in range(blocks):
+            words = rng.choices(types, weights, k=10_000)
+            f.write("\n".join(" ".join(words[i:i + 20]) for i in range(0, len(words), 20)) + "\n")
+    return str(path)
+
+
+def interrupt_while_merging(argv: list[str], *, settle: float = 0.0, timeout: float = 60) -> tuple[int, str]:
+    """Runs a ``bpeforge train`` command line (with ``--progress human``),
+    sends it SIGINT ``settle`` seconds after its merge loop first reports,
+    and returns its exit status and everything it wrote on stderr."""
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stderr is not None
+    seen = b""
+    deadline = time.monotonic() + 120
+    os.set_blocking(proc.stderr.fileno(), False)
+    while b"merging: " not in seen and time.monotonic() < deadline and proc.poll() is None:
+        seen += proc.stderr.read() or b""
+        time.sleep(0.02)
+    assert b"merging: " in seen, seen[-500:]
+    time.sleep(settle)
+    proc.send_signal(signal.SIGINT)
+    os.set_blocking(proc.stderr.fileno(), True)
+    _, rest = proc.communicate(timeout=timeout)
+    return proc.returncode, (seen + rest).decode("utf-8")
 
 
 @pytest.fixture(scope="session")

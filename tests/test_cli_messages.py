@@ -5,12 +5,9 @@ an export and import that keep every id."""
 
 from __future__ import annotations
 
-import os
 import random
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -19,6 +16,7 @@ import bpeforge
 from bpeforge import cli
 from bpeforge.errors import ParameterError
 from bpeforge.options import parse_count
+from conftest import interrupt_while_merging
 
 TEXTS = [f"the quick brown fox {i % 17} jumps over the lazy dog {i % 5}" for i in range(300)]
 
@@ -190,21 +188,8 @@ def test_interrupt_message_is_on_its_own_line_and_says_how_to_resume(tmp_path, c
             "--progress", "human", "-o", str(out), "--threads", "2"]
     if checkpoint:
         argv += ["--checkpoint-every", "200"]
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    assert proc.stderr is not None
-    seen = b""
-    deadline = time.monotonic() + 120
-    os.set_blocking(proc.stderr.fileno(), False)
-    while b"merging: " not in seen and time.monotonic() < deadline and proc.poll() is None:
-        seen += proc.stderr.read() or b""
-        time.sleep(0.05)
-    assert b"merging: " in seen, seen[-500:]
-    time.sleep(1.0)
-    proc.send_signal(signal.SIGINT)
-    os.set_blocking(proc.stderr.fileno(), True)
-    _, rest = proc.communicate(timeout=30)
-    err = (seen + rest).decode("utf-8")
-    assert proc.returncode == 130
+    returncode, err = interrupt_while_merging(argv, settle=1.0, timeout=30)
+    assert returncode == 130
     message = err[err.index("bpeforge: interrupted"):]
     assert err[err.index("bpeforge: interrupted") - 1] == "\n"  # not glued to the live progress line
     if checkpoint:

@@ -14,20 +14,8 @@ import sys
 import pytest
 
 import bpeforge
+from conftest import same_training
 from bpeforge.cli.train import _interrupted, cmd_train
-
-
-@pytest.fixture(scope="module")
-def corpus_file(tmp_path_factory, corpus_slice) -> str:
-    p = tmp_path_factory.mktemp("counts") / "corpus.txt"
-    p.write_text("\n".join(corpus_slice) + "\n", encoding="utf-8")
-    return str(p)
-
-
-def _same(a: bpeforge.Tokenizer, b: bpeforge.Tokenizer) -> None:
-    assert a.merges == b.merges
-    assert a.merge_counts == b.merge_counts
-    assert a.vocab_size == b.vocab_size
 
 
 @pytest.mark.parametrize("scheme", ["bytes", "chars"])
@@ -38,7 +26,7 @@ def test_a_counts_file_trains_every_size_as_the_text_does(corpus_file, tmp_path,
     assert header["counting"]["scheme"] == scheme
     base = 256 if scheme == "bytes" else 2600
     for size, extra in ((base + 300, {}), (base + 900, {"min_frequency": 3, "max_token_length": 8})):
-        _same(bpeforge.train_from_counts(counts, vocab_size=size, scheme=scheme, progress=False, **extra),
+        same_training(bpeforge.train_from_counts(counts, vocab_size=size, scheme=scheme, progress=False, **extra),
               bpeforge.train(corpus_file, vocab_size=size, scheme=scheme, progress=False, **extra))
 
 
@@ -70,7 +58,7 @@ def test_the_command_line_counts_once_and_trains_twice(corpus_file, tmp_path) ->
         run = subprocess.run([sys.executable, "-m", "bpeforge", "train", "--counts", str(counts), "-o", str(model),
                               "--vocab-size", size, "--progress", "off"], capture_output=True, text=True)
         assert run.returncode == 0, run.stderr
-        _same(bpeforge.load(model), bpeforge.train(corpus_file, vocab_size=int(size.replace("k", "000")),
+        same_training(bpeforge.load(model), bpeforge.train(corpus_file, vocab_size=int(size.replace("k", "000")),
                                                    progress=False))
     run = subprocess.run([sys.executable, "-m", "bpeforge", "train", corpus_file, "--counts", str(counts), "-o",
                           str(model)], capture_output=True, text=True)
@@ -95,13 +83,13 @@ def test_a_resumed_checkpoint_trains_on_the_counts_its_run_saved(corpus_file, tm
     text, ckpt, straight = _checkpointed(tmp_path, corpus_file)
     counts = ckpt + ".counts"
     assert bpeforge.load(ckpt).metadata["checkpoint"]["counts"] == os.path.realpath(counts)
-    _same(bpeforge.train_from_counts(counts, vocab_size=1500, progress=False), straight)
+    same_training(bpeforge.train_from_counts(counts, vocab_size=1500, progress=False), straight)
     stamp = os.stat(text)
     original = open(text, "rb").read()
     with open(text, "wb") as f:
         f.write(bytes(b if b == 0x0A else 0x78 for b in original))
     os.utime(text, ns=(stamp.st_atime_ns, stamp.st_mtime_ns))
-    _same(bpeforge.train(text, resume_from=ckpt, progress=False), straight)
+    same_training(bpeforge.train(text, resume_from=ckpt, progress=False), straight)
 
 
 def test_a_counts_file_changed_since_is_refused(corpus_file, tmp_path) -> None:

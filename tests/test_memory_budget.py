@@ -6,7 +6,6 @@ a budget too small even so is a clear error."""
 from __future__ import annotations
 
 import json
-import random
 import struct
 import subprocess
 import sys
@@ -16,6 +15,7 @@ from pathlib import Path
 import pytest
 
 import bpeforge
+from conftest import write_zipf_corpus
 from bpeforge import _native
 from bpeforge.options import TrainOptions
 
@@ -29,16 +29,7 @@ def _rss() -> int:
 def zipf_corpus(tmp_path_factory) -> str:
     """About 14 MB (several 4 MB chunks) of words drawn from 200k types with
     Zipf-like frequencies: many rare types, a few frequent ones."""
-    rng = random.Random(13)
-    letters = "abcdefghijklmnopqrstuvwxyzéøß"
-    types = ["".join(rng.choice(letters) for _ in range(rng.randint(3, 12))) for _ in range(200_000)]
-    weights = [1.0 / (i + 1) for i in range(len(types))]
-    path = tmp_path_factory.mktemp("budget") / "zipf.txt"
-    with open(path, "w", encoding="utf-8") as f:
-        for _ in range(120):
-            words = rng.choices(types, weights, k=10_000)
-            f.write("\n".join(" ".join(words[i:i + 20]) for i in range(0, len(words), 20)) + "\n")
-    return str(path)
+    return write_zipf_corpus(tmp_path_factory.mktemp("budget") / "zipf.txt", blocks=120)
 
 
 # Runs in a fresh interpreter: a budget just above what the process holds is

@@ -14,13 +14,6 @@ import bpeforge
 from bpeforge import _native
 
 
-@pytest.fixture(scope="module")
-def corpus_file(tmp_path_factory, corpus_slice) -> str:
-    p = tmp_path_factory.mktemp("resume") / "corpus.txt"
-    p.write_text("\n".join(corpus_slice) + "\n", encoding="utf-8")
-    return str(p)
-
-
 @pytest.mark.parametrize("scheme, pretok", [("bytes", "gpt2"), ("chars", "whitespace")])
 def test_resume_equals_straight_run(corpus_file, tmp_path, scheme, pretok) -> None:
     kw = {"scheme": scheme, "pretokenizer": pretok, "special_tokens": ["<s>"], "progress": False}

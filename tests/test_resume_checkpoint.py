@@ -5,30 +5,14 @@ refuses a different one, and the Ctrl-C message prints the whole command."""
 from __future__ import annotations
 
 import json
-import os
-import random
 import shlex
-import signal
 import subprocess
 import sys
-import time
 
 import pytest
 
 import bpeforge
-
-
-@pytest.fixture(scope="module")
-def corpus_file(tmp_path_factory, corpus_slice) -> str:
-    p = tmp_path_factory.mktemp("checkpoint") / "corpus.txt"
-    p.write_text("\n".join(corpus_slice) + "\n", encoding="utf-8")
-    return str(p)
-
-
-def _same(a: bpeforge.Tokenizer, b: bpeforge.Tokenizer) -> None:
-    assert a.merges == b.merges
-    assert a.merge_counts == b.merge_counts
-    assert a.vocab_size == b.vocab_size
+from conftest import interrupt_while_merging, same_training, write_zipf_corpus
 
 
 @pytest.mark.parametrize("threads", [1, 2])
@@ -45,11 +29,11 @@ def test_a_checkpoint_resumed_with_no_options_equals_the_straight_run(corpus_fil
     assert record["options"]["vocab_size"] == vocab_size and record["options"]["min_frequency"] == 3
     # Nothing but the checkpoint: the target size and every option come from it.
     resumed = bpeforge.train(corpus_file, resume_from=ckpt, threads=threads, progress=False)
-    _same(resumed, straight)
+    same_training(resumed, straight)
     assert resumed.metadata["resumed_merges"] == len(part.merges)
     # The same options given again are accepted, and a larger size continues the same merges.
     again = bpeforge.train(corpus_file, resume_from=ckpt, **opts)
-    _same(again, straight)
+    same_training(again, straight)
     longer = bpeforge.train(corpus_file, resume_from=ckpt, vocab_size=vocab_size + 200, progress=False)
     assert longer.merges[: len(straight.merges)] == straight.merges
 
@@ -58,16 +42,7 @@ def test_a_checkpoint_resumed_with_no_options_equals_the_straight_run(corpus_fil
 def zipf_corpus(tmp_path_factory) -> str:
     """About 7 MB of words drawn from 200k types with Zipf-like frequencies:
     many rare types, which a tight budget drops."""
-    rng = random.Random(13)
-    letters = "abcdefghijklmnopqrstuvwxyzéøß"
-    types = ["".join(rng.choice(letters) for _ in range(rng.randint(3, 12))) for _ in range(200_000)]
-    weights = [1.0 / (i + 1) for i in range(len(types))]
-    path = tmp_path_factory.mktemp("zipf") / "zipf.txt"
-    with open(path, "w", encoding="utf-8") as f:
-        for _ in range(60):
-            words = rng.choices(types, weights, k=10_000)
-            f.write("\n".join(" ".join(words[i:i + 20]) for i in range(0, len(words), 20)) + "\n")
-    return str(path)
+    return write_zipf_corpus(tmp_path_factory.mktemp("zipf") / "zipf.txt", blocks=60)
 
 
 # In a fresh interpreter (a budget just above what the process holds means
@@ -174,20 +149,8 @@ def test_ctrl_c_prints_the_command_that_resumes_to_the_straight_run(tmp_path, co
     options = ["--vocab-size", "24k", "--min-frequency", "1", "--max-token-length", "16", "--min-word-count", "2"]
     argv = [sys.executable, "-m", "bpeforge", "train", corpus_file, *options, "--threads", "1",
             "--progress", "human", "-o", str(out), "--checkpoint-every", "100"]
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    assert proc.stderr is not None
-    seen = b""
-    deadline = time.monotonic() + 120
-    os.set_blocking(proc.stderr.fileno(), False)
-    while b"merging: " not in seen and time.monotonic() < deadline and proc.poll() is None:
-        seen += proc.stderr.read() or b""
-        time.sleep(0.02)
-    assert b"merging: " in seen, seen[-500:]
-    proc.send_signal(signal.SIGINT)
-    os.set_blocking(proc.stderr.fileno(), True)
-    _, rest = proc.communicate(timeout=60)
-    err = (seen + rest).decode("utf-8")
-    assert proc.returncode == 130, err[-2000:]
+    returncode, err = interrupt_while_merging(argv)
+    assert returncode == 130, err[-2000:]
     command = err[err.index("resume with:"):].splitlines()[1].strip()
     words = shlex.split(command)
     assert words[:2] == ["bpeforge", "train"] and "(and the same options)" not in err
@@ -202,7 +165,7 @@ def test_ctrl_c_prints_the_command_that_resumes_to_the_straight_run(tmp_path, co
     assert "resumed: " in resumed.stdout
     straight = bpeforge.train(corpus_file, vocab_size=24000, min_frequency=1, max_token_length=16,
                               min_word_count=2, progress=False)
-    _same(bpeforge.load(out), straight)
+    same_training(bpeforge.load(out), straight)
 
 
 def test_an_explicit_default_on_the_command_line_is_checked_too(tmp_path, corpus_file) -> None:
