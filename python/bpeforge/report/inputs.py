@@ -46,6 +46,17 @@ def check_inputs(**sources: Any) -> None:
             raise ParameterError(f"{name} {path}: cannot read it ({e.strerror or e})") from e
 
 
+def _reservoir_add(sample: list[Any], item: Any, n: int, k: int, rng: random.Random) -> None:
+    """Reservoir sampling's step for the ``n``-th item seen (from 1): keep
+    up to ``k`` items (all when ``k`` <= 0), each of the ``n`` equally likely."""
+    if k <= 0 or len(sample) < k:
+        sample.append(item)
+        return
+    j = rng.randrange(n)
+    if j < k:
+        sample[j] = item
+
+
 def _iter_lines(source: PathLike | Iterable[str], what: str,
                 text_field: str | None = None) -> tuple[Iterator[str], str, Any]:
     if isinstance(source, (str, os.PathLike)):
@@ -126,23 +137,12 @@ def sample_corpus(
                 continue
             n_nonempty += 1
             item = (line, tag.strip() or "und")
-            if k <= 0 or len(picked) < k:
-                picked.append(item)
-            else:
-                j = rng.randrange(n_nonempty)
-                if j < k:
-                    picked[j] = item
+            _reservoir_add(picked, item, n_nonempty, k, rng)
             if langs_it is not None:
                 lang = item[1]
                 n = seen[lang] = seen.get(lang, 0) + 1
                 nbytes[lang] = nbytes.get(lang, 0) + len(line.encode("utf-8"))
-                mine = by_lang.setdefault(lang, [])
-                if per_language <= 0 or len(mine) < per_language:
-                    mine.append(line)
-                else:
-                    j = lang_rng.randrange(n)
-                    if j < per_language:
-                        mine[j] = line
+                _reservoir_add(by_lang.setdefault(lang, []), line, n, per_language, lang_rng)
     finally:
         for h in (h1, h2):
             if h is not None:
