@@ -71,11 +71,18 @@ pub struct InputFile {
     pub bytes: u64,
 }
 
+/// A file's metadata and its absolute path with links resolved: how a
+/// checkpoint and a counts file name their inputs.
+pub fn resolved(path: &Path) -> Result<(std::fs::Metadata, String)> {
+    let meta = std::fs::metadata(path).map_err(|e| Error::io_read(path, &e))?;
+    let full = std::fs::canonicalize(path).map_err(|e| Error::io_read(path, &e))?;
+    Ok((meta, full.display().to_string()))
+}
+
 impl InputFile {
     pub fn of(path: &Path) -> Result<InputFile> {
-        let meta = std::fs::metadata(path).map_err(|e| Error::io_read(path, &e))?;
-        let full = std::fs::canonicalize(path).map_err(|e| Error::io_read(path, &e))?;
-        Ok(InputFile { path: full.display().to_string(), bytes: meta.len() })
+        let (meta, path) = resolved(path)?;
+        Ok(InputFile { path, bytes: meta.len() })
     }
 
     /// The files of a run's `inputs` record (paths as given), or `None`

@@ -33,14 +33,13 @@ pub struct InputStamp {
 
 impl InputStamp {
     pub fn of(path: &Path) -> Result<InputStamp> {
-        let meta = std::fs::metadata(path).map_err(|e| Error::io_read(path, &e))?;
-        let full = std::fs::canonicalize(path).map_err(|e| Error::io_read(path, &e))?;
+        let (meta, full) = super::checkpoint::resolved(path)?;
         let modified_ns = meta
             .modified()
             .ok()
             .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
             .map_or(0, |d| d.as_nanos());
-        Ok(InputStamp { path: full.display().to_string(), bytes: meta.len(), modified_ns })
+        Ok(InputStamp { path: full, bytes: meta.len(), modified_ns })
     }
 }
 
