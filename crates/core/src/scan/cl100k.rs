@@ -4,26 +4,71 @@
 //! The possessive quantifiers change nothing here: what they keep could
 //! never be given back to a later part of the same branch anyway.
 
+use super::masks::Block;
 use super::tables::{LETTER, NEWLINE, NUMBER};
-use super::{contraction_end, Text, ASCII_LETTERS};
+use super::tiles::{after, before, leads_of, whole_chars, Contractions, Rules, Starts};
 
-pub(super) fn piece_end(t: &Text, pos: usize) -> usize {
+pub(super) const RULES: Rules =
+    Rules { starts, contractions: Contractions::AloneFolded, digit_groups: true, piece_end };
+
+/// Where pieces start in a window (see `tiles`), before contractions and
+/// digit groups:
+/// * a run of letters starts a piece, or the character before it does when
+///   that one may lead it: whitespace other than CR/LF (always the last of
+///   its run), or "other" that is a run of its own and not after a space;
+/// * a run of digits, and a run of "other" not after a space (the space
+///   leads it);
+/// * a run of whitespace, and its last character when text follows (with
+///   `\s+(?!\S)` the run gives that one back); newlines just after
+///   "other" belong to it (`[\r\n]*`), and a run that ends with a newline
+///   is one piece (`\s*[\r\n]`);
+/// * hard: a newline followed by other whitespace, where `\s*[\r\n]` ends
+///   at the last newline of the run.
+pub(super) fn starts(w: &Block) -> Starts {
+    let other = !(w.letter | w.number | w.space) & w.inside;
+    let other_start = other & !before(other);
+    let leads_alone = whole_chars(other_start & !before(w.space_byte), w.continuation);
+    let blank = w.space & !w.newline;
+    let word_start = w.letter & !before(w.letter);
+    let led = word_start & before(leads_alone | blank);
+    let words = (word_start & !led) | leads_of(after(led), w.continuation);
+    let digits = w.number & !before(w.number);
+    let others = other_start & !before(w.space_byte);
+    let space_start = w.space & !before(w.space);
+    let joins_other = space_start & w.newline & before(other);
+    let space_last = w.space & !after(w.space) & after(w.inside);
+    let spaces = (space_start & !joins_other) | leads_of(space_last & !w.newline, w.continuation);
+    Starts {
+        bits: words | digits | others | spaces,
+        hard: w.newline & after(blank) != 0,
+    }
+}
+
+use super::{contraction_end, AsciiSet, Text};
+
+/// The ASCII bytes that may lead a run of letters on the fast path: not a
+/// letter, digit, CR or LF, and not `'` (a contraction is tried first).
+const LEADS_LETTERS: AsciiSet = AsciiSet::all_but(b"\r\n'0123456789");
+
+pub(super) fn piece_end(t: &mut Text, pos: usize) -> usize {
+    if let Some(end) = t.lead_then_run(pos, LEADS_LETTERS, LETTER) {
+        return end;
+    }
     if t.byte(pos) == b'\'' {
         if let Some(end) = contraction_end(t.s, pos, true) {
             return end;
         }
     }
     let (class, len) = t.at(pos);
-    let letters = |start| t.run_word(start, LETTER, ASCII_LETTERS);
     if class & LETTER != 0 {
-        return letters(pos);
+        return t.run_any(pos, LETTER);
     }
     // One character that is not CR, LF, a letter or a digit may lead a
     // run of letters.
     if class & (NUMBER | NEWLINE) == 0 {
         if let Some(next) = t.class_at(pos + len) {
             if next & LETTER != 0 {
-                return letters(pos + len);
+                return t.run_any(pos + len, LETTER);
             }
         }
     }

@@ -4,10 +4,35 @@
 //! (leftmost-first). None of them needs backtracking except the look-ahead,
 //! which `Text::whitespace_end` handles.
 
+use super::masks::Block;
 use super::tables::{LETTER, NUMBER, SPACE, WORDLIKE};
-use super::{contraction_end, Text, ASCII_LETTERS};
+use super::tiles::{after, before, leads_of, Contractions, Rules, Starts};
 
-pub(super) fn piece_end(t: &Text, pos: usize) -> usize {
+pub(super) const RULES: Rules = Rules { starts, contractions: Contractions::Alone, digit_groups: false, piece_end };
+
+/// Where pieces start in a window (see `tiles`), before contractions: each
+/// run of letters, of digits and of "other", or the space before it (` ?`);
+/// each run of whitespace, and its last character when text follows (with
+/// `\s+(?!\S)` the run gives that one back).
+pub(super) fn starts(w: &Block) -> Starts {
+    let other = !(w.letter | w.number | w.space) & w.inside;
+    let runs = (w.letter & !before(w.letter)) | (w.number & !before(w.number)) | (other & !before(other));
+    let space_start = w.space & !before(w.space);
+    let space_last = w.space & !after(w.space) & after(w.inside);
+    Starts {
+        bits: (runs & !before(w.space_byte)) | space_start | leads_of(space_last, w.continuation),
+        hard: false,
+    }
+}
+
+use super::{contraction_end, AsciiSet, Text};
+
+pub(super) fn piece_end(t: &mut Text, pos: usize) -> usize {
+    // ` ?\p{L}+`: a word, or a space and a word (a letter never starts
+    // a contraction).
+    if let Some(end) = t.lead_then_run(pos, AsciiSet::of(b" "), LETTER) {
+        return end;
+    }
     let b = t.byte(pos);
     if b == b'\'' {
         if let Some(end) = contraction_end(t.s, pos, false) {
@@ -26,11 +51,11 @@ pub(super) fn piece_end(t: &Text, pos: usize) -> usize {
         }
     }
     if class & LETTER != 0 {
-        t.run_word(start, LETTER, ASCII_LETTERS)
+        t.run_any(start, LETTER)
     } else if class & NUMBER != 0 {
-        t.run(start, |c| c & NUMBER != 0)
+        t.run_any(start, NUMBER)
     } else if class & SPACE == 0 {
-        t.run(start, |c| c & WORDLIKE == 0)
+        t.run_none(start, WORDLIKE)
     } else {
         t.whitespace_end(pos, false)
     }

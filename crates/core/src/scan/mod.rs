@@ -12,13 +12,16 @@
 
 mod cl100k;
 mod gpt2;
+mod masks;
 mod o200k;
 mod superword;
 pub(crate) mod tables;
+mod tiles;
 #[cfg(test)]
 pub(crate) mod tests;
 
-use tables::{classes, Classes, NUMBER, SPACE, WORDLIKE};
+use masks::{Block, BLOCK};
+use tables::{classes, Classes, LETTER, LOWERISH, NUMBER, SPACE, UPPERISH, WORDLIKE};
 
 /// Which preset a [`Scanner`] cuts like.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -50,30 +53,55 @@ impl Scanner {
 
     /// Calls `f` with each piece of `text`, in order; the pieces cover it.
     pub fn split<'t>(&self, text: &'t str, f: &mut impl FnMut(&'t str)) {
-        let t = Text { s: text.as_bytes(), classes: self.classes };
         match self.preset {
-            Preset::Gpt2 => tile(text, &t, f, gpt2::piece_end),
-            Preset::Cl100k => tile(text, &t, f, cl100k::piece_end),
-            Preset::O200k => tile(text, &t, f, o200k::piece_end),
-            Preset::Superword => superword::split(text, &t, f),
+            Preset::Gpt2 => tiles::split(text, self.classes, &gpt2::RULES, f),
+            Preset::Cl100k => tiles::split(text, self.classes, &cl100k::RULES, f),
+            Preset::O200k => tiles::split(text, self.classes, &o200k::RULES, f),
+            Preset::Superword => superword::split(text, &mut Text::new(text.as_bytes(), self.classes), f),
+        }
+    }
+
+    /// [`split`](Self::split) by the scalar scanners alone, piece by piece:
+    /// what the masks are held to in the tests.
+    #[cfg(test)]
+    pub(crate) fn split_scalar<'t>(&self, text: &'t str, f: &mut impl FnMut(&'t str)) {
+        let mut t = Text::new(text.as_bytes(), self.classes);
+        match self.preset {
+            Preset::Gpt2 => tile(text, &mut t, f, gpt2::piece_end),
+            Preset::Cl100k => tile(text, &mut t, f, cl100k::piece_end),
+            Preset::O200k => tile(text, &mut t, f, o200k::piece_end),
+            Preset::Superword => superword::split(text, &mut t, f),
         }
     }
 }
 
 /// Cuts `text` into consecutive pieces, each ending where `piece_end` says.
-#[inline(always)]
-fn tile<'t>(text: &'t str, t: &Text, f: &mut impl FnMut(&'t str), piece_end: impl Fn(&Text, usize) -> usize) {
+#[cfg(test)]
+fn tile<'t>(
+    text: &'t str,
+    t: &mut Text,
+    f: &mut impl FnMut(&'t str),
+    piece_end: impl Fn(&mut Text, usize) -> usize,
+) {
     let mut pos = 0;
     while pos < t.len() {
-        let mut end = piece_end(t, pos);
-        debug_assert!(end > pos && text.is_char_boundary(end));
-        if end <= pos {
-            // Unreachable (every preset matches at every position); never
-            // loop forever if a scanner bug says otherwise.
-            end = pos + t.at(pos).1;
-        }
+        let end = next_end(t, pos, &piece_end);
         f(piece(text, pos, end));
         pos = end;
+    }
+}
+
+/// The end of the piece at `pos`, by the scalar scanner `piece_end`.
+#[inline(always)]
+fn next_end(t: &mut Text, pos: usize, piece_end: &impl Fn(&mut Text, usize) -> usize) -> usize {
+    let end = piece_end(t, pos);
+    debug_assert!(end > pos && t.s.get(..end).is_some_and(|b| std::str::from_utf8(b).is_ok()));
+    if end > pos {
+        end
+    } else {
+        // Unreachable (every preset matches at every position); never loop
+        // forever if a scanner bug says otherwise.
+        pos + t.at(pos).1
     }
 }
 
@@ -86,13 +114,26 @@ fn piece(text: &str, start: usize, end: usize) -> &str {
     text.get(start..end).unwrap_or_default()
 }
 
-/// The text being scanned, with its class table.
+/// Blocks of class masks a [`Text`] holds at once: a window that slides
+/// forward with the scan (16 blocks: 1 KiB of text, 640 bytes of masks).
+const SEGMENT: usize = 16;
+
+/// The text being scanned, with its class table and the class masks of the
+/// blocks around the scan position.
 pub(crate) struct Text<'a> {
     s: &'a [u8],
     classes: &'static Classes,
+    /// Blocks `first .. first + held` of the text.
+    first: usize,
+    held: usize,
+    blocks: [Block; SEGMENT],
 }
 
 impl<'a> Text<'a> {
+    fn new(s: &'a [u8], classes: &'static Classes) -> Self {
+        Text { s, classes, first: 0, held: 0, blocks: [Block::default(); SEGMENT] }
+    }
+
     #[inline(always)]
     fn len(&self) -> usize {
         self.s.len()
@@ -101,6 +142,29 @@ impl<'a> Text<'a> {
     #[inline(always)]
     fn byte(&self, i: usize) -> u8 {
         self.s[i]
+    }
+
+    /// The class masks of block `b` (any block; past the text, none set).
+    #[inline(always)]
+    fn block(&mut self, b: usize) -> &Block {
+        let k = b.wrapping_sub(self.first);
+        if k < self.held {
+            return &self.blocks[k];
+        }
+        self.hold_from(b)
+    }
+
+    /// Computes the masks of the blocks from `b` on.
+    #[cold]
+    #[inline(never)]
+    fn hold_from(&mut self, b: usize) -> &Block {
+        let n = SEGMENT.min(self.s.len().div_ceil(BLOCK).saturating_sub(b)).max(1);
+        for (k, block) in self.blocks[..n].iter_mut().enumerate() {
+            *block = masks::block(self.s, (b + k) * BLOCK, self.classes);
+        }
+        self.first = b;
+        self.held = n;
+        &self.blocks[0]
     }
 
     /// The class and UTF-8 length of the character at `i` (`i < len`).
@@ -125,66 +189,96 @@ impl<'a> Text<'a> {
         }
     }
 
-    /// The end of the longest run of characters from `i` whose class `keep`s.
+    /// A piece made of an optional ASCII byte from `lead` at `pos`, then a
+    /// run of characters with any of the class `bits`, when the run ends
+    /// inside the block of `pos`: the common piece (a word, or a word after
+    /// a space), found with one mask and one bit scan. `None`: the general
+    /// path decides.
     #[inline(always)]
-    fn run(&self, mut i: usize, keep: impl Fn(u8) -> bool) -> usize {
-        let s = self.s;
-        while i < s.len() {
-            let b = s[i];
-            if b < 0x80 {
-                if !keep(self.classes.ascii(b)) {
-                    break;
-                }
-                i += 1;
-            } else {
-                let (cp, n) = decode(s, i);
-                if !keep(self.classes.of(cp)) {
-                    break;
-                }
-                i += n;
-            }
-        }
-        i
+    fn lead_then_run(&mut self, pos: usize, lead: AsciiSet, bits: u8) -> Option<usize> {
+        let off = pos % BLOCK;
+        let run = self.block(pos / BLOCK).any(bits) >> off;
+        let start = if run & 1 != 0 {
+            0
+        } else if run & 2 != 0 && lead.contains(self.s[pos]) {
+            1
+        } else {
+            return None;
+        };
+        let end = start + (run >> start).trailing_ones() as usize;
+        (end < BLOCK - off).then_some(pos + end)
     }
 
-    /// `run` for a class whose ASCII members are exactly `ascii`: eight
-    /// bytes at a time over ASCII text (one step covers most words, so the
-    /// loop exit is no longer a branch per byte), per character elsewhere.
+    /// The end of the longest run of characters from `i` (a character
+    /// boundary) with any of the class `bits`.
     #[inline(always)]
-    fn run_word(&self, mut i: usize, mask: u8, ascii: AsciiRange) -> usize {
-        let s = self.s;
+    fn run_any(&mut self, i: usize, bits: u8) -> usize {
+        let off = i % BLOCK;
+        let mut b = i / BLOCK;
+        // The shift clears the bits above the block: a run that reaches the
+        // block's end has exactly `BLOCK - off` ones.
+        let ones = (self.block(b).any(bits) >> off).trailing_ones() as usize;
+        if ones < BLOCK - off {
+            return i + ones;
+        }
         loop {
-            while let Some(chunk) = s.get(i..i + 8) {
-                let n = ascii.leading_members(u64::from_le_bytes(chunk.try_into().unwrap_or([0; 8])));
-                i += n;
-                if n < 8 {
-                    break;
+            b += 1;
+            if b * BLOCK >= self.s.len() {
+                return self.s.len();
+            }
+            let ones = self.block(b).any(bits).trailing_ones() as usize;
+            if ones < BLOCK {
+                return b * BLOCK + ones;
+            }
+        }
+    }
+
+    /// The end of the longest run of characters from `i` (a character
+    /// boundary) with none of the class `bits`.
+    #[inline(always)]
+    fn run_none(&mut self, i: usize, bits: u8) -> usize {
+        let off = i % BLOCK;
+        let mut b = i / BLOCK;
+        let ones = (!self.block(b).any(bits) >> off).trailing_ones() as usize;
+        if ones < BLOCK - off {
+            return (i + ones).min(self.s.len());
+        }
+        loop {
+            b += 1;
+            if b * BLOCK >= self.s.len() {
+                return self.s.len();
+            }
+            let ones = (!self.block(b).any(bits)).trailing_ones() as usize;
+            if ones < BLOCK {
+                return (b * BLOCK + ones).min(self.s.len());
+            }
+        }
+    }
+
+    /// The end of the last character in `start..end` with all of the class
+    /// `bits`, if any.
+    fn last_with_all(&mut self, start: usize, end: usize, bits: u8) -> Option<usize> {
+        let mut b = (end - 1) / BLOCK;
+        loop {
+            let block = self.block(b);
+            let mut m = !0u64;
+            for bit in [LETTER, NUMBER, SPACE, UPPERISH, LOWERISH] {
+                if bits & bit != 0 {
+                    m &= block.any(bit);
                 }
             }
-            let Some(&b) = s.get(i) else { return i };
-            if b < 0x80 {
-                // Near the end of the text: one byte at a time.
-                if self.classes.ascii(b) & mask == 0 {
-                    return i;
-                }
-                i += 1;
-                continue;
+            // Keep the bytes of `start..end` in this block.
+            let lo = (b * BLOCK).max(start) - b * BLOCK;
+            let hi = end.min((b + 1) * BLOCK) - b * BLOCK;
+            m &= (!0u64 >> (BLOCK - hi)) & (!0u64 << lo);
+            if m != 0 {
+                // A character's bits cover all its bytes: the highest is its last.
+                return Some(b * BLOCK + 63 - m.leading_zeros() as usize + 1);
             }
-            // Character by character while the text is not ASCII: a word
-            // of another script is tried eight bytes at a time only where
-            // an ASCII byte comes back.
-            loop {
-                let (cp, n) = decode(s, i);
-                if self.classes.of(cp) & mask == 0 {
-                    return i;
-                }
-                i += n;
-                match s.get(i) {
-                    Some(&b) if b >= 0x80 => {}
-                    Some(_) => break,
-                    None => return i,
-                }
+            if b * BLOCK <= start {
+                return None;
             }
+            b -= 1;
         }
     }
 
@@ -226,7 +320,7 @@ impl<'a> Text<'a> {
     /// The branches cl100k and o200k end with, in order:
     /// `\p{N}{1,3}`, ` ?[^\s\p{L}\p{N}]+` followed by any run of `trailing`
     /// bytes (`[\r\n]*` or `[\r\n/]*`), then the whitespace branches.
-    fn digits_other_or_space(&self, pos: usize, class: u8, trailing: &[u8]) -> usize {
+    fn digits_other_or_space(&mut self, pos: usize, class: u8, trailing: &[u8]) -> usize {
         if class & NUMBER != 0 {
             return self.run_max(pos, 3, |c| c & NUMBER != 0);
         }
@@ -238,7 +332,7 @@ impl<'a> Text<'a> {
             None
         };
         if let Some(start) = other {
-            let end = self.run(start, |c| c & WORDLIKE == 0);
+            let end = self.run_none(start, WORDLIKE);
             return self.run_bytes(end, trailing);
         }
         self.whitespace_end(pos, true)
@@ -248,8 +342,8 @@ impl<'a> Text<'a> {
     /// after the patterns' earlier branches failed:
     /// `\s*[\r\n]` (when `newlines`), then `\s+(?!\S)`, then `\s+`.
     #[inline]
-    fn whitespace_end(&self, pos: usize, newlines: bool) -> usize {
-        let end = self.run(pos, |c| c & SPACE != 0);
+    fn whitespace_end(&mut self, pos: usize, newlines: bool) -> usize {
+        let end = self.run_any(pos, SPACE);
         if newlines {
             // `\s*[\r\n]` (o200k: `\s*[\r\n]+`, the same end): the greedy
             // `\s*` backs off to the last CR/LF in the run. CR and LF are
@@ -273,40 +367,41 @@ impl<'a> Text<'a> {
     }
 }
 
-/// A range of ASCII bytes, optionally after folding to lower case, tested on
-/// eight bytes at once (SWAR).
+/// A set of ASCII bytes, one bit each.
 #[derive(Clone, Copy)]
-pub(crate) struct AsciiRange {
-    fold: bool,
-    lo: u8,
-    hi: u8,
+pub(crate) struct AsciiSet(u128);
+
+impl AsciiSet {
+    /// The bytes of `members`.
+    pub const fn of(members: &[u8]) -> Self {
+        let mut bits = 0u128;
+        let mut k = 0;
+        while k < members.len() {
+            bits |= 1 << members[k];
+            k += 1;
+        }
+        AsciiSet(bits)
+    }
+
+    /// Every ASCII byte but those of `members`.
+    pub const fn all_but(members: &[u8]) -> Self {
+        AsciiSet(!Self::of(members).0)
+    }
+
+    #[inline(always)]
+    pub fn contains(self, b: u8) -> bool {
+        b < 128 && self.0 >> b & 1 != 0
+    }
 }
 
-/// `[A-Za-z]`: the ASCII part of `\p{L}`.
-pub(crate) const ASCII_LETTERS: AsciiRange = AsciiRange { fold: true, lo: b'a', hi: b'z' };
-/// `[A-Z]`: the ASCII part of o200k's upper-ish class.
-pub(crate) const ASCII_UPPER: AsciiRange = AsciiRange { fold: false, lo: b'A', hi: b'Z' };
-/// `[a-z]`: the ASCII part of o200k's lower-ish class.
-pub(crate) const ASCII_LOWER: AsciiRange = AsciiRange { fold: false, lo: b'a', hi: b'z' };
-
-impl AsciiRange {
-    /// How many of the eight bytes of `word` (little-endian: first byte
-    /// lowest) are, from the first on, in the range.
-    #[inline(always)]
-    fn leading_members(self, word: u64) -> usize {
-        const LOW7: u64 = 0x7F7F_7F7F_7F7F_7F7F;
-        const HIGH: u64 = 0x8080_8080_8080_8080;
-        const ONES: u64 = 0x0101_0101_0101_0101;
-        let mut x = word & LOW7;
-        if self.fold {
-            x |= ONES * 0x20;
-        }
-        // Per byte x <= 0x7F, so adding at most 0x80 never carries into the
-        // next byte: the high bit says "x >= lo", resp. "x > hi".
-        let at_least_lo = x + ONES * (0x80 - self.lo as u64);
-        let above_hi = x + ONES * (0x7F - self.hi as u64);
-        let members = at_least_lo & !above_hi & !word & HIGH;
-        ((!members & HIGH).trailing_zeros() / 8) as usize
+/// The length of the UTF-8 character whose lead byte is `b`.
+#[inline(always)]
+fn utf8_len(b: u8) -> usize {
+    match b {
+        0..=0xBF => 1,
+        0xC0..=0xDF => 2,
+        0xE0..=0xEF => 3,
+        _ => 4,
     }
 }
 

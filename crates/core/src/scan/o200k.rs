@@ -17,10 +17,48 @@
 //!   character. With no such character branch 1 fails;
 //! * branch 2 `U+W*` is greedy with nothing to give back.
 
+use super::masks::Block;
 use super::tables::{LETTER, LOWERISH, NEWLINE, NUMBER, UPPERISH};
-use super::{contraction_end, Text, ASCII_LOWER, ASCII_UPPER};
+use super::tiles::{after, before, leads_of, whole_chars, Contractions, Rules, Starts};
 
-pub(super) fn piece_end(t: &Text, pos: usize) -> usize {
+pub(super) const RULES: Rules = Rules { starts, contractions: Contractions::Suffix, digit_groups: true, piece_end };
+
+/// Where pieces start in a window (see `tiles`), before contractions and
+/// digit groups. As cl100k's rule with words in place of letter runs: a
+/// word is a run of U or W characters (letters and marks), and inside it a
+/// piece starts where a U-only character follows a W-only one. Hard, next
+/// to cl100k's newline case:
+/// * a U-only character after one in both classes (Lm, Lo, marks): `U*`
+///   gives back only as far as the run's end decides;
+/// * a mark not after a word character: marks lead words and join runs of
+///   "other" depending on what follows;
+/// * a newline then `/`, which `[\r\n/]*` joins to the "other" before.
+pub(super) fn starts(w: &Block) -> Starts {
+    let word = w.upper | w.lower;
+    let both = w.upper & w.lower;
+    let upper_only = w.upper & !w.lower;
+    let lower_only = w.lower & !w.upper;
+    let mark = both & !w.letter;
+    let other = !(word | w.number | w.space) & w.inside;
+    let other_start = other & !before(other);
+    let leads_alone = whole_chars(other_start & !before(w.space_byte), w.continuation);
+    let blank = w.space & !w.newline;
+    let word_start = word & !before(word);
+    let led = word_start & before(leads_alone | blank);
+    let words = (word_start & !led) | leads_of(after(led), w.continuation) | (upper_only & before(lower_only));
+    let digits = w.number & !before(w.number);
+    let others = other_start & !before(w.space_byte);
+    let space_start = w.space & !before(w.space);
+    let joins_other = space_start & w.newline & before(other);
+    let space_last = w.space & !after(w.space) & after(w.inside);
+    let spaces = (space_start & !joins_other) | leads_of(space_last & !w.newline, w.continuation);
+    let hard = (w.newline & after(blank | w.slash)) | (upper_only & before(both)) | (mark & !before(word));
+    Starts { bits: words | digits | others | spaces, hard: hard != 0 }
+}
+
+use super::{contraction_end, Text};
+
+pub(super) fn piece_end(t: &mut Text, pos: usize) -> usize {
     let (class, len) = t.at(pos);
     let can_lead = class & (LETTER | NUMBER | NEWLINE) == 0 && pos + len < t.len();
     let in_word = class & (UPPERISH | LOWERISH) != 0;
@@ -50,34 +88,24 @@ pub(super) fn piece_end(t: &Text, pos: usize) -> usize {
 
 /// Branch 1 from `start`: `U*W+` then an optional contraction.
 #[inline]
-fn upper_then_lower(t: &Text, start: usize) -> Option<usize> {
-    let mut i = start;
-    // End of the last character of the U run that is in W too.
-    let mut last_lowerish_end = None;
-    while i < t.len() {
-        let (c, n) = t.at(i);
-        if c & UPPERISH == 0 {
-            break;
-        }
-        i += n;
-        if c & LOWERISH != 0 {
-            last_lowerish_end = Some(i);
-        }
-    }
+fn upper_then_lower(t: &mut Text, start: usize) -> Option<usize> {
+    let i = t.run_any(start, UPPERISH);
     let end = match t.class_at(i) {
-        Some(c) if c & LOWERISH != 0 => t.run_word(i, LOWERISH, ASCII_LOWER),
-        _ => last_lowerish_end?,
+        Some(c) if c & LOWERISH != 0 => t.run_any(i, LOWERISH),
+        // `U*` gives back down to the last character of the run in W too.
+        _ if i > start => t.last_with_all(start, i, UPPERISH | LOWERISH)?,
+        _ => return None,
     };
     Some(contraction_end(t.s, end, true).unwrap_or(end))
 }
 
 /// Branch 2 from `start`: `U+W*` then an optional contraction.
 #[inline]
-fn upper_run(t: &Text, start: usize) -> Option<usize> {
-    let upper_end = t.run_word(start, UPPERISH, ASCII_UPPER);
+fn upper_run(t: &mut Text, start: usize) -> Option<usize> {
+    let upper_end = t.run_any(start, UPPERISH);
     if upper_end == start {
         return None;
     }
-    let end = t.run_word(upper_end, LOWERISH, ASCII_LOWER);
+    let end = t.run_any(upper_end, LOWERISH);
     Some(contraction_end(t.s, end, true).unwrap_or(end))
 }

@@ -5,9 +5,9 @@
 //! moves on by one character, and the gap grows.
 
 use super::tables::{LETTER, NUMBER, SPACE, WORDLIKE};
-use super::{piece, Text, ASCII_LETTERS};
+use super::{piece, Text};
 
-pub(super) fn split<'t>(text: &'t str, t: &Text, f: &mut impl FnMut(&'t str)) {
+pub(super) fn split<'t>(text: &'t str, t: &mut Text, f: &mut impl FnMut(&'t str)) {
     let mut gap = 0;
     let mut pos = 0;
     while pos < t.len() {
@@ -22,7 +22,7 @@ pub(super) fn split<'t>(text: &'t str, t: &Text, f: &mut impl FnMut(&'t str)) {
                 pos = end;
             }
             // Letters never start a match: skip a whole run of them.
-            None if class & LETTER != 0 => pos = t.run_word(pos, LETTER, ASCII_LETTERS),
+            None if class & LETTER != 0 => pos = t.run_any(pos, LETTER),
             None => pos += len,
         }
     }
@@ -33,7 +33,7 @@ pub(super) fn split<'t>(text: &'t str, t: &Text, f: &mut impl FnMut(&'t str)) {
 
 /// The end of the pattern's match at `pos`, if it matches there.
 #[inline]
-fn match_end(t: &Text, pos: usize, class: u8) -> Option<usize> {
+fn match_end(t: &mut Text, pos: usize, class: u8) -> Option<usize> {
     if class & NUMBER != 0 {
         return Some(t.run_max(pos, 3, |c| c & NUMBER != 0));
     }
@@ -44,7 +44,7 @@ fn match_end(t: &Text, pos: usize, class: u8) -> Option<usize> {
         let other = |c: u8| c & WORDLIKE == 0;
         let first = t.run_max(other_start, 1, other);
         if first > other_start {
-            let end = t.run(first, other);
+            let end = t.run_none(first, WORDLIKE);
             if end > first {
                 return Some(t.run_bytes(end, b"\r\n/"));
             }

@@ -274,25 +274,43 @@ fn invalid_utf8_runs() {
     }
 }
 
-/// The SWAR ranges are exactly the ASCII members of the classes they stand
-/// in for, at every offset of an eight-byte word.
+/// Runs longer than a block and than the scanners' window of blocks, of
+/// every class, in every script width, at every offset to a block edge.
 #[test]
-fn ascii_ranges_match_the_classes() {
-    use super::tables::{classes, LETTER, LOWERISH, UPPERISH};
-    use super::{ASCII_LETTERS, ASCII_LOWER, ASCII_UPPER};
-    let c = classes();
-    for (range, mask) in [(ASCII_LETTERS, LETTER), (ASCII_UPPER, UPPERISH), (ASCII_LOWER, LOWERISH)] {
-        for b in 0..=255u8 {
-            let member = b < 0x80 && c.ascii(b) & mask != 0;
-            for at in 0..8 {
-                // `b` at offset `at` after letters of the class, then a stop.
-                let mut word = [if mask == UPPERISH { b'Q' } else { b'q' }; 8];
-                word[at] = b;
-                let expected = if member { 8 } else { at };
-                let got = range.leading_members(u64::from_le_bytes(word));
-                assert!(got == expected || (member && got >= at), "{b:#x} at {at}: {got}");
-                assert_eq!(got == 8, member, "{b:#x} at {at}");
+fn runs_across_blocks_and_windows() {
+    let units = ["a", "Q", "é", "Д", "ष्", "日", "𐐀", "7", "٣", " ", "\t", "\n", "\r\n", ".", "€", "\u{301}", "\u{a0}"];
+    let mut texts = Vec::new();
+    for unit in units {
+        for len in [63, 64, 65, 200, 1100, 3000] {
+            for lead in ["", "x", " ", "  ", "é", ".", "A"] {
+                for tail in ["", "b", " c", "'s", "\n", "1"] {
+                    texts.push(format!("{lead}{}{tail}", unit.repeat(len / unit.len() + 1)));
+                }
             }
+        }
+    }
+    // Mixed runs whose pieces straddle block edges at every offset.
+    for shift in 0..70 {
+        texts.push(format!("{}{}", "x".repeat(shift), "HTTPServer déjà   vu\n\n  1234567 ..!? 'll Ωμέγα ".repeat(40)));
+    }
+    check_all(texts.into_iter(), 7);
+}
+
+/// The masks against the scalar scanners, piece for piece, on much more
+/// random text than the regex path can check: every window of the mask
+/// path, and every fallback to the scalar one, is crossed many times.
+#[test]
+fn masks_agree_with_the_scalar_scanners() {
+    use crate::scan::{Preset, Scanner};
+    let mut g = Gen::new(0x5EED_0003);
+    for n in 0..scaled(4000) {
+        let text = g.text(if n % 10 == 0 { 600 } else { 40 });
+        for preset in [Preset::Gpt2, Preset::Cl100k, Preset::O200k] {
+            let scanner = Scanner::new(preset);
+            let (mut got, mut want) = (Vec::new(), Vec::new());
+            scanner.split(&text, &mut |p| got.push(p));
+            scanner.split_scalar(&text, &mut |p| want.push(p));
+            assert_eq!(got, want, "{preset:?} masks vs scalar on {text:?}");
         }
     }
 }
