@@ -103,10 +103,12 @@ pub(super) fn block(s: &[u8], start: usize, classes: &Classes) -> Block {
 
 /// Classes of the non-ASCII characters that have a byte in the block at
 /// `start`: each is decoded at its lead byte (for the first bytes, possibly
-/// before the block) and its class set on its bytes in the block.
+/// before the block) and its class written on its bytes of a class array,
+/// which then becomes masks (bit `j` of every class byte at once).
 #[inline]
 fn non_ascii_chars(s: &[u8], start: usize, non_ascii: u64, continuation: u64, classes: &Classes, m: &mut Block) {
-    let mut leads = non_ascii & !continuation;
+    // Four bytes of slack: a class is written four bytes at a time.
+    let mut class = [0u8; BLOCK + 4];
     // A character that began in the block before: its bytes here are the
     // leading continuation bytes.
     let head = continuation.trailing_ones() as usize;
@@ -116,15 +118,84 @@ fn non_ascii_chars(s: &[u8], start: usize, non_ascii: u64, continuation: u64, cl
             lead -= 1;
         }
         let (cp, _) = super::decode(s, lead);
-        m.mark(classes.of(cp), (1u64 << head) - 1);
+        class[..4].copy_from_slice(&(u32::from(classes.of(cp)) * 0x0101_0101).to_ne_bytes());
     }
+    // The block and the three bytes after it, where the last character
+    // may end (a zero-padded copy at the end of the text).
+    let mut padded = [0u8; BLOCK + 4];
+    let bytes: &[u8; BLOCK + 4] = match s.get(start..start + BLOCK + 4) {
+        Some(inside) => inside.try_into().unwrap_or(&padded),
+        None => {
+            let tail = s.get(start..).unwrap_or_default();
+            padded[..tail.len()].copy_from_slice(tail);
+            &padded
+        }
+    };
+    let mut leads = non_ascii & !continuation;
     while leads != 0 {
         let k = leads.trailing_zeros() as usize;
         leads &= leads - 1;
-        let (cp, n) = super::decode(s, start + k);
-        let span = if k + n >= BLOCK { !0u64 << k } else { ((1u64 << n) - 1) << k };
-        m.mark(classes.of(cp), span);
+        let lead = bytes[k] as u32;
+        let (b1, b2) = (bytes[k + 1] as u32 & 0x3F, bytes[k + 2] as u32 & 0x3F);
+        // Two- and three-byte characters (every BMP script) without a
+        // branch on the length; four-byte ones apart.
+        let c = if lead < 0xF0 {
+            let two = ((lead & 0x1F) << 6) | b1;
+            let three = ((lead & 0x0F) << 12) | (b1 << 6) | b2;
+            classes.of_bmp(if lead < 0xE0 { two } else { three } as u16)
+        } else {
+            classes.of(super::decode(s, start + k).0)
+        };
+        // Past the character this writes bytes that the next character
+        // overwrites or that are ASCII (masked off below).
+        class[k..k + 4].copy_from_slice(&(u32::from(c) * 0x0101_0101).to_ne_bytes());
     }
+    let class: &[u8; BLOCK] = class[..BLOCK].try_into().unwrap_or(&[0; BLOCK]);
+    let of = class_masks(class);
+    m.letter |= of.letter & non_ascii;
+    m.number |= of.number & non_ascii;
+    m.space |= of.space & non_ascii;
+    m.upper |= of.upper & non_ascii;
+    m.lower |= of.lower & non_ascii;
+}
+
+/// The class masks of 64 class bytes: SSE2 on x86-64, byte by byte elsewhere.
+#[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+#[inline(always)]
+fn class_masks(class: &[u8; BLOCK]) -> Block {
+    // SAFETY: the build enables SSE2 (cfg above).
+    unsafe { class_masks_sse2(class) }
+}
+
+#[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+#[target_feature(enable = "sse2")]
+fn class_masks_sse2(class: &[u8; BLOCK]) -> Block {
+    use std::arch::x86_64::*;
+    let mut m = Block::default();
+    for (k, lane) in class.chunks_exact(16).enumerate() {
+        // SAFETY: `lane` is 16 readable bytes; the load is unaligned.
+        let v = unsafe { _mm_loadu_si128(lane.as_ptr().cast()) };
+        let shift = 16 * k;
+        // Bit `j` of each byte shifted to its top bit (a 16-bit shift
+        // by `7 - j` keeps it inside its byte), which `movemask` reads.
+        const _: () = assert!(LETTER == 1 && NUMBER == 2 && SPACE == 4 && UPPERISH == 8 && LOWERISH == 16);
+        let top = |moved: __m128i| (_mm_movemask_epi8(moved) as u32 as u64) << shift;
+        m.letter |= top(_mm_slli_epi16::<7>(v));
+        m.number |= top(_mm_slli_epi16::<6>(v));
+        m.space |= top(_mm_slli_epi16::<5>(v));
+        m.upper |= top(_mm_slli_epi16::<4>(v));
+        m.lower |= top(_mm_slli_epi16::<3>(v));
+    }
+    m
+}
+
+#[cfg(not(all(target_arch = "x86_64", target_feature = "sse2")))]
+fn class_masks(class: &[u8; BLOCK]) -> Block {
+    let mut m = Block::default();
+    for (k, &c) in class.iter().enumerate() {
+        m.mark(c, 1 << k);
+    }
+    m
 }
 
 /// The masks of the ASCII bytes of a block, the block's non-ASCII bytes

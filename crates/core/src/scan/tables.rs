@@ -52,7 +52,7 @@ const BMP: usize = 0x1_0000;
 pub struct Classes {
     ascii: [u8; 128],
     /// The class of each BMP code point (U+0000..U+FFFF).
-    bmp: Box<[u8]>,
+    bmp: Box<[u8; BMP]>,
     /// Code point >> 8 -> block number.
     index: Vec<u16>,
     /// The distinct blocks, `BLOCK` entries each.
@@ -70,6 +70,13 @@ impl Classes {
             Some(&block) => self.blocks[(block as usize) * BLOCK + (cp as usize & (BLOCK - 1))],
             None => 0,
         }
+    }
+
+    /// The class of a code point of the Basic Multilingual Plane (one
+    /// load, no bounds check).
+    #[inline(always)]
+    pub fn of_bmp(&self, cp: u16) -> u8 {
+        self.bmp[cp as usize]
     }
 
     /// The class of an ASCII byte.
@@ -92,7 +99,8 @@ impl Classes {
 
         let mut ascii = [0u8; 128];
         ascii.copy_from_slice(&flat[..128]);
-        let bmp = flat[..BMP].to_vec().into_boxed_slice();
+        let mut bmp = Box::new([0u8; BMP]);
+        bmp.copy_from_slice(&flat[..BMP]);
         let mut seen: std::collections::HashMap<&[u8], u16> = std::collections::HashMap::new();
         let mut index = Vec::with_capacity(CODE_POINTS / BLOCK);
         let mut blocks = Vec::new();

@@ -7,8 +7,8 @@
 //!
 //! Each rule is local: whether a piece starts at byte `i` depends only on
 //! the characters within a few bytes of `i`. So a window trusts the bits
-//! `MARGIN` bytes away from its edges (the margins hold the context), and
-//! windows overlap by `2 * MARGIN`. What is not local is left to the
+//! away from its edges (the edges hold the context), and windows overlap
+//! by 11 bytes. What is not local is left to the
 //! scalar scanner (`piece_end` of the preset), which then cuts the pieces
 //! of that window:
 //! * a rule's `hard` cases (a newline followed by other whitespace in
@@ -29,8 +29,12 @@ use super::masks::{self, Block, BLOCK};
 use super::tables::Classes;
 use super::{contraction_end, next_end, piece, Text};
 
-/// Bytes of context on each side of the bits a window trusts.
-const MARGIN: usize = 8;
+/// Bytes of context before and after the bits a window trusts. Before: a
+/// word led by a character of up to four bytes that must start its own run
+/// of "other" looks five bytes back. After: the last character of a run of
+/// whitespace (up to four bytes) looks at the byte after it.
+const CONTEXT_BEFORE: usize = 6;
+const CONTEXT_AFTER: usize = 5;
 
 /// Piece starts of one window, and whether the masks cannot decide them.
 pub(super) struct Starts {
@@ -106,11 +110,11 @@ pub(super) fn split<'t>(text: &'t str, classes: &'static Classes, rules: &Rules,
     let mut contraction_end = usize::MAX;
     while pos < len {
         let from = pos.max(seen);
-        let base = from.saturating_sub(MARGIN);
+        let base = from.saturating_sub(CONTEXT_BEFORE);
         let w = masks::block(s, base, classes);
         let last = base + BLOCK >= len;
         // Bits `lo..hi` of the window are trusted.
-        let hi = if last { len - base } else { BLOCK - MARGIN };
+        let hi = if last { len - base } else { BLOCK - CONTEXT_AFTER };
         let mut starts = (rules.starts)(&w);
         if rules.digit_groups && !starts.hard {
             starts.hard = digit_groups(s, base, &w, &mut starts.bits);
