@@ -180,6 +180,9 @@ GPT2_PATTERN = (r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+"
 #: wheel (``bpe_openai/data/NAME.tiktoken.gz``), with tiktoken's patterns.
 REAL_VOCABS = ("o200k_base", "cl100k_base")
 
+#: ``--lang`` value that keeps every line (the multilingual text).
+ALL_LANGS = "all"
+
 #: Lines compared in the identical-ids check.
 CHECK_LINES = 2_000
 
@@ -197,6 +200,12 @@ SPM_PREFIX = "spm"
 EXPORT_FILE = "bpeforge-export-tokenizer.json"  # bpeforge's own HF export (fastokens loads it)
 VOCAB_FILE = "vocab.json"  # which vocabulary and pattern the models use
 SETUP_RESULT = "setup.json"
+GIGATOKEN_DIR = "gigatoken"  # holds NAME.tiktoken, uncompressed (gigatoken reads the pattern off the name)
+QUICKTOK_DIR = "quicktok"  # a trained vocabulary imported into quicktok, if it accepts it
+QUICKTOK_NAME = "bpeforge_trained"
+FILES_DIR = "files"  # encode/files: the warm-up file and the timed files
+FILES_PLAN = "files.json"  # their names, lines and bytes
+WARMUP_FILE = "warmup.txt"
 
 
 # ==========================================================================
@@ -396,14 +405,14 @@ def check_identical_ids(models: Path, lines: list[str], available: set[str]) -> 
     The models are loaded from their saved files, as the timed jobs load them.
     """
     reference = ADAPTERS["bpeforge"].load(models)
-    expected = [reference.encode(line) for line in lines]
+    expected = [as_id_list(reference.encode(line)) for line in lines]
     report: dict = {"lines": len(lines)}
     for key in CHECKED_TOOLS:
         if not (models / VOCAB_FILE).exists() or key not in available:
             continue
         try:
             adapter = ADAPTERS[key].load(models)
-            got = [adapter.encode(line) for line in lines]
+            got = [as_id_list(adapter.encode(line)) for line in lines]
         except Exception as exc:
             traceback.print_exc()
             report[key] = {"error": f"{type(exc).__name__}: {exc}"}
@@ -431,30 +440,134 @@ def _write_first_lines(corpus: Path, dest: Path, count: int) -> None:
 def _setup_step(name: str, steps: dict, fn: Callable[[], dict]) -> None:
     """Run one setup step; record its result or its failure."""
     try:
-        steps[name] = {"status": "ok", **fn()}
+        steps[name] = {"status": "ok", **fn()}  # a step may say "skipped" itself
     except Exception as exc:
         traceback.print_exc()
         steps[name] = {"status": "error", "error": f"{type(exc).__name__}: {exc}"}
 
 
+def held_out_lines(corpus: Path, langs: Path | None, lang: str, start: int,
+                   max_lines: int | None = None, max_bytes: float | None = None) -> list[str]:
+    """The corpus's lines from line ``start`` on (what no trained vocabulary
+    saw), those whose language code in ``langs`` (one code a line, aligned with
+    the corpus) is ``lang`` (``all``: every line), until ``max_lines`` lines or
+    ``max_bytes`` UTF-8 bytes are collected. Terminators as in :func:`load_lines`."""
+    out: list[str] = []
+    size = 0
+    codes = H.open_text(langs) if lang != ALL_LANGS else None
+    try:
+        with open(corpus, "rb") as f:
+            for i, raw in enumerate(f):
+                code = codes.readline().strip() if codes is not None else ALL_LANGS
+                if i < start or code != lang:
+                    continue
+                if (max_lines is not None and len(out) >= max_lines) or \
+                        (max_bytes is not None and size >= max_bytes):
+                    break
+                raw = raw[:-1] if raw.endswith(b"\n") else raw
+                raw = raw[:-1] if raw.endswith(b"\r") else raw
+                out.append(raw.decode("utf-8"))
+                size += len(raw)
+    finally:
+        if codes is not None:
+            codes.close()
+    return out
+
+
+def _write_text_file(path: Path, lines: list[str]) -> dict:
+    """``lines`` as a UTF-8 file, each ended by ``\\n``; its size."""
+    data = "".join(line + "\n" for line in lines).encode("utf-8")
+    path.write_bytes(data)
+    return {"name": path.name, "lines": len(lines), "bytes": len(data),
+            "text_bytes": len(data) - len(lines)}
+
+
+def _write_files(lines: list[str], models: Path, args) -> dict:
+    """encode/files: a warm-up file of ``--warmup-mb`` (text no timed file
+    holds), then ``--file-rounds`` files of ``--file-mb`` each, consecutive and
+    disjoint, from ``lines``."""
+    folder = models / FILES_DIR
+    folder.mkdir(exist_ok=True)
+    chunks, current, size = [], [], 0
+    limits = [args.warmup_mb * 1e6] + [args.file_mb * 1e6] * args.file_rounds
+    for line in lines:
+        if len(chunks) == len(limits):
+            break
+        current.append(line)
+        size += len(line.encode("utf-8")) + 1
+        if size >= limits[len(chunks)]:
+            chunks.append(current)
+            current, size = [], 0
+    if len(chunks) < len(limits):
+        raise SystemExit(f"{FILES}: the held-out text ({args.lang}) has {utf8_bytes(lines) / 1e6:.1f} MB; "
+                         f"--warmup-mb, --file-rounds and --file-mb need {sum(limits) / 1e6:.1f} MB")
+    plan = {"warmup": _write_text_file(folder / WARMUP_FILE, chunks[0]),
+            "files": [_write_text_file(folder / f"file-{i}.txt", chunk)
+                      for i, chunk in enumerate(chunks[1:])]}
+    (models / FILES_PLAN).write_text(json.dumps(plan), encoding="utf-8")
+    return plan
+
+
+def _write_gigatoken_ranks(vocab: str, models: Path) -> dict:
+    """The real rank file, uncompressed and named after its encoding (gigatoken
+    takes the pattern from the name)."""
+    import gzip
+    import shutil
+
+    folder = models / GIGATOKEN_DIR
+    folder.mkdir(exist_ok=True)
+    with gzip.open(real_rank_file(vocab), "rb") as src, open(folder / f"{vocab}.tiktoken", "wb") as dst:
+        shutil.copyfileobj(src, dst)
+    return {}
+
+
+def _import_quicktok(models: Path) -> dict:
+    """Try to import a trained vocabulary into quicktok (``import_tokenizer`` on
+    bpeforge's export, into the models directory); quicktok refuses patterns it
+    has no scanner for, which makes the rows unsupported, not failed."""
+    import contextlib
+    import io
+    import quicktok
+
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):
+            quicktok.import_tokenizer(str(models / EXPORT_FILE), QUICKTOK_NAME,
+                                      data_dir=str(models / QUICKTOK_DIR))
+    except Exception as exc:
+        if type(exc).__name__ == "ImportRefused":
+            first = " ".join(str(exc).split())[:160]
+            return {"status": "skipped", "error": f"quicktok cannot load this vocabulary: {first}"}
+        raise
+    return {}
+
+
 def setup_main(args: argparse.Namespace) -> int:
-    """Child: write the timed lines, build every model, run the check."""
+    """Child: write the timed lines (and files), build every model, run the check."""
     corpus, models = Path(args.corpus), Path(args.workdir)
+    langs = Path(args.langs) if args.langs else None
+    start = args.train_lines or 0
     fresh = FRESH in args.modes
-    lines = load_lines(corpus, args.lines) if set(args.modes) - {FRESH} else []
+    per_call = set(args.modes) - {FRESH, FILES}
+    lines = held_out_lines(corpus, langs, args.lang, start, max_lines=args.lines) if per_call else []
     (models / LINES_FILE).write_text(json.dumps(lines), encoding="utf-8")
     train_corpus = corpus
     if args.train_lines:
         train_corpus = models.parent / TRAIN_FILE
         _write_first_lines(corpus, train_corpus, args.train_lines)
     if fresh:
-        chunks = F.plan_chunks(args.train_lines or 0, args.round_lines, args.rounds)
-        fresh_lines = load_lines(corpus, chunks[-1].stop)[chunks[0].start:]
-        if len(fresh_lines) < chunks[-1].stop - chunks[0].start:
-            raise SystemExit(f"--corpus has {chunks[0].start + len(fresh_lines):,} lines: "
-                             f"--train-lines, --rounds and --round-lines need {chunks[-1].stop:,}")
+        wanted = args.rounds * args.round_lines
+        fresh_lines = held_out_lines(corpus, langs, args.lang, start, max_lines=wanted)
+        if len(fresh_lines) < wanted:
+            raise SystemExit(f"--corpus has {len(fresh_lines):,} lines ({args.lang}) after line {start:,}: "
+                             f"--rounds and --round-lines need {wanted:,}")
         (models / FRESH_LINES_FILE).write_text(json.dumps(fresh_lines), encoding="utf-8")
         lines = lines or fresh_lines  # what the identical-ids check compares
+    files_plan = None
+    if FILES in args.modes:
+        wanted_bytes = (args.warmup_mb + args.file_rounds * args.file_mb) * 1e6
+        file_lines = held_out_lines(corpus, langs, args.lang, start, max_bytes=wanted_bytes)
+        files_plan = _write_files(file_lines, models, args)
+        lines = lines or file_lines[:CHECK_LINES]
     (models / VOCAB_FILE).write_text(json.dumps({"vocab": args.vocab}), encoding="utf-8")
     steps: dict = {}
     if args.vocab == "trained":
@@ -469,18 +582,25 @@ def setup_main(args: argparse.Namespace) -> int:
     else:
         _setup_step("bpeforge", steps, lambda: _import_real_vocab(args.vocab, models))
         steps["bpe-openai"] = {"status": "ok"}
+        steps["quicktok"] = {"status": "ok"}  # its bundled copy of the vocabulary
         # tiktoken reads the rank file written by the import step; HF loads
         # bpeforge's export, as fastokens does.
         steps["tiktoken"] = steps["bpeforge"]
+        _setup_step("gigatoken", steps, lambda: _write_gigatoken_ranks(args.vocab, models))
     if steps["bpeforge"]["status"] == "ok":
         _setup_step("export", steps, lambda: _write_bpeforge_export(models))
         if args.vocab != "trained" and steps["export"]["status"] == "ok":
             (models / HF_FILE).write_bytes((models / EXPORT_FILE).read_bytes())
             steps["hf"] = steps["export"]
-    result: dict = {"status": "ok", "steps": steps, "lines": len(lines), "text_bytes": utf8_bytes(lines)}
+        if args.vocab == "trained" and steps["export"]["status"] == "ok":
+            steps["gigatoken"] = steps["export"]  # gigatoken loads the export too
+            if "quicktok" in args.tools:
+                _setup_step("quicktok", steps, lambda: _import_quicktok(models))
+    result: dict = {"status": "ok", "steps": steps, "lines": len(lines), "text_bytes": utf8_bytes(lines),
+                    "lang": args.lang, "first_line": start, "files": files_plan}
     if steps["bpeforge"]["status"] == "ok":
         available = {tool for tool, step in MODEL_STEP.items()
-                     if steps.get(step, {}).get("status") == "ok"}
+                     if steps.get(step, {}).get("status") == "ok" and tool in args.tools}
         _setup_step("check", steps, lambda: check_identical_ids(models, lines[:args.check_lines or None], available))
     Path(args.result).write_text(json.dumps(result), encoding="utf-8")
     return 0
@@ -521,6 +641,14 @@ class BpeforgeAdapter:
 
     def decode_flat(self, flat: list[int]) -> bytes:
         return self.tok.decode_bytes(flat)
+
+    def encode_file(self, src: Path, dst: Path, threads: int):
+        return self.tok.encode_file(str(src), str(dst), format="npy", threads=threads)
+
+    @staticmethod
+    def file_ids(out, dst: Path):
+        import numpy as np
+        return np.load(dst).astype(np.uint32)
 
     count = staticmethod(count_tokens)
 
@@ -652,6 +780,155 @@ class FastokensAdapter:
     count = staticmethod(count_tokens)
 
 
+def _vocab_name(models: Path) -> str:
+    """Which vocabulary the models directory holds (``trained`` or a real one)."""
+    return json.loads((models / VOCAB_FILE).read_text(encoding="utf-8"))["vocab"]
+
+
+def as_id_list(ids) -> list[int]:
+    """Ids as a list of Python ints (a tool may return a numpy array)."""
+    return ids.tolist() if hasattr(ids, "tolist") else list(ids)
+
+
+def _text(decoded) -> str:
+    """Decoded text as ``str`` (a tool may return UTF-8 bytes)."""
+    return decoded.decode("utf-8", "replace") if isinstance(decoded, bytes) else decoded
+
+
+class GigatokenAdapter:
+    """gigatoken: a real vocabulary from its rank file (``from_tiktoken`` on the
+    uncompressed file named after the encoding, which is how it knows the
+    pattern), a trained one from bpeforge's ``tokenizer.json`` export.
+    ``encode`` gives a numpy array; the batch is ``encode_batch_list`` (lists,
+    ``parallel`` only with more than one thread; its pool follows
+    ``RAYON_NUM_THREADS``); the file API is ``encode_files(TextFileSource)``."""
+
+    def __init__(self, tk) -> None:
+        self.tk = tk
+
+    @classmethod
+    def load(cls, models: Path) -> "GigatokenAdapter":
+        import gigatoken
+        vocab = _vocab_name(models)
+        if vocab in REAL_VOCABS:
+            return cls(gigatoken.Tokenizer.from_tiktoken(str(models / GIGATOKEN_DIR / f"{vocab}.tiktoken")))
+        return cls(gigatoken.Tokenizer(str(models / EXPORT_FILE)))
+
+    def encode(self, line: str):
+        return self.tk.encode(line)
+
+    def encode_batch(self, lines: list[str], threads: int):
+        return self.tk.encode_batch_list(lines, parallel=threads > 1)
+
+    def decode(self, ids) -> str:
+        return self.tk.decode(ids).decode("utf-8", "replace")
+
+    def encode_file(self, src: Path, dst: Path, threads: int):
+        import gigatoken
+        return self.tk.encode_files(gigatoken.TextFileSource([str(src)], separator=b"\n"),
+                                    parallel=threads > 1)
+
+    @staticmethod
+    def file_ids(out, dst: Path):
+        import awkward as ak
+        import numpy as np
+        return np.asarray(ak.flatten(out), dtype=np.uint32)
+
+    count = staticmethod(count_tokens)
+
+
+class QuicktokAdapter:
+    """quicktok: ``get_encoding(NAME)`` from its bundled data for the real
+    vocabularies; a trained one only if ``quicktok.import_tokenizer`` accepts
+    bpeforge's export (it refuses pre-tokenizer patterns it has no hand-written
+    scanner for, such as GPT-2's). ``encode_ordinary`` per line; the batch is
+    ``encode_batch(lines, threads)``, which gives ``(ids, offsets)`` arrays."""
+
+    def __init__(self, enc) -> None:
+        self.enc = enc
+
+    @classmethod
+    def load(cls, models: Path) -> "QuicktokAdapter":
+        import quicktok
+        vocab = _vocab_name(models)
+        if vocab in REAL_VOCABS:
+            return cls(quicktok.get_encoding(vocab))
+        return cls(quicktok.Tokenizer(QUICKTOK_NAME, str(models / QUICKTOK_DIR)))
+
+    def encode(self, line: str) -> list[int]:
+        return self.enc.encode_ordinary(line)
+
+    def encode_batch(self, lines: list[str], threads: int):
+        return self.enc.encode_batch(lines, threads)
+
+    def decode(self, ids: list[int]) -> str:
+        return self.enc.decode(ids)
+
+    @staticmethod
+    def count(out) -> int:
+        return len(out[0]) if isinstance(out, tuple) else count_tokens(out)
+
+
+class KitokenAdapter:
+    """kitoken over bpeforge's ``tokenizer.json`` export
+    (``Kitoken.from_tokenizers_file``); batch ``encode_all`` (no thread
+    setting: its child is pinned to as many cores as the row's threads)."""
+
+    def __init__(self, kt) -> None:
+        self.kt = kt
+
+    @classmethod
+    def load(cls, models: Path) -> "KitokenAdapter":
+        from kitoken import Kitoken
+        return cls(Kitoken.from_tokenizers_file(str(models / EXPORT_FILE)))
+
+    def encode(self, line: str) -> list[int]:
+        return self.kt.encode(line)
+
+    def encode_batch(self, lines: list[str], threads: int):
+        return self.kt.encode_all(lines)
+
+    def decode(self, ids: list[int]) -> str:
+        return self.kt.decode(ids).decode("utf-8", "replace")
+
+    count = staticmethod(count_tokens)
+
+
+class TokieAdapter:
+    """tokie over bpeforge's ``tokenizer.json`` export (``Tokenizer.from_json``);
+    ``encode(line, add_special_tokens=False).ids``, batch ``encode_batch``, file
+    API ``encode_files([src], separator=b"\\n")``. It sizes its threads from the
+    cores it may run on, so its child is pinned to as many cores as the row's
+    threads."""
+
+    def __init__(self, tk) -> None:
+        self.tk = tk
+
+    @classmethod
+    def load(cls, models: Path) -> "TokieAdapter":
+        import tokie
+        return cls(tokie.Tokenizer.from_json(str(models / EXPORT_FILE)))
+
+    def encode(self, line: str) -> list[int]:
+        return self.tk.encode(line, add_special_tokens=False).ids
+
+    def encode_batch(self, lines: list[str], threads: int):
+        return [e.ids for e in self.tk.encode_batch(lines, add_special_tokens=False)]
+
+    def decode(self, ids: list[int]) -> str:
+        return self.tk.decode(ids)
+
+    def encode_file(self, src: Path, dst: Path, threads: int):
+        return self.tk.encode_files([str(src)], separator=b"\n", add_special_tokens=False)
+
+    @staticmethod
+    def file_ids(out, dst: Path):
+        import numpy as np
+        return np.asarray(out[0], dtype=np.uint32)
+
+    count = staticmethod(count_tokens)
+
+
 class SentencePieceAdapter:
     """SentencePiece's own BPE model (different ids: speed only)."""
 
@@ -706,9 +983,16 @@ FRESH_REPLY_TIMEOUT = 600.0
 FRESH_PEERS = ("tiktoken", "bpe-openai", "fastokens", "hf")
 FRESH_TARGETS = (("fastest peer", 1.1), ("tiktoken", 3.0))
 FLAT_MIN_SECONDS = 0.5
+#: A whole file to ids, one call per file, on a sequence of different files
+#: in one process per tool (``run_files``).
+FILES = "encode/files"
+FILE_MB = 8.0
+FILE_ROUNDS = 5
+AGAIN_ROUNDS = 3
+WARMUP_MB = 0.25
 
 TOOLS: dict[str, Tool] = {
-    "bpeforge": Tool("bpeforge", "", "bpeforge", "bpeforge", ALL_MODES),
+    "bpeforge": Tool("bpeforge", "", "bpeforge", "bpeforge", ALL_MODES + (FILES,)),
     "bpeforge-numpy": Tool("bpeforge", "as_numpy", "bpeforge", "bpeforge",
                            ("encode/batch", "decode/batch", FLAT)),
     "tiktoken": Tool("tiktoken", "", "tiktoken", "tiktoken", ALL_MODES + (FLAT,)),
@@ -717,6 +1001,12 @@ TOOLS: dict[str, Tool] = {
     "hf": Tool("HF tokenizers", "", "tokenizers", "tokenizers", ALL_MODES),
     "sentencepiece": Tool("SentencePiece", "own BPE model", "sentencepiece",
                           "sentencepiece", ALL_MODES),
+    "gigatoken": Tool("gigatoken", "", "gigatoken", "gigatoken", ENCODE_MODES + ("decode/line", FILES)),
+    "quicktok": Tool("quicktok", "", "quicktok", "quicktok-v1", ENCODE_MODES + ("decode/line",)),
+    "kitoken": Tool("kitoken", "bpeforge's tokenizer.json", "kitoken", "kitoken",
+                    ENCODE_MODES + ("decode/line",)),
+    "tokie": Tool("tokie", "bpeforge's tokenizer.json", "tokie", "tokie",
+                  ENCODE_MODES + ("decode/line", FILES)),
 }
 
 ADAPTERS: dict[str, Any] = {
@@ -727,15 +1017,27 @@ ADAPTERS: dict[str, Any] = {
     "fastokens": FastokensAdapter,
     "hf": HfAdapter,
     "sentencepiece": SentencePieceAdapter,
+    "gigatoken": GigatokenAdapter,
+    "quicktok": QuicktokAdapter,
+    "kitoken": KitokenAdapter,
+    "tokie": TokieAdapter,
 }
 
+#: Tools with a whole-file API (``encode/files``).
+FILE_TOOLS = ("bpeforge", "gigatoken", "tokie")
+
+#: Tools with no thread setting of their own: their children are pinned to as
+#: many cores as the row's thread count (``os.sched_setaffinity``).
+PINNED_TOOLS = ("kitoken", "tokie")
+
 #: Tools whose ids must equal bpeforge's (the identical-ids check).
-CHECKED_TOOLS = ("tiktoken", "bpe-openai", "fastokens", "hf")
+CHECKED_TOOLS = ("tiktoken", "bpe-openai", "fastokens", "hf", "gigatoken", "quicktok", "kitoken", "tokie")
 
 #: Which setup step builds the model a tool loads.
 MODEL_STEP = {"bpeforge": "bpeforge", "bpeforge-numpy": "bpeforge",
               "tiktoken": "tiktoken", "bpe-openai": "bpe-openai", "fastokens": "export",
-              "hf": "hf", "sentencepiece": "sentencepiece"}
+              "hf": "hf", "sentencepiece": "sentencepiece", "gigatoken": "gigatoken",
+              "quicktok": "quicktok", "kitoken": "export", "tokie": "export"}
 
 
 # ==========================================================================
@@ -782,8 +1084,18 @@ def _decode_call(adapter, mode: str, ids_list: list[list[int]], threads: int) ->
     return lambda: adapter.decode_batch(ids_list, threads)
 
 
+#: Encoded once before any timed encoding call (with the first timed line):
+#: a few scripts, so that a tool's one-time initialisation on its first call
+#: (gigatoken's takes tenths of a second) is not timed. No corpus line.
+WARMUP_LINES = ["Warm-up: one short line, outside every round.", "Ещё одна строка для разогрева.",
+                "预热用的一行文字。", "سطر قصير للإحماء.", "ウォームアップ用の行です。", "1234 + 5678 = 6912"]
+
+
 def _measure(adapter, mode: str, lines: list[str], threads: int) -> dict:
-    """Warm up on one line, then time ``mode`` over all lines once."""
+    """Warm up on a few lines of other text and the first line, then time
+    ``mode`` over all lines once."""
+    if mode.startswith("encode"):
+        _encode_call(adapter, "encode/line", WARMUP_LINES, threads)()
     if mode == "encode/long":
         # One text: the lines joined by newlines. The warm-up encodes the
         # first line only, so no cache has seen the text before it is timed.
@@ -826,9 +1138,63 @@ def _measure(adapter, mode: str, lines: list[str], threads: int) -> dict:
             "tokens": count_tokens(ids_list), "roundtrip_mismatch": mismatched}
 
 
+def _pin_cores(tool: str, threads: int) -> None:
+    """Pin a tool with no thread setting to ``threads`` of the usable cores."""
+    if tool in PINNED_TOOLS and hasattr(os, "sched_setaffinity"):
+        cores = sorted(os.sched_getaffinity(0))
+        os.sched_setaffinity(0, cores[:threads])
+
+
+def files_worker_loop(adapter, models: Path, threads: int, out_dir: Path,
+                      commands=None, out=None) -> None:
+    """A tool's process in ``encode/files``: one untimed call on the warm-up
+    file (text no timed file holds, so one-time initialisation is paid there
+    and nothing the tool keeps helps a timed file), then for each command
+    ``file I`` one timed call on file I (its ids are saved as
+    ``ids-file-I.npy`` for the parent's comparison), ``again I`` one timed call
+    on file I once more (the same text a second time in this process), and
+    ``done``. Replies as in ``_fresh_rounds``; the wall and CPU seconds are
+    the tool's file call only (converting its output to one flat id array for
+    the comparison is not timed)."""
+    import hashlib
+    import numpy as np
+
+    commands = sys.stdin if commands is None else commands
+    out = sys.stdout if out is None else out
+    plan = json.loads((models / FILES_PLAN).read_text(encoding="utf-8"))
+    folder, scratch = models / FILES_DIR, out_dir / "out"
+    scratch.mkdir(parents=True, exist_ok=True)
+
+    def encode(name: str) -> tuple[dict, Any]:
+        dst = scratch / (Path(name).stem + ".npy")
+        result, wall, cpu = _timed(lambda: adapter.encode_file(folder / name, dst, threads))
+        ids = adapter.file_ids(result, dst)
+        del result
+        for leftover in scratch.iterdir():
+            leftover.unlink()
+        return {"wall_s": wall, "cpu_s": cpu, "tokens": int(len(ids)),
+                "digest": hashlib.sha1(ids.tobytes()).hexdigest()}, ids
+
+    warm, _ = encode(plan["warmup"]["name"])
+    F._reply({"status": "ready", "warmup_wall_s": warm["wall_s"], "warmup_cpu_s": warm["cpu_s"]}, out)
+    for command in commands:
+        words = command.split()
+        if words[:1] in (["file"], ["again"]):
+            i = int(words[1])
+            info = plan["files"][i]
+            run, ids = encode(info["name"])
+            if words[0] == "file":
+                np.save(out_dir / f"ids-file-{i}.npy", ids)
+            F._reply({"status": "ok", "kind": words[0], "file": i, "bytes": info["text_bytes"], **run}, out)
+        elif words[:1] == ["done"]:
+            F._reply({"status": "done"}, out)
+            return
+
+
 def worker_main(args: argparse.Namespace) -> int:
     """Child: load one tool's model and the lines, time one job, write JSON."""
     result: dict = {"status": "ok"}
+    _pin_cores(args.worker, args.threads[0])
     try:
         importlib.import_module(TOOLS[args.worker].module)
     except Exception as exc:  # ImportError, or a broken native extension
@@ -840,6 +1206,9 @@ def worker_main(args: argparse.Namespace) -> int:
             if args.mode == FRESH:
                 lines = json.loads((models / FRESH_LINES_FILE).read_text(encoding="utf-8"))
                 F.worker_loop(adapter.encode, lines, args.round_lines)
+                return 0
+            if args.mode == FILES:
+                files_worker_loop(adapter, models, args.threads[0], Path(args.result).parent)
                 return 0
             lines = json.loads((models / LINES_FILE).read_text(encoding="utf-8"))
             result.update(_measure(adapter, args.mode, lines, args.threads[0]))
@@ -865,6 +1234,7 @@ class Row:
     runs: list = dataclasses.field(default_factory=list)
     note: str = ""  # why the row has no (more) numbers, in words
     status: str = ""  # what stopped it ("missing", "error", "skipped", ...); "" while it runs
+    extra: dict = dataclasses.field(default_factory=dict)  # encode/files: warm-up call, ids comparisons
 
     def stop(self, status: str, why: str) -> None:
         """No more runs of this row: ``status`` says what stopped it."""
@@ -926,6 +1296,9 @@ def run_setup(corpus: Path, models: Path, args) -> dict:
     argv += ["--modes", ",".join(args.modes), "--rounds", str(args.rounds),
              "--round-lines", str(args.round_lines)]
     argv += ["--train-lines", str(args.train_lines)] if args.train_lines else []
+    argv += ["--lang", args.lang, "--tools", ",".join(args.tools), "--file-mb", str(args.file_mb),
+             "--file-rounds", str(args.file_rounds), "--warmup-mb", str(args.warmup_mb)]
+    argv += ["--langs", args.langs] if args.langs else []
     child = H.run_child(argv, _child_env(max(args.threads)), args.timeout,
                         models.parent / "setup-logs")
     return _read_result(child, result_path, args.timeout)
@@ -959,11 +1332,12 @@ def _log_run(row: Row, run: dict, done: int, total: int) -> None:
 
 
 def run_all(rows: list[Row], models: Path, args, tmp: Path) -> None:
-    """Run every repeat of every row, round-robin, skipping failed rows."""
+    """Run every repeat of every row, round-robin in alternating order
+    (forward, then backward), skipping failed rows."""
     total = args.repeats * len(rows)
     done = 0
     for repeat in range(1, args.repeats + 1):
-        for row in rows:
+        for row in F.round_order(rows, repeat - 1):
             done += 1
             if row.status:
                 continue
@@ -1051,6 +1425,177 @@ def run_fresh(rows: list[Row], models: Path, args, tmp: Path) -> dict[str, dict]
                 H._kill_group(proc.pid)
             proc.wait()
     return memory
+
+
+def _compare_ids(reference: Path, path: Path) -> dict:
+    """One file's flat ids against bpeforge's: equal, or where they part."""
+    import numpy as np
+
+    a, b = np.load(reference), np.load(path)
+    n = min(len(a), len(b))
+    differ = np.flatnonzero(a[:n] != b[:n])
+    first = int(differ[0]) if len(differ) else (n if len(a) != len(b) else None)
+    return {"same": first is None, "first_difference": first, "bpeforge_tokens": int(len(a)),
+            "tokens": int(len(b)), "positions_differ": int(len(differ)) + abs(len(a) - len(b))}
+
+
+def run_files(rows: list[Row], models: Path, args, tmp: Path) -> None:
+    """encode/files: per thread count, one long-lived process per tool
+    (``files_worker_loop``), warmed up on a file of other text; then
+    ``--file-rounds`` rounds, each on a file no process has seen, the tools in
+    alternating order; each file's ids compared with bpeforge's; then
+    ``--again-rounds`` rounds on the last file once more (``again`` runs, a
+    column of their own). Every run is appended to its row."""
+    if all(row.status for row in rows):
+        return
+    plan = json.loads((models / FILES_PLAN).read_text(encoding="utf-8"))
+    last = len(plan["files"]) - 1
+    for threads in sorted({row.threads for row in rows}):
+        group = {row.tool: row for row in rows if row.threads == threads and not row.status}
+        procs: dict[str, tuple[subprocess.Popen, Path, Path]] = {}
+        try:
+            for tool, row in group.items():
+                workdir = tmp / "jobs" / f"files-t{threads}-{tool}"
+                workdir.mkdir(parents=True, exist_ok=True)
+                result_path, log = workdir / "result.json", workdir / "stderr.txt"
+                argv = _script_argv("--worker", tool, "--mode", FILES, "--threads", str(threads),
+                                    "--workdir", str(models), "--result", str(result_path))
+                procs[tool] = (subprocess.Popen(argv, env=_child_env(threads), stdin=subprocess.PIPE,
+                                                stdout=subprocess.PIPE, stderr=open(log, "wb"),
+                                                text=True, start_new_session=True), result_path, log)
+                # Load and warm up one tool at a time: no two heavy jobs at once.
+                reply = _ask_fresh(procs[tool][0], None, FRESH_REPLY_TIMEOUT)
+                if reply["status"] != "ready":
+                    _fresh_failure(row, reply, result_path, log)
+                else:
+                    row.extra["warmup"] = reply
+            live = [tool for tool in procs if not group[tool].status]
+            ref_dir = procs["bpeforge"][1].parent if "bpeforge" in live else None
+
+            def one_round(command: str, index: int, order_index: int) -> None:
+                for tool in F.round_order(live, order_index):
+                    row = group[tool]
+                    if row.status:
+                        continue
+                    proc, result_path, log = procs[tool]
+                    load_before = os.getloadavg()[0]
+                    reply = _ask_fresh(proc, f"{command} {index}", FRESH_REPLY_TIMEOUT)
+                    if reply["status"] != "ok":
+                        _fresh_failure(row, reply, result_path, log)
+                        continue
+                    reply.update(loadavg_1min_before=load_before)
+                    row.runs.append(reply)
+                    print(f"[files t={threads} {command} {index}] {tool}: "
+                          f"{reply['bytes'] / reply['wall_s'] / 1e6:.2f} MB/s wall, "
+                          f"{reply['bytes'] / max(reply['cpu_s'], 1e-9) / 1e6:.2f} MB/s CPU",
+                          file=sys.stderr, flush=True)
+
+            for r in range(len(plan["files"])):
+                one_round("file", r, r)
+                ref = ref_dir / f"ids-file-{r}.npy" if ref_dir else None
+                for tool in live:
+                    path = procs[tool][1].parent / f"ids-file-{r}.npy"
+                    if tool != "bpeforge" and path.exists():
+                        group[tool].extra.setdefault("ids", []).append(
+                            {"file": r, **_compare_ids(ref, path)} if ref and ref.exists()
+                            else {"file": r, "same": None})
+                        path.unlink()
+                if ref and ref.exists():
+                    ref.unlink()
+            for a in range(args.again_rounds):
+                one_round("again", last, a)
+            for tool in live:
+                if not group[tool].status:
+                    _ask_fresh(procs[tool][0], "done", FRESH_REPLY_TIMEOUT)
+        finally:
+            for proc, _, _ in procs.values():
+                if proc.poll() is None:
+                    H._kill_group(proc.pid)
+                proc.wait()
+
+
+def _spread(values: list[float]) -> dict:
+    """Median, min and max of ``values`` (empty: nothing)."""
+    return {"median": H.median(values), "min": min(values), "max": max(values)} if values else {}
+
+
+def summarize_files(rows: list[Row]) -> list[dict]:
+    """Each encode/files row: fresh files and the same file again, each by
+    wall and by CPU time (median, min, max), the warm-up call, the ids."""
+    ref = {row.threads: row for row in rows if row.tool == "bpeforge"}
+    out = []
+    for row in rows:
+        s: dict = {"mode": FILES, "threads": row.threads, "tool": row.tool,
+                   "status": row.status or "ok", "note": row.note}
+        for kind in ("file", "again"):
+            runs = [run for run in row.ok_runs if run.get("kind") == kind]
+            s[kind] = {"runs": len(runs),
+                       "wall": _spread([run["bytes"] / run["wall_s"] / 1e6 for run in runs]),
+                       "cpu": _spread([run["bytes"] / run["cpu_s"] / 1e6 for run in runs if run["cpu_s"] > 0]),
+                       "cores": _spread([run["cpu_s"] / run["wall_s"] for run in runs if run["wall_s"] > 0])}
+        fresh = [run for run in row.ok_runs if run.get("kind") == "file"]
+        if fresh:
+            s["bytes"] = sum(run["bytes"] for run in fresh)
+            s["bytes_per_token"] = s["bytes"] / max(1, sum(run["tokens"] for run in fresh))
+        if "warmup" in row.extra:
+            s["warmup_s"] = row.extra["warmup"]["warmup_wall_s"]
+        ids = row.extra.get("ids", [])
+        if row.tool == "bpeforge":
+            s["ids"] = "reference"
+        elif ids and all(item["same"] is not None for item in ids):
+            bad = [item for item in ids if not item["same"]]
+            s["ids_differ"] = len(bad)
+            s["ids"] = (f"same on {len(ids)} files" if not bad else
+                        f"DIFFER on {len(bad)} of {len(ids)} files "
+                        f"({sum(item['positions_differ'] for item in bad):,} positions; first at "
+                        f"token {bad[0]['first_difference']:,} of file {bad[0]['file'] + 1})")
+        else:
+            s["ids"] = "not compared"
+        # The again runs must give the ids of the same file's fresh run.
+        digests = {run["file"]: run["digest"] for run in fresh}
+        again_bad = [run for run in row.ok_runs if run.get("kind") == "again"
+                     and digests.get(run["file"], run["digest"]) != run["digest"]]
+        if again_bad:
+            s["note"] = s["note"] or f"ids of the same file again differ from its first time ({len(again_bad)} runs)"
+        cores = s["file"]["cores"].get("median", 0.0)
+        if cores > CORES_NOTED * row.threads:
+            s["note"] = s["note"] or f"used {cores:.1f} cores (CPU s / wall s) with {row.threads} thread(s) asked"
+        out.append(s)
+    return out
+
+
+def _cell(spread: dict) -> str:
+    """``median (min–max)`` in MB/s, or a dash."""
+    if not spread:
+        return "–"
+    return f"{spread['median']:.1f} ({spread['min']:.1f}–{spread['max']:.1f})"
+
+
+def build_files_table(summaries: list[dict], versions: dict, plan: dict, args, markdown: bool) -> str:
+    """The encode/files table: fresh files and the same file again, as
+    separate columns, by wall and by CPU time."""
+    files = plan["files"]
+    sizes = sorted(f["text_bytes"] for f in files)
+    title = (f"{FILES}: one call per file, a whole file to ids; warm-up call on a "
+             f"{plan['warmup']['text_bytes'] / 1e6:.2f} MB file of other text (not timed); then "
+             f"{len(files)} different files of {sizes[0] / 1e6:.1f}–{sizes[-1] / 1e6:.1f} MB, "
+             f"fresh text, in one process per tool, tools in alternating order: median (min–max) MB/s; "
+             f"'same file again' = the last file encoded {args.again_rounds} more times in that process "
+             f"(what a tool keeps across calls: never part of the fresh figure); CPU-time MB/s = bytes "
+             f"over the process's CPU seconds (steadier on a shared machine)")
+    rows = []
+    for s in summaries:
+        cells = [str(s["threads"]), _tool_title(s["tool"], versions),
+                 _cell(s["file"]["wall"]), _cell(s["file"]["cpu"]),
+                 _cell(s["again"]["wall"]), _cell(s["again"]["cpu"]),
+                 _fmt(s.get("warmup_s"), ".2f"), _fmt(s.get("bytes_per_token"), ".3f"),
+                 s.get("ids", ""), _shorten(s["note"]) if s["note"] else ""]
+        rows.append(cells)
+    table = H.format_table(["threads", "tool", "fresh files MB/s", "fresh, CPU-time MB/s",
+                            "same file again MB/s", "again, CPU-time MB/s", "warm-up call s",
+                            "bytes/token", "ids vs bpeforge", "note"], rows, markdown=markdown,
+                           right=[True, False, True, True, True, True, True, True, False, False])
+    return f"{title}\n{table}"
 
 
 def summarize_fresh(rows: list[Row], memory: dict[str, dict]) -> list[dict]:
@@ -1156,6 +1701,8 @@ def summarize(row: Row) -> dict:
     if not ok:
         return out
     out["mb_s"] = H.median([r["bytes"] / r["wall_s"] / 1e6 for r in ok])
+    out["wall"] = _spread([r["bytes"] / r["wall_s"] / 1e6 for r in ok])
+    out["cpu"] = _spread([r["bytes"] / r["cpu_s"] / 1e6 for r in ok if r["cpu_s"] > 0])
     out["cpu_s"] = H.median([r["cpu_s"] for r in ok])
     out["tokens"] = ok[0]["tokens"]
     out["bytes"] = ok[0]["bytes"]
@@ -1184,6 +1731,13 @@ def _tool_title(key: str, versions: dict) -> str:
     return f"{title} ({tool.label})" if tool.label else title
 
 
+def _short_title(key: str, versions: dict) -> str:
+    """A tool's name and version (and the label of bpeforge's variants only)."""
+    tool = TOOLS[key]
+    title = f"{tool.name} {versions.get(tool.dist) or ''}".strip()
+    return f"{title} ({tool.label})" if tool.label and key.startswith("bpeforge") else title
+
+
 def _shorten(text: str, limit: int = 90) -> str:
     """One line of at most ``limit`` characters (full text is in the JSON)."""
     text = " ".join(text.split())
@@ -1210,6 +1764,79 @@ def build_table(summaries: list[dict], versions: dict, markdown: bool) -> str:
         rows.append(cells)
     right = [False, True, False, True, True, True] + ([False] if with_notes else [])
     return H.format_table(headers, rows, markdown=markdown, right=right)
+
+
+#: Row labels of the side-by-side tables, in order.
+SIDE_MODES = {"encode/line": "per call", "encode/long": "one long text", "encode/batch": "list batch",
+              "decode/line": "decode per call", "decode/batch": "decode batch", FLAT: "decode flat",
+              (FILES, "file"): "whole file, fresh files", (FILES, "again"): "whole file, same file again"}
+
+
+def side_by_side_entries(summaries: list[dict], file_summaries: list[dict], setup: dict) -> list[dict]:
+    """One entry per (mode, threads, tool) with its wall and CPU spread and
+    whether its ids differ from bpeforge's (the line check, or the files')."""
+    check = setup.get("steps", {}).get("check", {})
+    line_differ = {key: item["differing_lines"] for key in CHECKED_TOOLS
+                   if isinstance(item := check.get(key), dict) and "differing_lines" in item}
+    entries = []
+    for s in summaries:
+        if s["mode"].startswith("decode"):
+            continue
+        entries.append({"mode": s["mode"], "threads": s["threads"], "tool": s["tool"],
+                        "wall": s.get("wall", {}), "cpu": s.get("cpu", {}),
+                        "differ": line_differ.get(s["tool"], 0), "status": s["status"]})
+    for s in file_summaries:
+        for kind in ("file", "again"):
+            entries.append({"mode": (FILES, kind), "threads": s["threads"], "tool": s["tool"],
+                            "wall": s[kind]["wall"], "cpu": s[kind]["cpu"],
+                            "differ": s.get("ids_differ", 0), "status": s["status"]})
+    return entries
+
+
+def _best(entries: list[dict], clock: str, ours: bool) -> tuple[float, str] | None:
+    """The highest median among bpeforge's variants (``ours``) or the peers."""
+    cands = [(e[clock]["median"], e["tool"]) for e in entries
+             if e[clock] and e["tool"].startswith("bpeforge") == ours]
+    return max(cands) if cands else None
+
+
+def build_side_by_side(groups: list[tuple[list[str], list[dict]]], key_headers: list[str],
+                       versions: dict, clock: str, markdown: bool) -> str:
+    """All tools side by side: one line per (key..., mode, threads), each tool's
+    median (min–max) MB/s by ``clock`` (``wall`` or ``cpu``), then bpeforge's
+    best over the best peer's. ``groups`` pairs the key cells (vocabulary,
+    text) with their entries. A tool whose ids differ from bpeforge's is
+    marked ``*`` and a dash says "not measured" (unsupported, failed, absent)."""
+    tools = list(dict.fromkeys(e["tool"] for _, entries in groups for e in entries))
+    rows = []
+    for keys, entries in groups:
+        modes = list(dict.fromkeys((e["mode"], e["threads"]) for e in entries))
+        for mode, threads in modes:
+            here = [e for e in entries if (e["mode"], e["threads"]) == (mode, threads)]
+            by_tool = {e["tool"]: e for e in here}
+            cells = list(keys) + [SIDE_MODES.get(mode, str(mode)), str(threads)]
+            for tool in tools:
+                e = by_tool.get(tool)
+                cells.append("–" if e is None or not e[clock] else
+                             _cell(e[clock]) + ("*" if e["differ"] else ""))
+            ours, peer = _best(here, clock, True), _best(here, clock, False)
+            cells.append(f"{ours[0] / peer[0]:.2f}× ({TOOLS[peer[1]].name})" if ours and peer else "–")
+            rows.append(cells)
+    headers = key_headers + ["mode", "threads"] + [_short_title(t, versions) for t in tools] + \
+        ["bpeforge ÷ best peer"]
+    n = len(key_headers) + 2
+    return H.format_table(headers, rows, markdown=markdown,
+                          right=[False] * (n - 1) + [True] * (len(tools) + 2))
+
+
+def side_by_side_title(clock: str, repeats: int) -> str:
+    """What the cells of a side-by-side table are."""
+    what = "wall-clock" if clock == "wall" else "CPU-time (bytes over the process's CPU seconds)"
+    return (f"All tools side by side, {what} MB/s: median (min–max) over the alternating rounds "
+            f"({repeats} fresh processes per row for the per-call and batch modes; the fresh files, or the "
+            f"repeats of one file, for whole files); * = ids differ from bpeforge's on some lines or files; "
+            f"– = not measured (no such API, unsupported vocabulary, failed or not installed); "
+            f"bpeforge ÷ best peer = the better of bpeforge's rows over the fastest peer's median")
 
 
 # The peers of the per-call target "fastest of bpe-openai, fastokens".
@@ -1328,8 +1955,16 @@ def describe_setup(machine: dict, versions: dict, corpus: dict, setup: dict, arg
         f"corpus: {corpus['path']}: {corpus['lines']:,} lines, "
         f"{corpus['text_bytes']:,} UTF-8 bytes (without line ends)",
         f"timed input: {setup.get('lines', 0):,} lines, "
-        f"{setup.get('text_bytes', 0):,} UTF-8 bytes",
-        f"models (setup, not timed): {trained or 'none'}",
+        f"{setup.get('text_bytes', 0):,} UTF-8 bytes; text: {text_label(args.lang)}, "
+        f"from corpus line {setup.get('first_line', 0):,} on"
+        + (" (after the training lines)" if setup.get("first_line") else "")
+        + (f"; {FILES}: warm-up file {setup['files']['warmup']['text_bytes']:,} bytes, "
+           f"{len(setup['files']['files'])} timed files of "
+           + ", ".join(f"{f['text_bytes']:,}" for f in setup["files"]["files"]) + " bytes"
+           if setup.get("files") else ""),
+        f"models (setup, not timed): {trained or 'none'}"
+        + (f"\nsetup failed: {setup.get('error', '')}\n{setup.get('stderr', '')}"
+           if setup.get("status") != "ok" else ""),
         f"settings: vocab={args.vocab}, vocab_size={args.vocab_size}, repeats={args.repeats}, "
         f"threads={args.threads}, timeout={args.timeout:g} s"
         + (f"; {FRESH}: rounds={args.rounds}, round_lines={args.round_lines:,}, first round at line "
@@ -1356,7 +1991,7 @@ def _int_list(text: str) -> list[int]:
 def _mode_list(text: str) -> list[str]:
     """Parse and validate a comma-separated list of modes."""
     names = [x.strip() for x in text.split(",") if x.strip()]
-    known = ALL_MODES + (FLAT, FRESH)
+    known = ALL_MODES + (FLAT, FRESH, FILES)
     unknown = [n for n in names if n not in known]
     if unknown or not names:
         raise argparse.ArgumentTypeError(f"unknown mode(s) {unknown}; choose from {', '.join(known)}")
@@ -1371,6 +2006,19 @@ def _vocab_list(text: str) -> list[str]:
     if unknown or not names:
         raise argparse.ArgumentTypeError(f"unknown vocabularies {unknown}; choose from {', '.join(known)}")
     return list(dict.fromkeys(names))
+
+
+def _lang_list(text: str) -> list[str]:
+    """Parse a comma-separated list of language codes (``all``: every line)."""
+    names = [x.strip() for x in text.split(",") if x.strip()]
+    if not names:
+        raise argparse.ArgumentTypeError("no language given")
+    return list(dict.fromkeys(names))
+
+
+def text_label(lang: str) -> str:
+    """How a table names the text of ``--lang``."""
+    return "all languages" if lang == ALL_LANGS else f"lang {lang}"
 
 
 def _tool_list(text: str) -> list[str]:
@@ -1395,8 +2043,21 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         "import the real rank file from the bpe-openai wheel")
     p.add_argument("--vocab-size", type=int, default=32_000)
     p.add_argument("--modes", type=_mode_list, default=list(ALL_MODES + (FLAT,)),
-                   help=f"comma-separated, from {', '.join(ALL_MODES + (FLAT, FRESH))} "
-                        f"(default all but {FRESH})")
+                   help=f"comma-separated, from {', '.join(ALL_MODES + (FLAT, FRESH, FILES))} "
+                        f"(default all but {FRESH} and {FILES})")
+    p.add_argument("--lang", type=_lang_list, default=[ALL_LANGS],
+                   help="comma-separated language codes of the timed text, each run in turn (default all): "
+                        "'en' keeps the lines the --langs file marks en; 'all' keeps every line")
+    p.add_argument("--langs", help="language file, one code per corpus line (default: next to the corpus, "
+                                   "x.txt.xz -> x.langs.txt.xz)")
+    p.add_argument("--file-mb", type=float, default=FILE_MB,
+                   help=f"{FILES}: MB of text per timed file (default {FILE_MB:g})")
+    p.add_argument("--file-rounds", type=int, default=FILE_ROUNDS,
+                   help=f"{FILES}: different files timed, one per round (default {FILE_ROUNDS})")
+    p.add_argument("--again-rounds", type=int, default=AGAIN_ROUNDS,
+                   help=f"{FILES}: times the last file is encoded once more (default {AGAIN_ROUNDS})")
+    p.add_argument("--warmup-mb", type=float, default=WARMUP_MB,
+                   help=f"{FILES}: MB of the untimed warm-up file (default {WARMUP_MB:g})")
     p.add_argument("--train-lines", type=int,
                    help=f"a trained vocabulary trains on the corpus's first N lines (default all; "
                         f"{FRESH_TRAIN_LINES:,} with {FRESH}); {FRESH}'s rounds start after them")
@@ -1418,7 +2079,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     # Internal: the setup child and the timed children.
     p.add_argument("--setup", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--worker", choices=list(TOOLS), help=argparse.SUPPRESS)
-    p.add_argument("--mode", choices=ALL_MODES + (FLAT, FRESH), help=argparse.SUPPRESS)
+    p.add_argument("--mode", choices=ALL_MODES + (FLAT, FRESH, FILES), help=argparse.SUPPRESS)
     p.add_argument("--workdir", help=argparse.SUPPRESS)
     p.add_argument("--result", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
@@ -1430,12 +2091,19 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         p.error("--rounds must be >= 2, --round-lines and --train-lines >= 1")
     if FRESH in args.modes and args.train_lines is None and not args.worker:
         args.train_lines = FRESH_TRAIN_LINES
+    if (FILES in args.modes and "trained" in args.vocab and args.train_lines is None
+            and not args.worker):
+        args.train_lines = FRESH_TRAIN_LINES  # the files are text the vocabulary never saw
+    if args.file_rounds < 1 or args.again_rounds < 0 or args.file_mb <= 0 or args.warmup_mb <= 0:
+        p.error("--file-rounds must be >= 1, --again-rounds >= 0, --file-mb and --warmup-mb > 0")
+    if args.corpus and not args.langs and set(args.lang) - {ALL_LANGS}:
+        args.langs = str(H.default_langs(Path(args.corpus)))
     if "bpeforge" not in args.tools:
         args.tools.insert(0, "bpeforge")  # the reference of every ratio
     if args.setup:
-        if len(args.vocab) != 1:
-            p.error("the setup child takes one vocabulary")
-        args.vocab = args.vocab[0]
+        if len(args.vocab) != 1 or len(args.lang) != 1:
+            p.error("the setup child takes one vocabulary and one language")
+        args.vocab, args.lang = args.vocab[0], args.lang[0]
     return args
 
 
@@ -1455,13 +2123,16 @@ def vocab_report(vocab: str, machine: dict, versions: dict, corpus: dict,
             "rows": [{**summarize(r), "runs": r.runs} for r in rows]}
 
 
-def run_vocab(vocab: str, args, machine: dict, versions: dict) -> tuple[dict, list[dict]]:
-    """Build the models of one vocabulary, run every row, print its tables;
-    returns the setup's result and the row summaries."""
-    vargs = argparse.Namespace(**{**vars(args), "vocab": vocab})
+def run_vocab(vocab: str, lang: str, args, machine: dict, versions: dict) -> tuple[dict, list[dict], list[dict]]:
+    """Build the models of one vocabulary, time the text of one language, run
+    every row, print its tables; returns the setup's result, the row summaries
+    and the side-by-side entries."""
+    vargs = argparse.Namespace(**{**vars(args), "vocab": vocab, "lang": lang})
     rows = make_rows(args.tools, args.threads, tuple(args.modes))
     fresh_rows = ([Row(FRESH, 1, t) for t in args.tools if "encode/line" in TOOLS[t].modes]
                   if FRESH in args.modes else [])
+    file_rows = ([Row(FILES, n, t) for n in args.threads for t in args.tools if FILES in TOOLS[t].modes]
+                 if FILES in args.modes else [])
     fresh_memory: dict = {}
     with tempfile.TemporaryDirectory(prefix="bpeforge-bench-encode-") as tmp_name:
         tmp = Path(tmp_name)
@@ -1470,13 +2141,15 @@ def run_vocab(vocab: str, args, machine: dict, versions: dict) -> tuple[dict, li
         corpus = H.materialize_corpus(Path(args.corpus), tmp)
         stats = {"path": str(args.corpus), **H.corpus_stats(corpus)}
         setup = run_setup(corpus, models, vargs)
-        print(f"\n=== vocabulary: {vocab} ===", flush=True)
+        print(f"\n=== vocabulary: {vocab}; text: {text_label(lang)} ===", flush=True)
         print(describe_setup(machine, versions, stats, setup, vargs), flush=True)
         print(describe_check(setup), flush=True)
-        mark_unbuilt(rows + fresh_rows, setup)
+        mark_unbuilt(rows + fresh_rows + file_rows, setup)
         run_all(rows, models, vargs, tmp)
         if fresh_rows:
             fresh_memory = run_fresh(fresh_rows, models, vargs, tmp)
+        if file_rows:
+            run_files(file_rows, models, vargs, tmp)
     summaries = [summarize(r) for r in rows]
     if rows:
         print()
@@ -1487,17 +2160,32 @@ def run_vocab(vocab: str, args, machine: dict, versions: dict) -> tuple[dict, li
     if fresh_rows:
         print()
         print(build_fresh_table(fresh_summaries, versions, vargs, args.markdown))
+    file_summaries = summarize_files(file_rows)
+    if file_rows and setup.get("files"):
+        print()
+        print(build_files_table(file_summaries, versions, setup["files"], vargs, args.markdown))
+    entries = side_by_side_entries(summaries, file_summaries, setup)
+    if entries:
+        for clock in ("wall", "cpu"):
+            print()
+            print(side_by_side_title(clock, args.repeats))
+            print(build_side_by_side([([], entries)], [], versions, clock, args.markdown))
     if args.json:
         report = vocab_report(vocab, machine, versions, stats, setup, rows, vargs)
+        report["lang"] = lang
         report["fresh"] = [{**s, "runs": r.runs} for s, r in zip(fresh_summaries, fresh_rows)]
-        _vocab_json_path(args.json, vocab, len(args.vocab)).write_text(
+        report["files"] = [{**s, "runs": r.runs, **r.extra} for s, r in zip(file_summaries, file_rows)]
+        _vocab_json_path(args.json, vocab, len(args.vocab), lang, len(args.lang)).write_text(
             json.dumps(report, indent=2, default=str), encoding="utf-8")
-    return setup, summaries
+    return setup, summaries, entries
 
 
-def _vocab_json_path(path: Path, vocab: str, n_vocabs: int) -> Path:
-    """``--json`` as given for one vocabulary; ``NAME-VOCAB.json`` for several."""
-    return path if n_vocabs == 1 else path.with_name(f"{path.stem}-{vocab}{path.suffix}")
+def _vocab_json_path(path: Path, vocab: str, n_vocabs: int, lang: str = ALL_LANGS, n_langs: int = 1) -> Path:
+    """``--json`` as given for one vocabulary and text; ``NAME-VOCAB[-LANG].json`` for several."""
+    if n_vocabs == 1 and n_langs == 1:
+        return path
+    tail = f"-{vocab}" + (f"-{lang}" if n_langs > 1 else "")
+    return path.with_name(f"{path.stem}{tail}{path.suffix}")
 
 
 def build_summary(results: dict[str, tuple[dict, list[dict]]], markdown: bool) -> str:
@@ -1537,13 +2225,24 @@ def main(argv: list[str] | None = None) -> int:
         return worker_main(args)
     started = time.perf_counter()
     machine, versions = H.machine_info(), _versions(args.tools)
-    results = {vocab: run_vocab(vocab, args, machine, versions) for vocab in args.vocab}
-    if len(results) > 1 and set(args.modes) - {FRESH}:
+    results, groups = {}, []
+    for vocab in args.vocab:
+        for lang in args.lang:
+            label = vocab if len(args.lang) == 1 else f"{vocab}, {text_label(lang)}"
+            setup, summaries, entries = run_vocab(vocab, lang, args, machine, versions)
+            results[label] = (setup, summaries)
+            groups.append(([vocab, text_label(lang)], entries))
+    if len(results) > 1 and set(args.modes) - {FRESH, FILES}:
         print("\n=== all vocabularies ===\n")
         print(build_summary(results, args.markdown))
+    if len(groups) > 1 and any(entries for _, entries in groups):
+        for clock in ("wall", "cpu"):
+            print()
+            print(side_by_side_title(clock, args.repeats))
+            print(build_side_by_side(groups, ["vocabulary", "text"], versions, clock, args.markdown))
     elapsed = time.perf_counter() - started
     load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
-    if set(args.modes) - {FRESH}:
+    if set(args.modes) - {FRESH, FILES}:
         print(f"\n(MB/s = median over {args.repeats} run(s) of UTF-8 bytes per second; "
               f"× bpeforge = row time / bpeforge time, same mode and threads)")
     print(f"(total benchmark time {elapsed:.0f} s; load average at the end {load})")
