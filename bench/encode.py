@@ -7,19 +7,50 @@ Throughput in MB/s (10^6 bytes per second) of UTF-8 text, line terminators
 excluded: for encoding, the bytes of the input lines; for decoding, the bytes
 of the decoded text. Each (mode, thread count, tool) row is run ``--repeats``
 times, each time in a fresh Python subprocess that imports the tool, loads its
-model and the corpus lines (the first ``--lines`` lines, default all) into
-memory, makes one warm-up call on the first line, and then times exactly one
-call (or one loop of calls) over all the lines with ``time.perf_counter``.
-The table shows the median MB/s over the repeats and
+model and the timed lines (see "Which text" below) into memory, makes warm-up
+calls on a few short lines in several scripts that are in no corpus and on the
+first timed line (so a tool's one-time initialisation on its first call is
+not timed), and then times exactly one call (or one loop of calls) over all
+the lines with ``time.perf_counter``, and its process's CPU time
+(``resource.getrusage``, all threads). The table shows the median MB/s over
+the repeats and
 
 * **× bpeforge** -- the row's time divided by bpeforge's time for the same
   mode and thread count (= bpeforge MB/s / row MB/s; above 1 means that tool
   is slower than bpeforge), as in ``bench/train.py``;
 * **bytes/token** -- input bytes per token produced (encoding rows).
 
-Jobs run round-robin (repeat 1 of every row, then repeat 2, ...) so that slow
-drifts in the load of a shared machine spread over all tools. A failing,
+Jobs run round-robin (repeat 1 of every row, then repeat 2, ...), in
+alternating order (forward on odd repeats, backward on even ones), so that
+slow drifts in the load of a shared machine spread over all tools. A failing,
 missing or timed-out tool gets a row that says so; the benchmark carries on.
+
+Side-by-side tables
+-------------------
+After each vocabulary and text, and over all of them at the end, two tables
+put every tool side by side, one line per (vocabulary, text, mode, threads):
+each cell is the tool's median MB/s with its min–max over the alternating
+rounds (the repeats, each a fresh process, for the per-call and batch modes;
+the fresh files, or the repeats of one file, for ``encode/files``), the first
+table by wall-clock time, the second by CPU time (bytes over the process's
+CPU seconds; on a shared virtual machine whose host takes the CPU away the
+CPU figure is the steadier one). ``*`` marks a tool whose ids differ from
+bpeforge's on some of the timed lines or files (the count is in the check's
+report above the tables); ``–`` means not measured: the tool has no such API,
+cannot load the vocabulary, failed or is not installed. The last column,
+**bpeforge ÷ best peer**, is the better of bpeforge's rows (plain lists or
+``as_numpy``) over the fastest peer's median, which it names.
+
+Which text (``--lang``, ``--train-lines``)
+-------------------------------------------
+The timed text starts after the first ``--train-lines`` lines of the corpus
+(default 0; 200,000 with ``encode/fresh``, and with ``encode/files`` on a
+trained vocabulary): a trained vocabulary trains on those lines only, so no
+timed line is one it saw. ``--lang en`` keeps only the lines the language
+file marks ``en`` (``--langs``, one language code per corpus line; by default
+the file next to the corpus, ``x.txt.xz`` -> ``x.langs.txt.xz``); ``--lang
+all`` (the default) keeps every line, the multilingual text. A list
+(``--lang en,all``) runs each in turn, with its own setup and tables.
 
 Modes
 -----
@@ -27,12 +58,40 @@ Modes
   tiktoken ``enc.encode_ordinary(line)``, HF ``tk.encode(line,
   add_special_tokens=False).ids``, SentencePiece ``sp.encode(line)``.
 * ``encode/long`` (1 thread), one call on one long text: all the lines
-  joined by ``\n`` (the warm-up call encodes the first line only).
+  joined by ``\n`` (the warm-up calls encode the warm-up lines and the first
+  line only).
 * ``encode/batch`` (each ``--threads`` N), one call for all lines: bpeforge
   ``tok.encode_batch(lines, threads=N)`` and the same with ``as_numpy=True``;
   tiktoken ``enc.encode_ordinary_batch(lines, num_threads=N)``; HF
   ``[e.ids for e in tk.encode_batch(lines, add_special_tokens=False)]``;
   SentencePiece ``sp.encode(lines, num_threads=N)``.
+  gigatoken ``encode_batch_list(lines, parallel=N > 1)``; quicktok
+  ``encode_batch(lines, N)`` (``(ids, offsets)`` arrays); kitoken
+  ``encode_all(lines)``; tokie ``[e.ids for e in tk.encode_batch(lines,
+  add_special_tokens=False)]``.
+* ``encode/files`` (each N; not in the default ``--modes``), a whole file
+  to ids in one call, for every tool with a file API: bpeforge
+  ``tok.encode_file(src, dst, format="npy", threads=N)`` (which writes the
+  ``.npy`` file: that is part of its call); gigatoken
+  ``tok.encode_files(gigatoken.TextFileSource([src], separator=b"\\n"),
+  parallel=N > 1)``; tokie ``tk.encode_files([src], separator=b"\\n")``.
+  The files are written (untimed) from the selected text: a warm-up file of
+  ``--warmup-mb`` (default 0.25), then ``--file-rounds`` (default 5) files of
+  ``--file-mb`` each (default 8), consecutive, disjoint and after the warm-up
+  file's text. Each tool runs in one long-lived process per thread count; it
+  loads its model and encodes the warm-up file (untimed: one-time
+  initialisation is paid there, on text no timed file holds), then encodes
+  one new file per round, the tools taking turns in alternating order: these
+  are the **fresh files** figures (median, min–max). Then it encodes the last
+  file ``--again-rounds`` more times (default 3): **same file again**, in a
+  column of its own, never mixed into the fresh figure. A tool that keeps a
+  cache across calls (gigatoken does) encodes a file it has already seen
+  several times faster than a new one; the gap between the two columns is
+  that cache. The warm-up call's seconds are shown too. Each fresh file's
+  ids, as one flat array (gigatoken's rows flattened, tokie's ids), are
+  compared with bpeforge's ``.npy`` for that file; a tool whose ids differ
+  says on how many files and where first. MB/s counts the file's UTF-8
+  bytes without line ends, as everywhere here.
 * ``decode/line`` (1 thread), one call per line: ``tok.decode(ids)``,
   ``enc.decode(ids)``, ``tk.decode(ids)``, ``sp.decode(ids)``.
 * ``decode/flat`` (1 call): the ids of every line in one flat sequence decoded
@@ -65,11 +124,14 @@ Modes
           --tools bpeforge,tiktoken,bpe-openai,fastokens,hf --markdown
 
 Every child gets ``RAYON_NUM_THREADS=N``, ``FASTOKENS_BPE_THREADS=N`` and
-``TOKENIZERS_PARALLELISM=true`` in its environment (HF tokenizers' thread
-pool follows the first; fastokens has its own worker threads, which the
-second sizes: without it, fastokens encodes one long text on every core even
-in a 1-thread row). A row whose tool still used more than 1.3 cores per
-thread (CPU seconds over wall seconds, medians) says so in its note.
+``TOKENIZERS_PARALLELISM=true`` in its environment (HF tokenizers' and
+gigatoken's thread pools follow the first; fastokens has its own worker
+threads, which the second sizes: without it, fastokens encodes one long text
+on every core even in a 1-thread row). kitoken and tokie have no thread
+setting (tokie sizes its threads from the cores it may run on), so their
+children are pinned to N of the usable cores (``os.sched_setaffinity``).
+quicktok takes N as an argument. A row whose tool still used more than 1.3
+cores per thread (CPU seconds over wall seconds, medians) says so in its note.
 
 bpe-openai (``get_encoding(name).encode_ordinary``, batch
 ``encode_ordinary_batch(num_threads=N)``) and fastokens (``Tokenizer.from_file``
@@ -77,6 +139,24 @@ on bpeforge's own ``to_huggingface`` export; ``encode(line,
 add_special_tokens=False).ids``, batch ``encode_batch``) take part in the
 encode modes. fastokens keeps a cache of what it has encoded, so a job never
 encodes a line twice before the timed call.
+
+The other encoding peers (``pip install gigatoken quicktok-v1 kitoken tokie``;
+all load offline) take part in the encode modes and ``decode/line``:
+
+* gigatoken: for ``o200k_base`` / ``cl100k_base``
+  ``gigatoken.Tokenizer.from_tiktoken(path)`` on the rank file, uncompressed
+  and named ``NAME.tiktoken`` (gigatoken takes the pattern from the name); for
+  a trained vocabulary ``gigatoken.Tokenizer(path)`` on bpeforge's
+  ``tokenizer.json`` export. ``encode(line)`` (a numpy array); decode gives
+  bytes, turned into text.
+* quicktok (import name ``quicktok``): ``quicktok.get_encoding(NAME)`` from
+  its bundled data, ``encode_ordinary(line)``. A trained vocabulary is
+  offered to ``quicktok.import_tokenizer`` (bpeforge's export); quicktok
+  refuses pre-tokenizer patterns it has no hand-written scanner for (GPT-2's
+  among them), and its rows then say unsupported ("skipped").
+* kitoken: ``Kitoken.from_tokenizers_file(export)``, ``encode(line)``.
+* tokie: ``tokie.Tokenizer.from_json(export)``, ``encode(line,
+  add_special_tokens=False).ids``.
 
 Vocabularies (``--vocab``)
 --------------------------
@@ -119,9 +199,12 @@ A compressed corpus (.xz, .gz) is first decompressed to a temporary file.
   max_sentence_length=1<<20, normalization_rule_name="identity",
   byte_fallback=True``). Its ids differ: it is a speed comparison only.
 
-The setup checks that bpeforge, tiktoken, bpe-openai, fastokens and HF give
-identical id lists on the first ``--check-lines`` timed lines (default 2,000;
-0: all) and prints how many lines differ per tool.
+The setup checks that bpeforge and every other tool whose ids should be the
+same (tiktoken, bpe-openai, fastokens, HF, gigatoken, quicktok, kitoken,
+tokie) give identical id lists on the first ``--check-lines`` timed lines
+(default 2,000; 0: every timed line) and prints how many lines differ per
+tool, with the first few differing lines; the differing tools are marked in
+the side-by-side tables, not left out.
 
 Reproduce
 ---------
@@ -143,7 +226,22 @@ Reproduce
         --tools bpeforge,tiktoken,bpe-openai,fastokens,hf \\
         --repeats 3 --threads 1,2 --markdown --json bench-encode.json
 
-With several vocabularies, ``--json NAME.json`` writes ``NAME-VOCAB.json`` per vocabulary.
+    # every peer on the real vocabularies, English and multilingual text, 1
+    # thread: per call, list batch and whole files (English text is scarcer:
+    # multi-1m holds about 9 MB of it, hence smaller files)
+    pip install bpe-openai fastokens gigatoken quicktok-v1 kitoken tokie
+    T=bpeforge,bpeforge-numpy,tiktoken,bpe-openai,fastokens,hf,gigatoken,quicktok,kitoken,tokie
+    python bench/encode.py --corpus /work/shared/corpora/multi-1m.txt.xz \\
+        --vocab o200k_base,cl100k_base --lang en \\
+        --modes encode/line,encode/batch,encode/files --threads 1 --lines 20000 \\
+        --repeats 3 --check-lines 0 --file-mb 1.8 --file-rounds 4 --tools $T --markdown
+    python bench/encode.py --corpus /work/shared/corpora/multi-1m.txt.xz \\
+        --vocab o200k_base,cl100k_base --lang all \\
+        --modes encode/line,encode/batch,encode/files --threads 1 --lines 20000 \\
+        --repeats 3 --check-lines 0 --file-mb 8 --file-rounds 5 --tools $T --markdown
+
+With several vocabularies (or ``--lang`` values), ``--json NAME.json`` writes
+``NAME-VOCAB.json`` (``NAME-VOCAB-LANG.json``) per vocabulary (and text).
 
 Batch results are held in memory: about 40 bytes per token as Python lists,
 so the whole of a 1M-line corpus needs a few GB; use ``--lines`` to bound it.
