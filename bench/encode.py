@@ -1905,7 +1905,8 @@ def build_side_by_side(groups: list[tuple[list[str], list[dict]]], key_headers: 
     best over the best peer's. ``groups`` pairs the key cells (vocabulary,
     text) with their entries. A tool whose ids differ from bpeforge's is
     marked ``*`` and a dash says "not measured" (unsupported, failed, absent)."""
-    tools = list(dict.fromkeys(e["tool"] for _, entries in groups for e in entries))
+    order = list(TOOLS)
+    tools = sorted(dict.fromkeys(e["tool"] for _, entries in groups for e in entries), key=order.index)
     rows = []
     for keys, entries in groups:
         modes = list(dict.fromkeys((e["mode"], e["threads"]) for e in entries))
