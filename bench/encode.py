@@ -1526,7 +1526,10 @@ def run_fresh(rows: list[Row], models: Path, args, tmp: Path) -> dict[str, dict]
 
 
 def _compare_ids(reference: Path, path: Path) -> dict:
-    """One file's flat ids against bpeforge's: equal, or where they part."""
+    """One file's flat ids against bpeforge's: equal, or where they part
+    (``positions_differ`` counts positions, so one token more or less early in
+    a file makes every later position differ: the first difference and the
+    token counts are the figures to read)."""
     import numpy as np
 
     a, b = np.load(reference), np.load(path)
@@ -1644,9 +1647,10 @@ def summarize_files(rows: list[Row]) -> list[dict]:
             bad = [item for item in ids if not item["same"]]
             s["ids_differ"] = len(bad)
             s["ids"] = (f"same on {len(ids)} files" if not bad else
-                        f"DIFFER on {len(bad)} of {len(ids)} files "
-                        f"({sum(item['positions_differ'] for item in bad):,} positions; first at "
-                        f"token {bad[0]['first_difference']:,} of file {bad[0]['file'] + 1})")
+                        f"DIFFER on {len(bad)} of {len(ids)} files (first at token "
+                        f"{bad[0]['first_difference']:,} of file {bad[0]['file'] + 1}; "
+                        f"{sum(item.get('tokens', 0) for item in bad):,} tokens against bpeforge's "
+                        f"{sum(item.get('bpeforge_tokens', 0) for item in bad):,} on those files)")
         else:
             s["ids"] = "not compared"
         # The again runs must give the ids of the same file's fresh run.
