@@ -160,7 +160,7 @@ impl<'a> Text<'a> {
     fn hold_from(&mut self, b: usize) -> &Block {
         let n = SEGMENT.min(self.s.len().div_ceil(BLOCK).saturating_sub(b)).max(1);
         for (k, block) in self.blocks[..n].iter_mut().enumerate() {
-            *block = masks::block(self.s, (b + k) * BLOCK, self.classes);
+            *block = masks::block(self.s, (b + k) * BLOCK, self.classes, masks::ALL);
         }
         self.first = b;
         self.held = n;

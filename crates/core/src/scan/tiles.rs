@@ -56,6 +56,8 @@ pub(super) enum Contractions {
 /// One preset for the tiler.
 pub(super) struct Rules {
     pub starts: fn(&Block) -> Starts,
+    /// The masks `starts` reads beyond the common ones (`masks::CASES`...).
+    pub needs: u8,
     pub contractions: Contractions,
     /// `\p{N}{1,3}`: runs of digits cut in threes (cl100k, o200k).
     pub digit_groups: bool,
@@ -98,6 +100,7 @@ pub(super) fn leads_of(m: u64, continuation: u64) -> u64 {
 
 /// Calls `f` with each piece of `text`, in order, cutting by masks where
 /// they decide and with `rules.piece_end` where they do not.
+#[inline(always)]
 pub(super) fn split<'t>(text: &'t str, classes: &'static Classes, rules: &Rules, f: &mut impl FnMut(&'t str)) {
     let s = text.as_bytes();
     // The scalar scanner's state, made on the first window it cuts.
@@ -111,7 +114,7 @@ pub(super) fn split<'t>(text: &'t str, classes: &'static Classes, rules: &Rules,
     while pos < len {
         let from = pos.max(seen);
         let base = from.saturating_sub(CONTEXT_BEFORE);
-        let w = masks::block(s, base, classes);
+        let w = masks::block(s, base, classes, rules.needs);
         let last = base + BLOCK >= len;
         // Bits `lo..hi` of the window are trusted.
         let hi = if last { len - base } else { BLOCK - CONTEXT_AFTER };
