@@ -14,9 +14,11 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 from collections.abc import Sequence
 from typing import Any
 
+from . import _native
 from ._tokenizer import Tokenizer
 from ._truncate import size_arg, truncate_model
 from .errors import ParameterError
@@ -75,11 +77,28 @@ def check_sizes(options: TrainOptions, sizes: list[int] | None) -> None:
     if options.max_premium is not None:
         raise ParameterError("vocab_sizes: not with max_premium (parity language balance measures its language "
                              "weights on models of the run's own size, so a smaller size needs its own run)")
+    # A checkpoint's run continues to the largest size, and each smaller
+    # model is a prefix of that straight run, which is checked as a run
+    # from the start (the checkpoint may already be past a smaller size).
+    straight: dict[str, Any] = {"resume_from": None, "checkpoint_path": None} if _resumes_checkpoint(options) else {}
     for size in sizes[:-1]:
         try:
-            dataclasses.replace(options, vocab_size=size)
+            dataclasses.replace(options, vocab_size=size, **straight)
         except ParameterError as e:
             raise ParameterError(f"vocab_sizes: a run at {size} is refused: {e}") from None
+
+
+def _resumes_checkpoint(options: TrainOptions) -> bool:
+    """Whether the run resumes an unfinished run's checkpoint (not a
+    finished model, which it extends)."""
+    source = options.resume_from
+    if source is None:
+        return False
+    if isinstance(source, Tokenizer):
+        return "checkpoint" in source.metadata
+    if hasattr(source, "to_json"):
+        return "checkpoint" in (json.loads(source.to_json()).get("metadata") or {})
+    return "checkpoint" in json.loads(_native.NativeTokenizer.load(os.fspath(source)).metadata_json)
 
 
 def at_sizes(tok: Tokenizer, sizes: list[int]) -> dict[int, Tokenizer]:
