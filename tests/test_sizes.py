@@ -367,6 +367,8 @@ def test_cli_truncate(corpus_file, tmp_path) -> None:
     r = _cli("truncate", str(tmp_path / "big.json.gz"), "--vocab-size", "0.5k", "-o", str(tmp_path / "s.json"))
     assert r.returncode == 0, r.stderr
     same_training(bpeforge.load(tmp_path / "s.json"), _train(corpus_file, 500, special_tokens=["<s>"]))
+    shown = _cli("inspect", str(tmp_path / "s.json"), "--merges", "0", "--vocab", "0")
+    assert 'truncated_from: {"merges": 943, "vocab_size": 1200}' in shown.stdout, shown.stdout
     r = _cli("truncate", str(tmp_path / "big.json.gz"), "--vocab-size", "2000", "-o", str(tmp_path / "t.json"))
     assert r.returncode == 1 and "--vocab-size 2000 is larger than this model's 1200 ids" in r.stderr
     assert not (tmp_path / "t.json").exists()
