@@ -381,7 +381,7 @@ def resume_command(args: argparse.Namespace, counts: str | None = None) -> str:
     out = args.output
     source = ["--counts", counts] if counts else [*args.inputs, "--resume", args.checkpoint_file]
     given = [n for n in NAMES if n not in ("vocab_size", "checkpoint_path", "checkpoint_every", "resume_from")]
-    size = (["--vocab-size", str(options.vocab_size)] if args.vocab_sizes is None
+    size = (["--vocab-size", str(options.vocab_size)] if getattr(args, "vocab_sizes", None) is None
             else ["--vocab-sizes", ",".join(map(str, args.vocab_sizes))])
     words = ["bpeforge", "train", *source, "-o", out, *size,
              *cli_flags(options, given), "--checkpoint-every", str(options.checkpoint_every)]
