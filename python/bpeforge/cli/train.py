@@ -379,7 +379,8 @@ def resume_command(args: argparse.Namespace, counts: str | None = None) -> str:
 
     options: TrainOptions = args.train_options
     out = args.output
-    source = ["--counts", counts] if counts else [*args.inputs, "--resume", args.checkpoint_file]
+    checkpoint = getattr(args, "checkpoint_file", None) or out
+    source = ["--counts", counts] if counts else [*args.inputs, "--resume", checkpoint]
     given = [n for n in NAMES if n not in ("vocab_size", "checkpoint_path", "checkpoint_every", "resume_from")]
     size = (["--vocab-size", str(options.vocab_size)] if getattr(args, "vocab_sizes", None) is None
             else ["--vocab-sizes", ",".join(map(str, args.vocab_sizes))])
