@@ -74,7 +74,7 @@ def test_a_usage_error_is_one_line(corpus) -> None:
 
 
 @pytest.mark.parametrize("command, flag, meant", [
-    (["train", "c.txt"], "--vocab", "--vocab-size"), (["train", "c.txt"], "--out", "--output"),
+    (["train", "c.txt"], "--vocab", "--vocab-size or --vocab-sizes"), (["train", "c.txt"], "--out", "--output"),
     (["encode", "-m", "m.json", "c.txt"], "--out", "--output"),
     (["export", "-m", "m.json", "--to", "tiktoken", "-o", "x.tiktoken"], "--forc", "--force"),
 ])

@@ -17,7 +17,7 @@ from bpeforge.options import FILE_ONLY, NAMES, TrainOptions
 
 # Flags of `bpeforge train` that are not training options: what to read,
 # where to write, how to report, where to run.
-CLI_ONLY = {"help", "inputs", "output", "progress", "quiet", "ray", "shard_mb", "counts"}
+CLI_ONLY = {"help", "inputs", "output", "progress", "quiet", "ray", "shard_mb", "counts", "vocab_sizes"}
 
 
 def _defaults() -> dict:
@@ -33,13 +33,29 @@ def test_train_signature_is_the_option_list() -> None:
     sig = _signature_defaults(bpeforge.train)
     progress = sig.pop("progress")
     assert progress is True
+    assert sig.pop("vocab_sizes") is None  # several sizes from one run: not an engine option
     assert sig == _defaults()
 
 
 def test_train_from_iterator_signature_is_the_option_list_less_file_options() -> None:
     sig = _signature_defaults(bpeforge.train_from_iterator)
     sig.pop("progress")
+    assert sig.pop("vocab_sizes") is None
     assert sig == {k: v for k, v in _defaults().items() if k not in FILE_ONLY}
+
+
+@pytest.mark.parametrize("fn", [bpeforge.train, bpeforge.train_from_iterator])
+def test_the_typed_overload_repeats_the_signature(fn) -> None:
+    # The overload a call without vocab_sizes matches repeats the signature
+    # (so every keyword stays typed): the same names, kinds and annotations.
+    import typing
+
+    if not hasattr(typing, "get_overloads"):
+        pytest.skip("typing.get_overloads needs Python 3.11")
+    first = inspect.signature(typing.get_overloads(fn)[0])
+    real = inspect.signature(fn)
+    assert [(p.name, p.kind, p.annotation) for p in first.parameters.values()] == \
+        [(p.name, p.kind, p.annotation if p.name != "vocab_sizes" else "None") for p in real.parameters.values()]
 
 
 def test_engine_takes_the_same_option_names() -> None:

@@ -605,6 +605,39 @@ class Tokenizer(_native.TokenizerBase):
         model.setdefault("metadata", {})["added_special_tokens"] = {t: first + i for i, t in enumerate(new)}
         return Tokenizer.from_json(json.dumps(model, ensure_ascii=False))
 
+    def truncated(self, vocab_size: int | str) -> Tokenizer:
+        """This model cut to ``vocab_size`` ids: the first merges, with every
+        special token, base symbol and setting (scheme, pre-tokenizer,
+        normalizer, byte fallback) kept. It equals the model a training run
+        at ``vocab_size`` gives, merge for merge and id for id, and so do its
+        exports: the merge loop depends on the target size only where it
+        stops, and ids are special tokens, then base symbols, then merges.
+        ``vocab_size`` counts every id, as :attr:`vocab_size` does (an int or
+        a count such as ``"16k"``); ``metadata`` records the run's
+        ``settings`` with it and ``truncated_from``.
+
+        Refused (``ParameterError`` naming ``vocab_size``): a size larger
+        than this model, or smaller than its special tokens and base symbols
+        (for the chars scheme, the alphabet the corpus gave). Refused with
+        the reason, because no run at that size gives the cut model: parity
+        language balance (``max_premium``), a SuperBPE model cut at or below
+        its transition, an unfinished run's checkpoint, and an imported model
+        with ids of its own. Special tokens added with
+        :meth:`with_special_tokens` stay after the kept merges, at the ids
+        adding them to a model of that size gives.
+
+        Examples:
+            >>> tok = train_from_iterator(["low lower lowest"] * 10, vocab_size=262, progress=False)
+            >>> small = tok.truncated(259)
+            >>> small.merges == tok.merges[:3], small.vocab_size
+            (True, 259)
+        """
+        from ._truncate import size_arg, truncate_model
+
+        size = size_arg(vocab_size, "vocab_size")
+        model = truncate_model(json.loads(self._native.to_json()), size)
+        return Tokenizer.from_json(json.dumps(model, ensure_ascii=False))
+
     # ---- Python conventions ------------------------------------------------
     def __reduce__(self) -> tuple[Any, tuple[bytes]]:
         # Pickled as an encoder snapshot: the model file's own JSON (the same

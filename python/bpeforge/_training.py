@@ -10,11 +10,12 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterable, Sequence
-from typing import Any, Literal, Union
+from typing import Any, Literal, Union, overload
 
 from . import _arrow, _input_formats, _native
 from ._io import check_output
 from ._progress import Progress, native_progress
+from ._sizes import DEFAULT_VOCAB_SIZE, VOCAB_SIZES_DOC, at_sizes, check_sizes, plan_sizes, run_size
 from ._tokenizer import Tokenizer
 from .errors import ParameterError
 from .options import DEFAULT_PRETOKENIZER, TrainOptions, option_docs, paths
@@ -24,10 +25,12 @@ PathLike = Union[str, "os.PathLike[str]"]
 __all__ = ["train", "train_from_iterator", "train_from_dataset", "count", "train_from_counts"]
 
 
+@overload
 def train(
     files: PathLike | Sequence[PathLike],
     *,
     vocab_size: int | str = 32000,
+    vocab_sizes: None = None,
     scheme: Literal["bytes", "chars"] = "bytes",
     pretokenizer: str = DEFAULT_PRETOKENIZER,
     special_tokens: Iterable[str] = (),
@@ -65,7 +68,60 @@ def train(
     balance_held_apart: float = 0.1,
     progress_csv: PathLike | None = None,
     max_memory: int | str | None = None,
-) -> Tokenizer:
+) -> Tokenizer: ...
+
+
+@overload
+def train(files: PathLike | Sequence[PathLike], *, vocab_sizes: Sequence[int | str],
+          **options: Any) -> dict[int, Tokenizer]: ...
+
+
+# The first overload repeats the signature so that a call without vocab_sizes
+# keeps every keyword typed (tests/test_options.py checks both stay equal); the
+# second takes any keyword, which the implementation does not: hence the ignore.
+def train(  # type: ignore[misc]
+    files: PathLike | Sequence[PathLike],
+    *,
+    vocab_size: int | str = 32000,
+    vocab_sizes: Sequence[int | str] | None = None,
+    scheme: Literal["bytes", "chars"] = "bytes",
+    pretokenizer: str = DEFAULT_PRETOKENIZER,
+    special_tokens: Iterable[str] = (),
+    min_frequency: int = 2,
+    max_token_length: int | None = None,
+    threads: int | None = None,
+    progress: Progress = True,
+    character_coverage: float = 1.0,
+    end_of_word_suffix: str | None = None,
+    unk_token: str = "<unk>",
+    byte_fallback: bool = False,
+    fuse_unk: bool = False,
+    normalizer: str = "identity",
+    documents: bool = False,
+    separator: str | None = None,
+    text_field: str | None = None,
+    columns: Sequence[int] | None = None,
+    on_bad_record: Literal["error", "skip"] = "error",
+    min_word_count: int = 1,
+    resume_from: PathLike | Tokenizer | None = None,
+    checkpoint_path: PathLike | None = None,
+    checkpoint_every: int = 1000,
+    superbpe_transition: int | None = None,
+    superbpe_max_words: int = 4,
+    superbpe_colon_rule: bool = True,
+    langs: PathLike | Sequence[PathLike] | None = None,
+    file_languages: Sequence[str] | None = None,
+    lang_field: str | None = None,
+    temperature: float = 1.0,
+    max_premium: float | None = None,
+    balance_rounds: int = 1,
+    premium_reference: str | None = None,
+    balance_min_lines: int = 500,
+    balance_max_lift: float = 16.0,
+    balance_held_apart: float = 0.1,
+    progress_csv: PathLike | None = None,
+    max_memory: int | str | None = None,
+) -> Tokenizer | dict[int, Tokenizer]:
     """Train a BPE vocabulary on one or more text files.
 
     Files may be plain or compressed (by the name's suffix: {compressions}). By
@@ -95,11 +151,14 @@ def train(
             to ``sys.stderr`` (through it when it is redirected, e.g. in
             Jupyter). An exception raised by the callable stops training and
             is raised here.
+{vocab_sizes}
 {options}
 
     Returns:
         The trained :class:`Tokenizer`. Its ``metadata`` records the inputs,
         settings, corpus sizes and the seconds spent counting and merging.
+        With ``vocab_sizes``: a dict from each size to its model, smallest
+        first.
 
     Examples:
         >>> import bpeforge
@@ -109,7 +168,8 @@ def train(
     """
     # Why this function is long: its signature names every option and its
     # docstring documents them; the body is a few lines.
-    options = TrainOptions(vocab_size=vocab_size, scheme=scheme, pretokenizer=pretokenizer,
+    sizes = plan_sizes(vocab_sizes, vocab_size != DEFAULT_VOCAB_SIZE)
+    options = TrainOptions(vocab_size=run_size(sizes, vocab_size), scheme=scheme, pretokenizer=pretokenizer,
                            special_tokens=special_tokens, min_frequency=min_frequency,
                            max_token_length=max_token_length, threads=threads, character_coverage=character_coverage,
                            end_of_word_suffix=end_of_word_suffix, unk_token=unk_token, byte_fallback=byte_fallback,
@@ -123,7 +183,21 @@ def train(
                            premium_reference=premium_reference, balance_min_lines=balance_min_lines,
                            balance_max_lift=balance_max_lift, balance_held_apart=balance_held_apart,
                            progress_csv=progress_csv, max_memory=max_memory)
-    return train_files(paths(files), options, native_progress(progress))
+    check_sizes(options, sizes)
+    tok = train_files(paths(files), options, native_progress(progress))
+    return tok if sizes is None else at_sizes(tok, sizes)
+
+
+@overload
+def train_from_dataset(ds: Any, *, text_column: str = "text", lang_column: str | None = None,
+                       batch_size: int = 16_384, progress: Progress = True, vocab_sizes: None = None,
+                       **options: Any) -> Tokenizer: ...
+
+
+@overload
+def train_from_dataset(ds: Any, *, text_column: str = "text", lang_column: str | None = None,
+                       batch_size: int = 16_384, progress: Progress = True, vocab_sizes: Sequence[int | str],
+                       **options: Any) -> dict[int, Tokenizer]: ...
 
 
 def train_from_dataset(
@@ -133,8 +207,9 @@ def train_from_dataset(
     lang_column: str | None = None,
     batch_size: int = 16_384,
     progress: Progress = True,
+    vocab_sizes: Sequence[int | str] | None = None,
     **options: Any,
-) -> Tokenizer:
+) -> Tokenizer | dict[int, Tokenizer]:
     """Train on a Hugging Face ``datasets.Dataset`` or ``IterableDataset``.
 
     The text column's Arrow buffers go to the engine in batches of
@@ -151,6 +226,8 @@ def train_from_dataset(
         lang_column: the column naming each row's language, or None.
         batch_size: rows per batch handed to the engine.
         progress: as for :func:`train`.
+        vocab_sizes: several sizes from one run, as for :func:`train`
+            (then a dict from each size to its model).
         options: any keyword of :func:`train` but the text-file ones
             (``documents``, ``separator``, ``columns``, ``langs``,
             ``file_languages``, ``text_field``, ``lang_field``).
@@ -160,16 +237,23 @@ def train_from_dataset(
         raise ParameterError(f"{', '.join(given)}: give text_column=/lang_column= for a dataset")
     # The columns are the options' text and language fields, as for a
     # Parquet file: the engine checks the options with them, when made.
+    sizes = plan_sizes(vocab_sizes, "vocab_size" in options)
+    if sizes is not None:
+        options["vocab_size"] = run_size(sizes, None)
     opts = TrainOptions(**options, text_field=text_column, lang_field=lang_column)
     opts.refuse(_arrow.TEXT_FILE_ONLY, "for a dataset", "texts are rows of a column")
-    return Tokenizer(_arrow.train_from_dataset(ds, text_column, lang_column, batch_size, opts,
-                                               native_progress(progress)))
+    check_sizes(opts, sizes)
+    tok = Tokenizer(_arrow.train_from_dataset(ds, text_column, lang_column, batch_size, opts,
+                                              native_progress(progress)))
+    return tok if sizes is None else at_sizes(tok, sizes)
 
 
+@overload
 def train_from_iterator(
     texts: Iterable[str],
     *,
     vocab_size: int | str = 32000,
+    vocab_sizes: None = None,
     scheme: Literal["bytes", "chars"] = "bytes",
     pretokenizer: str = DEFAULT_PRETOKENIZER,
     special_tokens: Iterable[str] = (),
@@ -191,13 +275,48 @@ def train_from_iterator(
     superbpe_max_words: int = 4,
     superbpe_colon_rule: bool = True,
     max_memory: int | str | None = None,
-) -> Tokenizer:
+) -> Tokenizer: ...
+
+
+@overload
+def train_from_iterator(texts: Iterable[str], *, vocab_sizes: Sequence[int | str],
+                        **options: Any) -> dict[int, Tokenizer]: ...
+
+
+# Overloads as for train (the first repeats the signature).
+def train_from_iterator(  # type: ignore[misc]
+    texts: Iterable[str],
+    *,
+    vocab_size: int | str = 32000,
+    vocab_sizes: Sequence[int | str] | None = None,
+    scheme: Literal["bytes", "chars"] = "bytes",
+    pretokenizer: str = DEFAULT_PRETOKENIZER,
+    special_tokens: Iterable[str] = (),
+    min_frequency: int = 2,
+    max_token_length: int | None = None,
+    threads: int | None = None,
+    progress: Progress = True,
+    character_coverage: float = 1.0,
+    end_of_word_suffix: str | None = None,
+    unk_token: str = "<unk>",
+    byte_fallback: bool = False,
+    fuse_unk: bool = False,
+    normalizer: str = "identity",
+    min_word_count: int = 1,
+    resume_from: PathLike | Tokenizer | None = None,
+    checkpoint_path: PathLike | None = None,
+    checkpoint_every: int = 1000,
+    superbpe_transition: int | None = None,
+    superbpe_max_words: int = 4,
+    superbpe_colon_rule: bool = True,
+    max_memory: int | str | None = None,
+) -> Tokenizer | dict[int, Tokenizer]:
     """Train on any iterable of ``str`` (each item is one text).
 
     Items are pulled in batches on the calling thread while worker threads
     count earlier batches, so a generator over a huge corpus is never held in
-    memory. Same keywords and result as :func:`train`; a file and an iterable
-    of its lines give the same model.
+    memory. Same keywords and result as :func:`train` (``vocab_sizes``
+    included); a file and an iterable of its lines give the same model.
 
     Examples:
         >>> tok = train_from_iterator(["low lower lowest"] * 10, vocab_size=260, progress=False)
@@ -206,7 +325,8 @@ def train_from_iterator(
     """
     if isinstance(texts, (str, bytes)):
         raise ParameterError("texts must be an iterable of str, not a single string (wrap it in a list)")
-    options = TrainOptions(vocab_size=vocab_size, scheme=scheme, pretokenizer=pretokenizer,
+    sizes = plan_sizes(vocab_sizes, vocab_size != DEFAULT_VOCAB_SIZE)
+    options = TrainOptions(vocab_size=run_size(sizes, vocab_size), scheme=scheme, pretokenizer=pretokenizer,
                            special_tokens=special_tokens, min_frequency=min_frequency,
                            max_token_length=max_token_length, threads=threads, character_coverage=character_coverage,
                            end_of_word_suffix=end_of_word_suffix, unk_token=unk_token, byte_fallback=byte_fallback,
@@ -215,7 +335,9 @@ def train_from_iterator(
                            checkpoint_every=checkpoint_every, superbpe_transition=superbpe_transition,
                            superbpe_max_words=superbpe_max_words, superbpe_colon_rule=superbpe_colon_rule,
                            max_memory=max_memory)
-    return Tokenizer(_native.train_iterator(texts, options.settings(), native_progress(progress)))
+    check_sizes(options, sizes)
+    tok = Tokenizer(_native.train_iterator(texts, options.settings(), native_progress(progress)))
+    return tok if sizes is None else at_sizes(tok, sizes)
 
 
 def count(files: PathLike | Sequence[PathLike], output: PathLike, *, progress: Progress = True,
@@ -259,7 +381,18 @@ def count(files: PathLike | Sequence[PathLike], output: PathLike, *, progress: P
     return result
 
 
-def train_from_counts(counts: PathLike, *, progress: Progress = True, **options: Any) -> Tokenizer:
+@overload
+def train_from_counts(counts: PathLike, *, progress: Progress = True, vocab_sizes: None = None,
+                      **options: Any) -> Tokenizer: ...
+
+
+@overload
+def train_from_counts(counts: PathLike, *, progress: Progress = True, vocab_sizes: Sequence[int | str],
+                      **options: Any) -> dict[int, Tokenizer]: ...
+
+
+def train_from_counts(counts: PathLike, *, progress: Progress = True, vocab_sizes: Sequence[int | str] | None = None,
+                      **options: Any) -> Tokenizer | dict[int, Tokenizer]:
     """Train on a counts file (:func:`count`, or the one a run with
     ``checkpoint_path`` saves beside its checkpoint once counting finishes)
     without reading the text again.
@@ -273,12 +406,19 @@ def train_from_counts(counts: PathLike, *, progress: Progress = True, **options:
     Args:
         counts: the counts file.
         progress: as for :func:`train`.
+        vocab_sizes: several sizes from one run, as for :func:`train`
+            (then a dict from each size to its model).
         options: any keyword of :func:`train` (language balancing and
             SuperBPE count otherwise and are refused).
     """
+    sizes = plan_sizes(vocab_sizes, "vocab_size" in options)
+    if sizes is not None:
+        options["vocab_size"] = run_size(sizes, None)
     made = TrainOptions(**options)
+    check_sizes(made, sizes)
     path = os.fspath(counts)
-    return Tokenizer(_native.train_counts_file(path, made.settings(), native_progress(progress)))
+    tok = Tokenizer(_native.train_counts_file(path, made.settings(), native_progress(progress)))
+    return tok if sizes is None else at_sizes(tok, sizes)
 
 
 def train_files(files: list[str], options: TrainOptions, progress: str) -> Tokenizer:
@@ -290,5 +430,5 @@ def train_files(files: list[str], options: TrainOptions, progress: str) -> Token
     return Tokenizer(_native.train_files(files, options.settings(), progress))
 
 
-train.__doc__ = ((train.__doc__ or "").replace("{options}", option_docs())
+train.__doc__ = ((train.__doc__ or "").replace("{options}", option_docs()).replace("{vocab_sizes}", VOCAB_SIZES_DOC)
                  .replace("{compressions}", _input_formats.compressions_text(", ")))

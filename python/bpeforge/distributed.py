@@ -42,7 +42,7 @@ import math
 import os
 import time
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 from . import _arrow, _native
 from ._input_formats import plan_training
@@ -50,6 +50,7 @@ from ._input_formats import plan as _input_plan
 from ._io import write_atomic
 from ._load import load
 from ._progress import Progress, native_progress
+from ._sizes import at_sizes, check_sizes, plan_sizes, run_size
 from ._tokenizer import PathLike, SpecialSet, Tokenizer
 from .options import TrainOptions
 from .options import paths as _paths
@@ -118,6 +119,18 @@ def _write_manifest_task(output_dir: str, manifest: dict[str, Any]) -> str:
 # ---- training ---------------------------------------------------------------
 
 
+@overload
+def train(paths: PathLike | Sequence[PathLike], *, address: str | None = None,
+          shard_bytes: int = DEFAULT_SHARD_BYTES, num_cpus_per_task: float = 1, progress: Progress = True,
+          vocab_sizes: None = None, **options: Any) -> Tokenizer: ...
+
+
+@overload
+def train(paths: PathLike | Sequence[PathLike], *, address: str | None = None,
+          shard_bytes: int = DEFAULT_SHARD_BYTES, num_cpus_per_task: float = 1, progress: Progress = True,
+          vocab_sizes: Sequence[int | str], **options: Any) -> dict[int, Tokenizer]: ...
+
+
 def train(
     paths: PathLike | Sequence[PathLike],
     *,
@@ -125,8 +138,9 @@ def train(
     shard_bytes: int = DEFAULT_SHARD_BYTES,
     num_cpus_per_task: float = 1,
     progress: Progress = True,
+    vocab_sizes: Sequence[int | str] | None = None,
     **options: Any,
-) -> Tokenizer:
+) -> Tokenizer | dict[int, Tokenizer]:
     """Train like :func:`bpeforge.train`, counting on a Ray cluster.
 
     One Ray task per shard (see the module docs) counts the word types of its
@@ -171,6 +185,8 @@ def train(
         progress: as in :func:`bpeforge.train` (text on stderr, a callback,
             ``"tqdm"``): shards done (phase ``"shards"``), then the merge
             loop's progress.
+        vocab_sizes: several sizes from one run, as for
+            :func:`bpeforge.train` (then a dict from each size to its model).
         options: the keywords of :func:`bpeforge.train`
             (:class:`bpeforge.options.TrainOptions`), checked the same way;
             ``checkpoint_path`` and ``progress_csv`` are written by the
@@ -181,8 +197,14 @@ def train(
         >>> tok = bpeforge.distributed.train([bpeforge.sample_corpus()], vocab_size=500,
         ...                                  shard_bytes=100_000, progress=False)  # doctest: +SKIP
     """
-    return train_with(_paths(paths), TrainOptions(**options), address=address, shard_bytes=shard_bytes,
-                      num_cpus_per_task=num_cpus_per_task, progress=progress)
+    sizes = plan_sizes(vocab_sizes, "vocab_size" in options)
+    if sizes is not None:
+        options["vocab_size"] = run_size(sizes, None)
+    opts = TrainOptions(**options)
+    check_sizes(opts, sizes)
+    tok = train_with(_paths(paths), opts, address=address, shard_bytes=shard_bytes,
+                     num_cpus_per_task=num_cpus_per_task, progress=progress)
+    return tok if sizes is None else at_sizes(tok, sizes)
 
 
 def train_with(inputs: list[str], opts: TrainOptions, *, address: str | None, shard_bytes: int,

@@ -1,6 +1,7 @@
-"""The `bpeforge` command line: train, encode, decode, inspect, export,
-import, report; one module per command (``train``, ``encode``, ``inspect``,
-``interop``, ``report``) and what they share (``_common``).
+"""The `bpeforge` command line: train, encode, decode, inspect, truncate,
+export, import, report; one module per command (``train``, ``encode``,
+``inspect``, ``truncate``, ``interop``, ``report``) and what they share
+(``_common``).
 
 Errors are one line on stderr (``bpeforge: error: ...``) and a non-zero exit
 status, never a traceback: 1 for bad input or settings, 130 for Ctrl-C.
@@ -20,6 +21,7 @@ from ..errors import BpeforgeError
 from . import encode as _encode
 from . import inspect as _inspect
 from . import train as _train
+from . import truncate as _truncate
 from ._clock import command_started
 from ._common import _Parser, cli_wording
 from .interop import _add_interop_commands
@@ -37,6 +39,7 @@ def build_parser() -> argparse.ArgumentParser:
     _train.add_count_command(sub)
     _encode.add_commands(sub)
     _inspect.add_command(sub)
+    _truncate.add_command(sub)
     _add_interop_commands(sub)
     _add_report_command(sub)
     return p

@@ -72,7 +72,8 @@ def _flag_table() -> dict[str, str]:
             flags[name] = specs[0].get("flags", ["--" + name.replace("_", "-")])[0]
     flags.update({"allowed_special": "--allowed-special", "disallowed_special": "--disallowed-special",
                   "text_field": "--text-field", "checkpoint_path": "--output", "overwrite": "--force",
-                  "whitespace": "--sp-whitespace", "threads": "--threads", "chat_template": "--chat-template"})
+                  "whitespace": "--sp-whitespace", "threads": "--threads", "chat_template": "--chat-template",
+                  "vocab_sizes": "--vocab-sizes"})
     flags.update({role: "--" + role.replace("_", "-") for role in ROLES})  # export's; unk_token's is train's too
     return flags
 

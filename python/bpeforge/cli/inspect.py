@@ -56,7 +56,8 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     w(f"  ids: {_describe_ids(tok)}\n")
     merges, counts = tok.merges, tok.merge_counts
     w(f"  merges: {len(merges)}{_merge_origin(meta, bool(counts))}\n")
-    for key in ("library", "settings", "corpus", "timings", "inputs", "word_types", "stopped_early", "import"):
+    for key in ("library", "settings", "corpus", "timings", "inputs", "word_types", "stopped_early", "truncated_from",
+                "import"):
         if key in meta:
             w(f"  {key}: {json.dumps(meta[key], ensure_ascii=False)}\n")
     _inspect_balance(meta.get("language_balance"), w)

@@ -21,7 +21,8 @@ from .._progress import FORMATS as PROGRESS_FORMATS
 from .._progress import native_progress
 from .._training import train_files
 from ..errors import OutputError, ParameterError
-from ..options import TrainOptions
+from .._sizes import at_sizes, check_sizes, plan_sizes
+from ..options import TrainOptions, parse_count
 from ..options import add_cli_arguments as add_train_options
 from ..options import from_cli as options_from_cli
 from .._input_formats import INPUT_HELP
@@ -30,14 +31,18 @@ from .._input_formats import INPUT_HELP
 def _train_options(args: argparse.Namespace, demo: bool) -> TrainOptions:
     """The training options of a ``bpeforge train`` command line (one list:
     :mod:`bpeforge.options`); the CLI adds only what follows from its own
-    flags: the sample's vocabulary size, and checkpoints written to --output."""
+    flags: the sample's vocabulary size, the largest of --vocab-sizes, and
+    checkpoints written to --output (with --vocab-sizes, to the largest
+    size's model file, which the finished run then replaces)."""
     extra: dict[str, Any] = {}
     if demo and not hasattr(args, "vocab_size"):
         extra["vocab_size"] = 2000
+    if args.vocab_sizes is not None:
+        extra["vocab_size"] = args.vocab_sizes[-1]
     if hasattr(args, "checkpoint_every"):
         if not args.output:
             raise ParameterError("--checkpoint-every needs --output (the checkpoint is written there)")
-        extra["checkpoint_path"] = args.output
+        extra["checkpoint_path"] = args.checkpoint_file
     return options_from_cli(args, **extra)
 
 
@@ -55,35 +60,81 @@ def default_model_path(first_input: str) -> str:
     return stem + DEFAULT_MODEL_SUFFIX
 
 
+#: What names each model file in a --vocab-sizes output pattern.
+SIZE_FIELD = "{size}"
+
+
+def size_outputs(output: str, sizes: list[int], first_input: str) -> dict[int, str]:
+    """The model file of each size of ``--vocab-sizes``: ``output`` is a
+    pattern holding ``{size}`` (``model-{size}.json``), or an existing
+    folder, which gets the default names: the first input's stem, ``-SIZE``
+    and ``.bpeforge.json`` (``corpus-8000.bpeforge.json``)."""
+    if SIZE_FIELD in output:
+        return {n: output.replace(SIZE_FIELD, str(n)) for n in sizes}
+    if os.path.isdir(output):
+        stem = default_model_path(first_input)[: -len(DEFAULT_MODEL_SUFFIX)]
+        return {n: os.path.join(output, f"{stem}-{n}{DEFAULT_MODEL_SUFFIX}") for n in sizes}
+    raise ParameterError(f"--vocab-sizes writes one model per size: give --output a pattern with {SIZE_FIELD} "
+                         f"(e.g. model-{SIZE_FIELD}.json) or an existing folder, not the one file {output!r}")
+
+
+def _plan_outputs(args: argparse.Namespace, inputs: list[str]) -> None:
+    """``args.outputs``: the model file of each size (key None: the one
+    --output without --vocab-sizes), and ``args.checkpoint_file``, where
+    --checkpoint-every writes: the largest size's model file. Without
+    --output, each size gets the default name with ``-SIZE``, and
+    ``args.output`` becomes their pattern (the resume command repeats it)."""
+    if args.vocab_sizes is None:
+        args.outputs = {None: args.output} if args.output else {}
+        args.checkpoint_file = args.output
+        return
+    first = inputs[0] if inputs else args.counts
+    if args.default_output:
+        stem = default_model_path(first)[: -len(DEFAULT_MODEL_SUFFIX)]
+        args.output = f"{stem}-{SIZE_FIELD}{DEFAULT_MODEL_SUFFIX}"
+    args.outputs = size_outputs(args.output, args.vocab_sizes, first)
+    args.checkpoint_file = args.outputs[args.vocab_sizes[-1]]
+    taken = [p for p in args.outputs.values() if os.path.lexists(p)]
+    if args.default_output and taken:
+        raise OutputError(f"no --output given, and the default output {taken[0]} already exists: give --output "
+                          f"PATTERN (with {SIZE_FIELD}) or FOLDER (an existing file is replaced only when named "
+                          "with --output)")
+
+
 def cmd_train(args: argparse.Namespace) -> int:
     inputs: list[str] = args.inputs
+    if args.vocab_sizes is not None and hasattr(args, "vocab_size"):
+        raise ParameterError("give --vocab-sizes or --vocab-size, not both: with --vocab-sizes the run trains at "
+                             "the largest size")
     if args.counts is not None:
         if inputs or args.ray is not None:
             raise ParameterError("--counts trains on a counts file instead of text: give no INPUT" +
                                  (" and no --ray" if args.ray is not None else ""))
         inputs = []
     demo = not inputs and args.counts is None
-    if demo and args.output:
+    if demo and (args.output or args.vocab_sizes is not None):
         # An unset variable ($CORPUS) must not train the demo into a real path.
         raise ParameterError("no INPUT files given: name the text to train on (the bundled demo runs only "
-                             "without --output)")
+                             "without --output and --vocab-sizes)")
     args.default_output = False
     if not demo and not args.output:
         # A run never throws its model away: without --output it is saved
         # under a default name, which never replaces an existing file.
         args.output = default_model_path(inputs[0] if inputs else args.counts)
         args.default_output = True
-        if os.path.lexists(args.output):
+        if os.path.lexists(args.output) and args.vocab_sizes is None:
             raise OutputError(f"no --output given, and the default output {args.output} already exists: give "
                               "--output MODEL (an existing file is replaced only when named with --output)")
-    if args.output:
+    _plan_outputs(args, inputs)
+    for path in args.outputs.values():
         # now, not after hours of training; never over a corpus or language file
-        check_output(args.output, "model", inputs=inputs + list(getattr(args, "langs", None) or [])
+        check_output(path, "model", inputs=inputs + list(getattr(args, "langs", None) or [])
                      + ([args.counts] if args.counts else []))
     if demo:
         inputs = [str(sample_corpus())]
         print(f"No input given: training on the bundled sample corpus ({inputs[0]}).", file=sys.stderr)
     options = _train_options(args, demo)
+    check_sizes(options, args.vocab_sizes)
     args.train_options = options  # for the Ctrl-C message
     progress = "off" if args.quiet else args.progress
     # From the process's start (main() of its command line) or main()'s call.
@@ -101,16 +152,19 @@ def cmd_train(args: argparse.Namespace) -> int:
     timings = tok.metadata.get("timings", {})
     parts["counting"] = timings.get("count_seconds", 0)
     parts["merging"] = timings.get("merge_seconds", 0)
-    if args.output:
+    if args.outputs:
         t = time.perf_counter()
-        tok.save(args.output)
+        models: dict[Any, Tokenizer] = {None: tok} if args.vocab_sizes is None else at_sizes(tok, args.vocab_sizes)
+        for size, path in args.outputs.items():
+            models[size].save(path)
         parts["saving"] = time.perf_counter() - t
     if shut_down is not None:
         t = time.perf_counter()
         shut_down()
         parts["Ray shut-down"] = time.perf_counter() - t
+    saved = list(args.outputs.values())
     if not args.quiet or demo:
-        _print_summary(tok, inputs, time.perf_counter() - started, parts, args.output, sample=demo,
+        _print_summary(tok, inputs, time.perf_counter() - started, parts, saved, sample=demo,
                        default_output=args.default_output)
     else:
         # Quiet, but never silent about what the model was not trained on,
@@ -119,7 +173,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         if dropped:
             print(dropped, file=sys.stderr)
         if args.default_output:
-            print(f"saved to {args.output} (no --output given)", file=sys.stderr)
+            print(f"saved to {', '.join(saved)} (no --output given)", file=sys.stderr)
     return 0
 
 
@@ -175,10 +229,11 @@ def _shard_bytes(args: argparse.Namespace) -> int:
     return max(1, int(args.shard_mb * (1 << 20)))
 
 
-def _print_summary(tok: Tokenizer, inputs: list[str], wall: float, parts: dict[str, float], output: str | None,
+def _print_summary(tok: Tokenizer, inputs: list[str], wall: float, parts: dict[str, float], saved: list[str],
                    sample: bool, default_output: bool = False) -> None:
     """``wall`` is the command's time from its start to now (after saving,
-    and shutting down the Ray it started); ``parts`` name where it went."""
+    and shutting down the Ray it started); ``parts`` name where it went;
+    ``saved``: the model files written (one per size with --vocab-sizes)."""
     meta = tok.metadata
     corpus = meta.get("corpus", {})
     merges = len(tok.merge_counts)
@@ -196,9 +251,9 @@ def _print_summary(tok: Tokenizer, inputs: list[str], wall: float, parts: dict[s
     if merges:
         counts = tok.merge_counts
         w(f"  pair counts: first {counts[0]}, last {counts[-1]}\n")
-    if output:
-        w(f"  saved to {output}" + (" (no --output given: the default name; -o MODEL to choose one)"
-                                    if default_output else "") + "\n")
+    if saved:
+        w(f"  saved to {', '.join(saved)}" + (" (no --output given: the default name; -o MODEL to choose one)"
+                                             if default_output else "") + "\n")
     if sample:
         from .. import _demo
 
@@ -226,8 +281,13 @@ def add_command(sub: Any) -> None:
     t = sub.add_parser("train", help="train a vocabulary (no INPUT: the bundled sample corpus)")
     t.add_argument("inputs", nargs="*", metavar="INPUT", help=INPUT_HELP)
     t.add_argument("--output", "-o", help="model file to write (.json, or .json.gz); default: the first INPUT's "
-                                          "name + .bpeforge.json in the current folder (never replacing a file)")
+                                          "name + .bpeforge.json in the current folder (never replacing a file); "
+                                          "with --vocab-sizes a pattern with {size} (model-{size}.json) or an "
+                                          "existing folder")
     add_train_options(t)  # every training option, from bpeforge.options
+    t.add_argument("--vocab-sizes", type=_cli_sizes, metavar="N,N,...",
+                   help="several sizes from one run, instead of --vocab-size (e.g. 8k,16k,32k): trains at the "
+                        "largest and writes one model per size, each equal to a run at that size")
     t.add_argument("--progress", choices=PROGRESS_FORMATS, default="auto")
     t.add_argument("--quiet", "-q", action="store_true", help="no progress and no summary")
     t.add_argument("--ray", nargs="?", const="", default=None, metavar="ADDRESS",
@@ -268,13 +328,24 @@ def add_count_command(sub: Any) -> None:
     c.set_defaults(func=cmd_count)
 
 
+def _cli_sizes(text: str) -> list[int]:
+    """``--vocab-sizes 8k,16k,32000``: the sizes, checked as vocab_sizes=
+    is (ascending, none twice)."""
+    try:
+        sizes = plan_sizes([parse_count(t) for t in text.split(",")], False)
+    except (ValueError, ParameterError) as e:
+        raise argparse.ArgumentTypeError(str(e).replace("vocab_sizes", "--vocab-sizes")) from None
+    assert sizes is not None
+    return sizes
+
+
 def _interrupted(args: argparse.Namespace) -> str:
     """The Ctrl-C message: on its own line (a live progress line may be
     open), and for training what was kept and how to go on."""
     msg = "\nbpeforge: interrupted"
     if args.func is not cmd_train:
         return msg
-    out: str | None = getattr(args, "output", None)
+    out: str | None = getattr(args, "checkpoint_file", None) or getattr(args, "output", None)
 
     def written(path: str) -> bool:
         return os.path.exists(path) and os.path.getmtime(path) >= getattr(args, "started", float("inf")) - 1
@@ -308,8 +379,11 @@ def resume_command(args: argparse.Namespace, counts: str | None = None) -> str:
 
     options: TrainOptions = args.train_options
     out = args.output
-    source = ["--counts", counts] if counts else [*args.inputs, "--resume", out]
+    checkpoint = getattr(args, "checkpoint_file", None) or out
+    source = ["--counts", counts] if counts else [*args.inputs, "--resume", checkpoint]
     given = [n for n in NAMES if n not in ("vocab_size", "checkpoint_path", "checkpoint_every", "resume_from")]
-    words = ["bpeforge", "train", *source, "-o", out, "--vocab-size", str(options.vocab_size),
+    size = (["--vocab-size", str(options.vocab_size)] if getattr(args, "vocab_sizes", None) is None
+            else ["--vocab-sizes", ",".join(map(str, args.vocab_sizes))])
+    words = ["bpeforge", "train", *source, "-o", out, *size,
              *cli_flags(options, given), "--checkpoint-every", str(options.checkpoint_every)]
     return " ".join(shlex.quote(w) for w in words)

@@ -4,12 +4,12 @@
 //! The possessive quantifiers change nothing here: what they keep could
 //! never be given back to a later part of the same branch anyway.
 
-use super::masks::Block;
+use super::masks::{self, Block};
 use super::tables::{LETTER, NEWLINE, NUMBER};
 use super::tiles::{after, before, leads_of, whole_chars, Contractions, Rules, Starts};
 
 pub(super) const RULES: Rules =
-    Rules { starts, contractions: Contractions::AloneFolded, digit_groups: true, piece_end };
+    Rules { starts, needs: masks::NEWLINES, contractions: Contractions::AloneFolded, digit_groups: true, piece_end };
 
 /// Where pieces start in a window (see `tiles`), before contractions and
 /// digit groups:
@@ -24,6 +24,7 @@ pub(super) const RULES: Rules =
 ///   is one piece (`\s*[\r\n]`);
 /// * hard: a newline followed by other whitespace, where `\s*[\r\n]` ends
 ///   at the last newline of the run.
+#[inline(always)]
 pub(super) fn starts(w: &Block) -> Starts {
     let other = !(w.letter | w.number | w.space) & w.inside;
     let other_start = other & !before(other);

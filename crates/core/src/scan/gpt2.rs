@@ -8,12 +8,13 @@ use super::masks::Block;
 use super::tables::{LETTER, NUMBER, SPACE, WORDLIKE};
 use super::tiles::{after, before, leads_of, Contractions, Rules, Starts};
 
-pub(super) const RULES: Rules = Rules { starts, contractions: Contractions::Alone, digit_groups: false, piece_end };
+pub(super) const RULES: Rules = Rules { starts, needs: 0, contractions: Contractions::Alone, digit_groups: false, piece_end };
 
 /// Where pieces start in a window (see `tiles`), before contractions: each
 /// run of letters, of digits and of "other", or the space before it (` ?`);
 /// each run of whitespace, and its last character when text follows (with
 /// `\s+(?!\S)` the run gives that one back).
+#[inline(always)]
 pub(super) fn starts(w: &Block) -> Starts {
     let other = !(w.letter | w.number | w.space) & w.inside;
     let runs = (w.letter & !before(w.letter)) | (w.number & !before(w.number)) | (other & !before(other));

@@ -79,9 +79,18 @@ impl Block {
     }
 }
 
+/// Masks beyond the classes every preset reads, for [`block`]'s `needs`:
+/// upper-ish and lower-ish (o200k), `\r`/`\n` (cl100k, o200k), `/` (o200k).
+pub(super) const CASES: u8 = 1;
+pub(super) const NEWLINES: u8 = 2;
+pub(super) const SLASHES: u8 = 4;
+pub(super) const ALL: u8 = CASES | NEWLINES | SLASHES;
+
 /// The masks of the 64 bytes of `s` from `start` (any offset; past the end
-/// of `s` no class is set).
-pub(super) fn block(s: &[u8], start: usize, classes: &Classes) -> Block {
+/// of `s` no class is set). Of the masks in `needs` (a constant where it is
+/// inlined), only those are computed for ASCII bytes; the others are empty.
+#[inline(always)]
+pub(super) fn block(s: &[u8], start: usize, classes: &Classes, needs: u8) -> Block {
     let mut buf = [0u8; BLOCK];
     let bytes: &[u8; BLOCK] = match s.get(start..start + BLOCK) {
         Some(full) => full.try_into().unwrap_or(&buf),
@@ -91,7 +100,7 @@ pub(super) fn block(s: &[u8], start: usize, classes: &Classes) -> Block {
             &buf
         }
     };
-    let (mut m, non_ascii, continuation) = ascii(bytes);
+    let (mut m, non_ascii, continuation) = ascii(bytes, needs);
     let inside = s.len().saturating_sub(start);
     m.inside = if inside >= BLOCK { !0 } else { (1u64 << inside) - 1 };
     m.continuation = continuation;
@@ -105,7 +114,7 @@ pub(super) fn block(s: &[u8], start: usize, classes: &Classes) -> Block {
 /// `start`: each is decoded at its lead byte (for the first bytes, possibly
 /// before the block) and its class written on its bytes of a class array,
 /// which then becomes masks (bit `j` of every class byte at once).
-#[inline]
+#[inline(never)]
 fn non_ascii_chars(s: &[u8], start: usize, non_ascii: u64, continuation: u64, classes: &Classes, m: &mut Block) {
     // Four bytes of slack: a class is written four bytes at a time.
     let mut class = [0u8; BLOCK + 4];
@@ -203,13 +212,23 @@ fn class_masks(class: &[u8; BLOCK]) -> Block {
 /// (32 bytes a step), else with SSE2 (16).
 #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
 #[inline(always)]
-fn ascii(bytes: &[u8; BLOCK]) -> (Block, u64, u64) {
+fn ascii(bytes: &[u8; BLOCK], needs: u8) -> (Block, u64, u64) {
+    // One instance per preset's needs (`needs` is a constant once inlined).
+    macro_rules! with_needs {
+        ($f:ident) => {
+            match needs {
+                0 => $f::<0>(bytes),
+                NEWLINES => $f::<NEWLINES>(bytes),
+                _ => $f::<ALL>(bytes),
+            }
+        };
+    }
     if std::is_x86_feature_detected!("avx2") {
         // SAFETY: the CPU has AVX2 (checked just above).
-        unsafe { ascii_avx2(bytes) }
+        unsafe { with_needs!(ascii_avx2) }
     } else {
         // SAFETY: the build enables SSE2 (cfg above; every x86-64 has it).
-        unsafe { ascii_sse2(bytes) }
+        unsafe { with_needs!(ascii_sse2) }
     }
 }
 
@@ -220,7 +239,7 @@ macro_rules! ascii_by_lanes {
     ($name:ident, $feature:literal, $lane:literal, $vec:ty, $load:ident, $set1:ident, $sub:ident, $cmplt:ident,
      $cmpeq:ident, $or:ident, $movemask:ident) => {
         #[target_feature(enable = $feature)]
-        fn $name(bytes: &[u8; BLOCK]) -> (Block, u64, u64) {
+        fn $name<const NEEDS: u8>(bytes: &[u8; BLOCK]) -> (Block, u64, u64) {
             use std::arch::x86_64::*;
             // `lo <= v <= hi` for ASCII `lo..hi`, on any byte: shifted into
             // the signed range, one compare.
@@ -242,18 +261,28 @@ macro_rules! ascii_by_lanes {
                 // SAFETY: `lane` is `$lane` readable bytes; the load is unaligned.
                 let v = unsafe { $load(lane.as_ptr().cast()) };
                 let shift = $lane * k;
-                let upper = in_range(v, b'A', b'Z');
-                let lower = in_range(v, b'a', b'z');
                 let eq = |b: u8| $cmpeq(v, $set1(b as i8));
                 let space_byte = eq(b' ');
                 m.space_byte |= bits(space_byte) << shift;
                 m.space |= bits($or(space_byte, in_range(v, 0x09, 0x0D))) << shift;
-                m.newline |= bits($or(eq(b'\n'), eq(b'\r'))) << shift;
                 m.apostrophe |= bits(eq(b'\'')) << shift;
-                m.slash |= bits(eq(b'/')) << shift;
-                m.upper |= bits(upper) << shift;
-                m.lower |= bits(lower) << shift;
-                m.letter |= bits($or(upper, lower)) << shift;
+                if NEEDS & NEWLINES != 0 {
+                    m.newline |= bits($or(eq(b'\n'), eq(b'\r'))) << shift;
+                }
+                if NEEDS & SLASHES != 0 {
+                    m.slash |= bits(eq(b'/')) << shift;
+                }
+                if NEEDS & CASES != 0 {
+                    let upper = in_range(v, b'A', b'Z');
+                    let lower = in_range(v, b'a', b'z');
+                    m.upper |= bits(upper) << shift;
+                    m.lower |= bits(lower) << shift;
+                    m.letter |= bits($or(upper, lower)) << shift;
+                } else {
+                    // ASCII letters fold to lower case with bit 5 (no
+                    // other byte folds into `a..=z`).
+                    m.letter |= bits(in_range($or(v, $set1(0x20)), b'a', b'z')) << shift;
+                }
                 m.number |= bits(in_range(v, b'0', b'9')) << shift;
                 non_ascii |= bits(v) << shift;
                 // 0x80..=0xBF are the signed bytes below -64.
@@ -284,7 +313,7 @@ ascii_by_lanes!(ascii_avx2, "avx2", 32, __m256i, _mm256_loadu_si256, _mm256_set1
 /// and its continuation bytes (`10xxxxxx`).
 #[cfg(not(all(target_arch = "x86_64", target_feature = "sse2")))]
 #[inline(always)]
-fn ascii(bytes: &[u8; BLOCK]) -> (Block, u64, u64) {
+fn ascii(bytes: &[u8; BLOCK], _needs: u8) -> (Block, u64, u64) {
     ascii_by_table(bytes, super::tables::classes())
 }
 
@@ -325,13 +354,31 @@ mod tests {
                 *b = first.wrapping_add((k as u8).wrapping_mul(37));
             }
             let expected = ascii_by_table(&bytes, classes());
-            assert_eq!(ascii(&bytes), expected, "block from {first}");
+            assert_eq!(ascii(&bytes, ALL), expected, "block from {first}");
             #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
             {
+                // What a preset that needs no more than `needs` reads.
+                let read = |(m, non_ascii, continuation): (Block, u64, u64), needs: u8| {
+                    let when = |need: u8, mask: u64| if needs & need != 0 { mask } else { 0 };
+                    let m = Block {
+                        upper: when(CASES, m.upper),
+                        lower: when(CASES, m.lower),
+                        newline: when(NEWLINES, m.newline),
+                        slash: when(SLASHES, m.slash),
+                        ..m
+                    };
+                    (m, non_ascii, continuation)
+                };
                 // SAFETY: SSE2 is enabled by the build; AVX2 only where detected.
-                assert_eq!(unsafe { ascii_sse2(&bytes) }, expected, "SSE2, block from {first}");
-                if std::is_x86_feature_detected!("avx2") {
-                    assert_eq!(unsafe { ascii_avx2(&bytes) }, expected, "AVX2, block from {first}");
+                unsafe {
+                    assert_eq!(ascii_sse2::<ALL>(&bytes), expected, "SSE2, block from {first}");
+                    assert_eq!(ascii_sse2::<0>(&bytes), read(expected, 0), "SSE2, block from {first}");
+                    assert_eq!(ascii_sse2::<NEWLINES>(&bytes), read(expected, NEWLINES), "SSE2, block from {first}");
+                    if std::is_x86_feature_detected!("avx2") {
+                        assert_eq!(ascii_avx2::<ALL>(&bytes), expected, "AVX2, block from {first}");
+                        assert_eq!(ascii_avx2::<0>(&bytes), read(expected, 0), "AVX2, block from {first}");
+                        assert_eq!(ascii_avx2::<NEWLINES>(&bytes), read(expected, NEWLINES), "AVX2, block from {first}");
+                    }
                 }
             }
         }
@@ -343,7 +390,7 @@ mod tests {
         let text: String = "aé€😀 1١\u{301}Ω\u{a0}".repeat(40);
         let s = text.as_bytes();
         let c = classes();
-        let blocks: Vec<Block> = (0..s.len().div_ceil(BLOCK)).map(|b| block(s, b * BLOCK, c)).collect();
+        let blocks: Vec<Block> = (0..s.len().div_ceil(BLOCK)).map(|b| block(s, b * BLOCK, c, ALL)).collect();
         let mut i = 0;
         for ch in text.chars() {
             let class = c.of(ch as u32);

@@ -6,9 +6,14 @@
 //! [`tables`]) instead of running a DFA. The look-ahead `\s+(?!\S)` and the
 //! backtracking the patterns imply are worked out per preset in its module.
 //!
+//! gpt2, cl100k and o200k run on [`tiles`]: boundary masks that cut 64
+//! bytes at a time and hand the cases those cannot decide to the scanners
+//! here (`piece_end` of each preset); `superword` runs on its scanner.
+//!
 //! The regex path in `pretok` stays as the reference: the tests in
 //! `tests.rs` compare every scanner with it, and with the published pattern
-//! on a backtracking engine, on random and hand-picked text.
+//! on a backtracking engine, on random and hand-picked text, and the masks
+//! with the scalar scanners.
 
 mod cl100k;
 mod gpt2;
@@ -160,7 +165,7 @@ impl<'a> Text<'a> {
     fn hold_from(&mut self, b: usize) -> &Block {
         let n = SEGMENT.min(self.s.len().div_ceil(BLOCK).saturating_sub(b)).max(1);
         for (k, block) in self.blocks[..n].iter_mut().enumerate() {
-            *block = masks::block(self.s, (b + k) * BLOCK, self.classes);
+            *block = masks::block(self.s, (b + k) * BLOCK, self.classes, masks::ALL);
         }
         self.first = b;
         self.held = n;

@@ -17,11 +17,11 @@
 //!   character. With no such character branch 1 fails;
 //! * branch 2 `U+W*` is greedy with nothing to give back.
 
-use super::masks::Block;
+use super::masks::{self, Block};
 use super::tables::{LETTER, LOWERISH, NEWLINE, NUMBER, UPPERISH};
 use super::tiles::{after, before, leads_of, whole_chars, Contractions, Rules, Starts};
 
-pub(super) const RULES: Rules = Rules { starts, contractions: Contractions::Suffix, digit_groups: true, piece_end };
+pub(super) const RULES: Rules = Rules { starts, needs: masks::ALL, contractions: Contractions::Suffix, digit_groups: true, piece_end };
 
 /// Where pieces start in a window (see `tiles`), before contractions and
 /// digit groups. As cl100k's rule with words in place of letter runs: a
@@ -33,6 +33,7 @@ pub(super) const RULES: Rules = Rules { starts, contractions: Contractions::Suff
 /// * a mark not after a word character: marks lead words and join runs of
 ///   "other" depending on what follows;
 /// * a newline then `/`, which `[\r\n/]*` joins to the "other" before.
+#[inline(always)]
 pub(super) fn starts(w: &Block) -> Starts {
     let word = w.upper | w.lower;
     let both = w.upper & w.lower;

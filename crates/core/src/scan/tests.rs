@@ -314,3 +314,20 @@ fn masks_agree_with_the_scalar_scanners() {
         }
     }
 }
+
+/// Chains of contractions, where whether an apostrophe ends one depends on
+/// every apostrophe before it, across window edges (found by fuzzing).
+#[test]
+fn contraction_chains() {
+    let mut texts = Vec::new();
+    for unit in ["'s", "'\u{17f}", "'ll", "'S", "'t'"] {
+        for n in [1, 2, 3, 10, 25, 40] {
+            for lead in ["", "x", "ab", " ", "\u{17f}", "1"] {
+                for tail in ["", "\u{200b}\u{200b}  ", "x", " 's"] {
+                    texts.push(format!("{lead}{}{tail}", unit.repeat(n)));
+                }
+            }
+        }
+    }
+    check_all(texts.into_iter(), 1);
+}

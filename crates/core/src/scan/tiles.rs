@@ -56,6 +56,8 @@ pub(super) enum Contractions {
 /// One preset for the tiler.
 pub(super) struct Rules {
     pub starts: fn(&Block) -> Starts,
+    /// The masks `starts` reads beyond the common ones (`masks::CASES`...).
+    pub needs: u8,
     pub contractions: Contractions,
     /// `\p{N}{1,3}`: runs of digits cut in threes (cl100k, o200k).
     pub digit_groups: bool,
@@ -98,6 +100,7 @@ pub(super) fn leads_of(m: u64, continuation: u64) -> u64 {
 
 /// Calls `f` with each piece of `text`, in order, cutting by masks where
 /// they decide and with `rules.piece_end` where they do not.
+#[inline(always)]
 pub(super) fn split<'t>(text: &'t str, classes: &'static Classes, rules: &Rules, f: &mut impl FnMut(&'t str)) {
     let s = text.as_bytes();
     // The scalar scanner's state, made on the first window it cuts.
@@ -107,17 +110,19 @@ pub(super) fn split<'t>(text: &'t str, classes: &'static Classes, rules: &Rules,
     // `pos + 1 .. seen` (a long piece being crossed).
     let mut pos = 0;
     let mut seen = 0;
-    let mut contraction_end = usize::MAX;
     while pos < len {
         let from = pos.max(seen);
         let base = from.saturating_sub(CONTEXT_BEFORE);
-        let w = masks::block(s, base, classes);
+        let w = masks::block(s, base, classes, rules.needs);
         let last = base + BLOCK >= len;
         // Bits `lo..hi` of the window are trusted.
         let hi = if last { len - base } else { BLOCK - CONTEXT_AFTER };
         let mut starts = (rules.starts)(&w);
         if rules.digit_groups && !starts.hard {
             starts.hard = digit_groups(s, base, &w, &mut starts.bits);
+        }
+        if !starts.hard {
+            starts.hard = contractions(s, base, &w, rules.contractions, &mut starts.bits);
         }
         if starts.hard {
             // The scalar scanner cuts the pieces that start in this window.
@@ -131,7 +136,6 @@ pub(super) fn split<'t>(text: &'t str, classes: &'static Classes, rules: &Rules,
             seen = pos;
             continue;
         }
-        contractions(s, base, &w, rules.contractions, &mut starts.bits, &mut contraction_end);
         // Starts after `pos` (at `from` itself too when crossing a long piece).
         let lo = from - base + usize::from(from == pos);
         let mut bits = starts.bits & (!0u64 << lo) & (!0u64 >> (BLOCK - hi));
@@ -198,11 +202,12 @@ fn digit_groups(s: &[u8], base: usize, w: &Block, starts: &mut u64) -> bool {
 /// The contractions (`'s 't 're 've 'm 'll 'd`) in the window.
 /// `Alone`: at an apostrophe where a piece starts, the contraction is a
 /// piece and a new one starts after it. `Suffix`: an apostrophe right after
-/// a word joins the word with its contraction (once: the word and its
-/// contraction end at `contraction_end`, and the next apostrophe there
-/// starts a piece of its own).
+/// a word joins the word with its contraction. Once only: in `it's's` the
+/// second `'s` starts a piece of its own, and whether an apostrophe ends a
+/// contraction depends on the whole chain before it; so `true` (hard) where
+/// a candidate apostrophe follows another by two or three bytes.
 #[inline]
-fn contractions(s: &[u8], base: usize, w: &Block, kind: Contractions, starts: &mut u64, last_end: &mut usize) {
+fn contractions(s: &[u8], base: usize, w: &Block, kind: Contractions, starts: &mut u64) -> bool {
     let mut at = match kind {
         Contractions::Alone | Contractions::AloneFolded => w.apostrophe & *starts,
         Contractions::Suffix => w.apostrophe & before(w.upper | w.lower),
@@ -211,23 +216,21 @@ fn contractions(s: &[u8], base: usize, w: &Block, kind: Contractions, starts: &m
         let k = at.trailing_zeros() as usize;
         at &= at - 1;
         let i = base + k;
-        if kind == Contractions::Suffix && i == *last_end {
-            continue;
+        if kind == Contractions::Suffix && (s[i.saturating_sub(3)..i.saturating_sub(1)].contains(&b'\'')) {
+            return true;
         }
         let Some(end) = contraction_end(s, i, kind != Contractions::Alone) else { continue };
         let n = end - i;
         let span = ((1u64 << n) - 1) << k;
-        match kind {
+        *starts &= match kind {
             // The piece is `i..end`: nothing starts inside it.
-            Contractions::Alone | Contractions::AloneFolded => *starts &= !(span & !(1 << k)),
+            Contractions::Alone | Contractions::AloneFolded => !(span & !(1 << k)),
             // The word's piece goes on to `end`.
-            Contractions::Suffix => {
-                *starts &= !span;
-                *last_end = end;
-            }
-        }
+            Contractions::Suffix => !span,
+        };
         if end < s.len() && k + n < BLOCK {
             *starts |= 1 << (k + n);
         }
     }
+    false
 }
