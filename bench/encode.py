@@ -858,24 +858,13 @@ class BpeOpenAiAdapter:
     count = staticmethod(count_tokens)
 
 
-class FastokensAdapter:
-    """fastokens over bpeforge's own ``tokenizer.json`` export."""
-
-    def __init__(self, tk) -> None:
-        self.tk = tk
+class FastokensAdapter(HfAdapter):
+    """fastokens over bpeforge's own ``tokenizer.json`` export (HF's API)."""
 
     @classmethod
     def load(cls, models: Path) -> "FastokensAdapter":
         import fastokens
         return cls(fastokens.Tokenizer.from_file(str(models / EXPORT_FILE)))
-
-    def encode(self, line: str) -> list[int]:
-        return self.tk.encode(line, add_special_tokens=False).ids
-
-    def encode_batch(self, lines: list[str], threads: int):
-        return [e.ids for e in self.tk.encode_batch(lines, add_special_tokens=False)]
-
-    count = staticmethod(count_tokens)
 
 
 def _vocab_name(models: Path) -> str:
@@ -992,29 +981,17 @@ class KitokenAdapter:
     count = staticmethod(count_tokens)
 
 
-class TokieAdapter:
+class TokieAdapter(HfAdapter):
     """tokie over bpeforge's ``tokenizer.json`` export (``Tokenizer.from_json``);
     ``encode(line, add_special_tokens=False).ids``, batch ``encode_batch``, file
     API ``encode_files([src], separator=b"\\n")``. It sizes its threads from the
     cores it may run on, so its child is pinned to as many cores as the row's
     threads."""
 
-    def __init__(self, tk) -> None:
-        self.tk = tk
-
     @classmethod
     def load(cls, models: Path) -> "TokieAdapter":
         import tokie
         return cls(tokie.Tokenizer.from_json(str(models / EXPORT_FILE)))
-
-    def encode(self, line: str) -> list[int]:
-        return self.tk.encode(line, add_special_tokens=False).ids
-
-    def encode_batch(self, lines: list[str], threads: int):
-        return [e.ids for e in self.tk.encode_batch(lines, add_special_tokens=False)]
-
-    def decode(self, ids: list[int]) -> str:
-        return self.tk.decode(ids)
 
     def encode_file(self, src: Path, dst: Path, threads: int):
         return self.tk.encode_files([str(src)], separator=b"\n", add_special_tokens=False)
@@ -1023,8 +1000,6 @@ class TokieAdapter:
     def file_ids(out, dst: Path):
         import numpy as np
         return np.asarray(out[0], dtype=np.uint32)
-
-    count = staticmethod(count_tokens)
 
 
 class SentencePieceAdapter:
