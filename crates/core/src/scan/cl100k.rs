@@ -26,11 +26,21 @@ pub(super) const RULES: Rules =
 ///   at the last newline of the run.
 #[inline(always)]
 pub(super) fn starts(w: &Block) -> Starts {
-    let other = !(w.letter | w.number | w.space) & w.inside;
+    Starts {
+        bits: starts_around_words(w, w.letter),
+        hard: w.newline & after(w.space & !w.newline) != 0,
+    }
+}
+
+/// The piece starts above, with `word` the characters a word is a run of
+/// (letters here; o200k's letters and marks, which it then cuts by case).
+#[inline(always)]
+pub(super) fn starts_around_words(w: &Block, word: u64) -> u64 {
+    let other = !(word | w.number | w.space) & w.inside;
     let other_start = other & !before(other);
     let leads_alone = whole_chars(other_start & !before(w.space_byte), w.continuation);
     let blank = w.space & !w.newline;
-    let word_start = w.letter & !before(w.letter);
+    let word_start = word & !before(word);
     let led = word_start & before(leads_alone | blank);
     let words = (word_start & !led) | leads_of(after(led), w.continuation);
     let digits = w.number & !before(w.number);
@@ -39,22 +49,12 @@ pub(super) fn starts(w: &Block) -> Starts {
     let joins_other = space_start & w.newline & before(other);
     let space_last = w.space & !after(w.space) & after(w.inside);
     let spaces = (space_start & !joins_other) | leads_of(space_last & !w.newline, w.continuation);
-    Starts {
-        bits: words | digits | others | spaces,
-        hard: w.newline & after(blank) != 0,
-    }
+    words | digits | others | spaces
 }
 
-use super::{contraction_end, AsciiSet, Text};
-
-/// The ASCII bytes that may lead a run of letters on the fast path: not a
-/// letter, digit, CR or LF, and not `'` (a contraction is tried first).
-const LEADS_LETTERS: AsciiSet = AsciiSet::all_but(b"\r\n'0123456789");
+use super::{contraction_end, Text};
 
 pub(super) fn piece_end(t: &mut Text, pos: usize) -> usize {
-    if let Some(end) = t.lead_then_run(pos, LEADS_LETTERS, LETTER) {
-        return end;
-    }
     if t.byte(pos) == b'\'' {
         if let Some(end) = contraction_end(t.s, pos, true) {
             return end;

@@ -26,14 +26,9 @@ pub(super) fn starts(w: &Block) -> Starts {
     }
 }
 
-use super::{contraction_end, AsciiSet, Text};
+use super::{contraction_end, Text};
 
 pub(super) fn piece_end(t: &mut Text, pos: usize) -> usize {
-    // ` ?\p{L}+`: a word, or a space and a word (a letter never starts
-    // a contraction).
-    if let Some(end) = t.lead_then_run(pos, AsciiSet::of(b" "), LETTER) {
-        return end;
-    }
     let b = t.byte(pos);
     if b == b'\'' {
         if let Some(end) = contraction_end(t.s, pos, false) {

@@ -194,26 +194,6 @@ impl<'a> Text<'a> {
         }
     }
 
-    /// A piece made of an optional ASCII byte from `lead` at `pos`, then a
-    /// run of characters with any of the class `bits`, when the run ends
-    /// inside the block of `pos`: the common piece (a word, or a word after
-    /// a space), found with one mask and one bit scan. `None`: the general
-    /// path decides.
-    #[inline(always)]
-    fn lead_then_run(&mut self, pos: usize, lead: AsciiSet, bits: u8) -> Option<usize> {
-        let off = pos % BLOCK;
-        let run = self.block(pos / BLOCK).any(bits) >> off;
-        let start = if run & 1 != 0 {
-            0
-        } else if run & 2 != 0 && lead.contains(self.s[pos]) {
-            1
-        } else {
-            return None;
-        };
-        let end = start + (run >> start).trailing_ones() as usize;
-        (end < BLOCK - off).then_some(pos + end)
-    }
-
     /// The end of the longest run of characters from `i` (a character
     /// boundary) with any of the class `bits`.
     #[inline(always)]
@@ -369,33 +349,6 @@ impl<'a> Text<'a> {
         } else {
             end
         }
-    }
-}
-
-/// A set of ASCII bytes, one bit each.
-#[derive(Clone, Copy)]
-pub(crate) struct AsciiSet(u128);
-
-impl AsciiSet {
-    /// The bytes of `members`.
-    pub const fn of(members: &[u8]) -> Self {
-        let mut bits = 0u128;
-        let mut k = 0;
-        while k < members.len() {
-            bits |= 1 << members[k];
-            k += 1;
-        }
-        AsciiSet(bits)
-    }
-
-    /// Every ASCII byte but those of `members`.
-    pub const fn all_but(members: &[u8]) -> Self {
-        AsciiSet(!Self::of(members).0)
-    }
-
-    #[inline(always)]
-    pub fn contains(self, b: u8) -> bool {
-        b < 128 && self.0 >> b & 1 != 0
     }
 }
 

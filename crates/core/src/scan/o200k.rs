@@ -19,7 +19,8 @@
 
 use super::masks::{self, Block};
 use super::tables::{LETTER, LOWERISH, NEWLINE, NUMBER, UPPERISH};
-use super::tiles::{after, before, leads_of, whole_chars, Contractions, Rules, Starts};
+use super::cl100k::starts_around_words;
+use super::tiles::{after, before, Contractions, Rules, Starts};
 
 pub(super) const RULES: Rules = Rules { starts, needs: masks::ALL, contractions: Contractions::Suffix, digit_groups: true, piece_end };
 
@@ -40,21 +41,10 @@ pub(super) fn starts(w: &Block) -> Starts {
     let upper_only = w.upper & !w.lower;
     let lower_only = w.lower & !w.upper;
     let mark = both & !w.letter;
-    let other = !(word | w.number | w.space) & w.inside;
-    let other_start = other & !before(other);
-    let leads_alone = whole_chars(other_start & !before(w.space_byte), w.continuation);
+    let case_split = upper_only & before(lower_only);
     let blank = w.space & !w.newline;
-    let word_start = word & !before(word);
-    let led = word_start & before(leads_alone | blank);
-    let words = (word_start & !led) | leads_of(after(led), w.continuation) | (upper_only & before(lower_only));
-    let digits = w.number & !before(w.number);
-    let others = other_start & !before(w.space_byte);
-    let space_start = w.space & !before(w.space);
-    let joins_other = space_start & w.newline & before(other);
-    let space_last = w.space & !after(w.space) & after(w.inside);
-    let spaces = (space_start & !joins_other) | leads_of(space_last & !w.newline, w.continuation);
     let hard = (w.newline & after(blank | w.slash)) | (upper_only & before(both)) | (mark & !before(word));
-    Starts { bits: words | digits | others | spaces, hard: hard != 0 }
+    Starts { bits: starts_around_words(w, word) | case_split, hard: hard != 0 }
 }
 
 use super::{contraction_end, Text};
