@@ -364,9 +364,9 @@ def test_parity_progress_and_cli(two_languages, tmp_path, capfd) -> None:
     assert r.returncode == 0, r.stderr
     events = [json.loads(l) for l in r.stderr.splitlines() if l.startswith("{")]
     rounds = [e for e in events if e.get("phase") == "balancing"]
-    assert rounds and rounds[0]["round"] == 1 and rounds[0]["reference"] == "en"
+    assert rounds and rounds[0]["done"] == 1 and rounds[0]["reference"] == "en"
     # Counting is reported once, however many rounds run.
-    assert sum(1 for e in events if e.get("phase") == "counting" and e.get("done")) == 1
+    assert sum(1 for e in events if e.get("phase") == "counting" and e.get("finished")) == 1
     meta = bpeforge.load(out).metadata["language_balance"]
     assert meta["method"] == "parity" and len(meta["rounds"]) == len(rounds)
     r = subprocess.run([sys.executable, "-m", "bpeforge", "inspect", str(out)], capture_output=True, text=True, timeout=60)

@@ -50,8 +50,8 @@ def test_train_encode_decode_inspect(tmp_path) -> None:
     proc = run("train", str(corpus), "--vocab-size", "300", "--output", str(model), "--special-token", "<s>", "--progress", "json")
     assert model.exists()
     events = [json.loads(l) for l in proc.stderr.splitlines() if l.startswith("{")]
-    assert any(e.get("phase") == "counting" and e.get("done") for e in events)
-    assert any(e.get("phase") == "merging" and e.get("done") for e in events)
+    assert any(e.get("phase") == "counting" and e.get("finished") for e in events)
+    assert any(e.get("phase") == "merging" and e.get("finished") for e in events)
     assert "saved to" in proc.stdout
 
     text = "\n".join(lines) + "\n"

@@ -160,9 +160,9 @@ def test_train_driver_writes_checkpoint_and_progress_csv(corpus, tmp_path):
 def test_train_progress_reports_shards(corpus, capfd):
     distributed.train([corpus["big"]], vocab_size=300, shard_bytes=30_000, progress="json")
     events = [json.loads(line) for line in capfd.readouterr().err.splitlines() if line.startswith("{")]
-    final = [e for e in events if e.get("shards_total") and e.get("done")]
-    assert final and final[-1]["shards_done"] == final[-1]["shards_total"] > 1
-    assert any(e.get("phase") == "merging" and e.get("done") for e in events)
+    final = [e for e in events if e["phase"] == "shards" and e["finished"]]
+    assert final and final[-1]["done"] == final[-1]["total"] > 1 and final[-1]["task"] == "counting"
+    assert any(e["phase"] == "merging" and e["finished"] for e in events)
 
 
 def test_progress_forms_are_a_local_runs(corpus, tmp_path):

@@ -135,7 +135,7 @@ def test_the_drop_is_said_on_the_progress_output(zipf_corpus, tmp_path) -> None:
     assert run.returncode == 0, run.stderr
     events = [json.loads(line) for line in run.stderr.splitlines() if line.startswith("{")]
     (memory,) = [e for e in events if e.get("phase") == "memory"]
-    assert memory["word_types_dropped"] > 0 and memory["effective_min_word_count"] > 1
+    assert memory["done"] > 0 and memory["unit"] == "word types dropped" and memory["effective_min_word_count"] > 1
 
 
 def test_a_budget_below_any_runs_floor_is_refused_before_reading_the_input(tmp_path) -> None:

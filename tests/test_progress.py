@@ -102,7 +102,7 @@ def test_capsys_sees_json_lines_when_asked(capsys) -> None:
     bpeforge.train(bpeforge.sample_corpus(), vocab_size=400, progress="json")
     err = capsys.readouterr().err
     events = [json.loads(line) for line in err.splitlines() if line.startswith("{")]
-    finished = [e["phase"] for e in events if e.get("done") is True]
+    finished = [e["phase"] for e in events if e["finished"]]
     assert finished == PHASE_ORDER, err
 
 
@@ -174,7 +174,7 @@ def test_encode_file_progress(corpus, tmp_path) -> None:
     with contextlib.redirect_stderr(buf):
         tok.encode_file(corpus["gz"], tmp_path / "ids2.txt", progress="json")
     events_json = [json.loads(line) for line in buf.getvalue().splitlines()]
-    assert events_json[-1]["phase"] == "encoding" and events_json[-1]["done"] is True
+    assert events_json[-1]["phase"] == "encoding" and events_json[-1]["finished"] is True
     with pytest.raises(Boom):
         tok.encode_file(corpus["gz"], tmp_path / "ids3.txt", progress=raise_on("encoding", True))
 
@@ -192,9 +192,9 @@ def test_cli_still_prints_to_stderr(corpus, tmp_path) -> None:
                        capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
     events = [json.loads(line) for line in r.stderr.splitlines() if line.startswith("{")]
-    assert [e["phase"] for e in events if e.get("done") is True] == PHASE_ORDER, r.stderr
+    assert [e["phase"] for e in events if e["finished"]] == PHASE_ORDER, r.stderr
     live = [e for e in events if e["phase"] == "counting" and "file" in e]
-    assert all(e["files"] == 2 and "file_eta_s" in e for e in live)
+    assert all(e["files"] == 2 and "file_eta" in e for e in live)
 
 
 def test_cli_human_progress_to_a_log_file_has_no_terminal_codes(corpus, tmp_path) -> None:
@@ -203,3 +203,57 @@ def test_cli_human_progress_to_a_log_file_has_no_terminal_codes(corpus, tmp_path
                         "--output", str(out), "--progress", "human"], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
     assert "merged: " in r.stderr and "\x1b[" not in r.stderr, r.stderr
+
+
+#: Keys whose values are measured times, which differ between two runs.
+TIMED = {"elapsed", "rate", "eta", "cpu_seconds", "file_rate", "file_eta"}
+
+
+def callback_dict(e: ProgressEvent) -> dict:
+    """The event as the engine gave it: its main keys, then ``info``."""
+    main = ("phase", "done", "total", "unit", "elapsed", "rate", "eta", "finished")
+    return {**{k: getattr(e, k) for k in main}, **e.info}
+
+
+def test_json_lines_and_callback_events_have_one_schema(corpus, tmp_path) -> None:
+    """A training run and an encode run, reported once as JSON lines and
+    once to a callback: each phase's events have the same keys, in the same
+    order, and the same values where they are not measured times."""
+    paths = [corpus["plain"], corpus["gz"]]
+
+    def both(run):
+        buf = io.StringIO()
+        with contextlib.redirect_stderr(buf):
+            run("json")
+        lines = [json.loads(line) for line in buf.getvalue().splitlines()]
+        events: list[ProgressEvent] = []
+        run(events.append)
+        return lines, [callback_dict(e) for e in events]
+
+    tok = None
+
+    def train(progress):
+        nonlocal tok
+        tok = bpeforge.train(paths, vocab_size=1200, threads=2, progress=progress)
+
+    lines, dicts = both(train)
+    assert tok is not None
+    lines_enc, dicts_enc = both(lambda p: tok.encode_file(corpus["gz"], tmp_path / "ids.txt", progress=p))
+    lines, dicts = lines + lines_enc, dicts + dicts_enc
+
+    def finished(events):
+        return [e for e in events if e["finished"]]
+
+    assert [e["phase"] for e in finished(lines)] == PHASE_ORDER + ["encoding"]
+    for line, d in zip(finished(lines), finished(dicts), strict=True):
+        assert list(line) == list(d), (line, d)
+        assert {k: v for k, v in line.items() if k not in TIMED} == {k: v for k, v in d.items() if k not in TIMED}
+        for k in TIMED & set(line):
+            assert (line[k] is None) == (d[k] is None) and type(line[k]) is type(d[k]), (k, line, d)
+    # Live events: the first, reported as the first file opens (before any
+    # rate limit applies), is the same event in both forms.
+    first_line, first_dict = (next(e for e in events if not e["finished"]) for events in (lines, dicts))
+    assert first_line["phase"] == "counting" and first_line["file_index"] == 0 and first_line["files"] == 2
+    assert list(first_line) == list(first_dict)
+    assert {k: v for k, v in first_line.items() if k not in TIMED} == {k: v for k, v in first_dict.items() if k not in TIMED}
+    assert tok.metadata["word_types"] == finished(dicts)[0]["word_types"]

@@ -112,8 +112,8 @@ def test_progress_says_how_busy_the_threads_were(real_parts, tmp_path) -> None:
                              "--threads", "2", "--progress", "json", "-o", str(out)],
                             capture_output=True, text=True, timeout=600)
     done = [json.loads(line) for line in events.stderr.splitlines() if line.startswith("{")]
-    counted = next(e for e in done if e.get("phase") == "counting" and e.get("done"))
-    assert counted["threads"] == 2 and counted["count_cpu_seconds"] > 0, counted
+    counted = next(e for e in done if e.get("phase") == "counting" and e.get("finished"))
+    assert counted["threads"] == 2 and counted["cpu_seconds"] > 0, counted
 
 
 def test_progress_events_carry_cpu_seconds_and_threads(real_parts) -> None:

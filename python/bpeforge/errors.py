@@ -1,7 +1,8 @@
 """The exception hierarchy of bpeforge, declared once.
 
 Every error the Rust engine reports arrives as one of these classes (the
-binding looks them up here by name), and every message says what was wrong
+native module binds them by name once, when it is imported; a class missing
+here fails that import), and every message says what was wrong
 and where: the file and line, or the parameter.
 
     BpeforgeError

@@ -7,8 +7,9 @@
 //!
 //! * [`api`]: the core as programs built on it (the Python bindings) see
 //!   it, re-exported from the modules below.
-//! * [`shard`]: one shard of a distributed count (a Ray task), counted
-//!   exactly as the pipeline counts those texts.
+//! * [`shard`], [`sum`]: one shard of a distributed count (a Ray task),
+//!   counted exactly as the pipeline counts those texts; the driver's sum
+//!   of the shards' tables, trained on as the pipeline trains.
 //! * [`pipeline`]: training from files end to end ([`train_files`]): language
 //!   tags, counting, then the plain driver or a balancing method.
 //! * [`balance`]: language balancing (temperature weights, parity rounds);
@@ -18,17 +19,19 @@
 //!   merge loop ([`train::merge`]), extending a model, SuperBPE, and the
 //!   typed record that becomes a model's metadata.
 //! * [`encode`], [`progress`], [`steps`]: exact encoding, batches on threads,
-//!   BPE-dropout, decoding, and streaming files into ids; the progress
-//!   printer; the merge phase's setup steps, with their progress.
-//! * [`model`], [`count`]: the model file (loading checks every field);
-//!   counting word types.
+//!   BPE-dropout, decoding, and streaming files (or a [`source`]) into ids;
+//!   where progress goes (human lines, JSON lines, events to a callback);
+//!   the merge phase's setup steps, with their progress.
+//! * [`model`], [`count`], [`event`], [`source`]: the model file (loading
+//!   checks every field); counting word types; progress as events, the one
+//!   schema of the JSON lines and the Python callback; texts fed by the
+//!   caller, a chunk at a time.
 //! * [`normalize`], [`observe`]: SentencePiece's normalizers; what a caller
-//!   sees (progress, Ctrl-C).
+//!   sees (progress reports, Ctrl-C).
 //! * [`budget`], [`input`], [`ordered`], [`pretok`]: the memory budget;
 //!   reading (compressed) inputs; work on threads fed and drained in order
 //!   by the calling thread; the pre-tokenizers and the special-token
-//!   splitter. (`pretok` is over 600 lines: the presets and their
-//!   published-regex equivalence tests belong together.)
+//!   splitter.
 //! * [`atomic`], [`fields`], [`spill`], [`util`], `scan`: atomic output
 //!   files; texts inside structured lines; sorted runs of counts on disk;
 //!   the hash map, thread counts and joins; the presets' hand-written
@@ -50,6 +53,7 @@ pub mod count;
 pub mod count_stats;
 pub mod encode;
 pub mod error;
+pub mod event;
 pub mod fields;
 pub mod input;
 mod mem;
@@ -63,7 +67,9 @@ pub mod progress;
 pub mod ranks;
 mod scan;
 pub mod shard;
+pub mod source;
 pub mod steps;
+pub mod sum;
 pub mod spill;
 pub mod train;
 pub mod util;

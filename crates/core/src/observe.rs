@@ -1,11 +1,14 @@
 //! What a caller sees while the engine works: progress reports, and a way
-//! to stop a run (Ctrl-C). Plain data and one trait; this module depends on
-//! nothing but the counting statistics, so training, encoding, balancing and
-//! the progress printer can all name it without depending on each other.
+//! to stop a run (Ctrl-C). Plain data, one trait and a batch's pacing; this
+//! module depends on nothing but the counting statistics, phase times and
+//! the error type, so training, encoding, balancing and the progress
+//! printer can all name it without depending on each other.
 
 use crate::clock::PhaseTime;
 use crate::count_stats::CountStats;
+use crate::error::{Error, Result};
 use std::sync::Arc;
+use std::time::Instant;
 
 /// Progress while counting (or encoding a file).
 #[derive(Debug, Clone)]
@@ -129,4 +132,51 @@ pub struct ShardProgress<'a> {
     pub bytes_total: u64,
     pub elapsed: f64,
     pub finished: bool,
+}
+
+/// Bytes of text per progress report of a batch of texts (at least; a
+/// hundredth of the batch when that is more).
+const BATCH_SLICE_BYTES: u64 = 1 << 20;
+
+/// A batch's progress (`encode_batch`): a report after each slice of
+/// `slice_bytes` of text (`BATCH_SLICE_BYTES`, or a hundredth of the batch
+/// when that is more) and at the end, and a stop honoured at each.
+pub struct BatchPacer {
+    start: Instant,
+    total: u64,
+    slice_bytes: u64,
+    reported: u64,
+    done: u64,
+    tokens: u64,
+}
+
+impl BatchPacer {
+    /// A batch of `total` bytes of text.
+    pub fn new(total: u64) -> Self {
+        let slice_bytes = (total / 100).max(BATCH_SLICE_BYTES);
+        BatchPacer { start: Instant::now(), total, slice_bytes, reported: 0, done: 0, tokens: 0 }
+    }
+
+    /// Counts `bytes` of text encoded into `tokens` ids; reports (or stops)
+    /// once a slice's worth has been done since the last report.
+    pub fn advance(&mut self, bytes: u64, tokens: u64, observer: &mut dyn Observer) -> Result<()> {
+        self.done += bytes;
+        self.tokens += tokens;
+        if self.done - self.reported < self.slice_bytes && self.done < self.total {
+            return Ok(());
+        }
+        self.reported = self.done;
+        if observer.should_stop() {
+            return Err(Error::interrupted());
+        }
+        let elapsed = self.start.elapsed().as_secs_f64();
+        observer.encoding(&CountProgress { raw_bytes_done: self.done, raw_bytes_total: Some(self.total), elapsed, file: None });
+        Ok(())
+    }
+
+    /// The final report, for a batch of `lines` texts.
+    pub fn finish(&self, lines: u64, observer: &mut dyn Observer) {
+        let seconds = self.start.elapsed().as_secs_f64();
+        observer.encoded(&EncodeStats { lines, tokens: self.tokens, bytes: self.total, seconds, id_bytes: 4 });
+    }
 }

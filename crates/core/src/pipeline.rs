@@ -6,13 +6,14 @@ use crate::clock::{PhaseTime, Stopwatch};
 use crate::balance::{self, LangSource, LanguageTable, Tagger};
 use crate::error::{Error, Result};
 use crate::fields::LangField;
-use crate::input::{read_chunks, total_size, Chunk, TextMode};
+use crate::input::{read_chunks, read_range_chunks, total_size, Chunk, Layout, TextMode};
 use crate::count::{CountOutput, WordCounts};
 use crate::model::Model;
 use crate::observe::{CountProgress, FileProgress, Observer};
+use crate::source::{FedFiles, Source};
 use crate::train::checkpoint::CheckpointRecord;
 use crate::train::counts_file::{self, CountsHeader};
-use crate::train::{count_words_output, train_from_counts, CountMode, TrainConfig, ValidConfig, POLL_SECONDS};
+use crate::train::{count_words, count_words_output, train_from_counts, CountMode, TrainConfig, ValidConfig, POLL_SECONDS};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -22,7 +23,7 @@ use std::time::Instant;
 /// texts (what parity measures against); returns the number of records it
 /// skipped itself (`on_bad_record="skip"` on Arrow data), counted with the
 /// counters' own in `bad_records`.
-pub type Feed<'f> = dyn FnOnce(&mut dyn FnMut(Chunk) -> Result<()>, &mut dyn Observer, &mut [u64]) -> Result<u64> + 'f;
+pub(crate) type Feed<'f> = dyn FnOnce(&mut dyn FnMut(Chunk) -> Result<()>, &mut dyn Observer, &mut [u64]) -> Result<u64> + 'f;
 
 /// Trains on files. A run that writes checkpoints saves its counts beside
 /// them once counting finishes (`counts_file::beside`; the checkpoints name
@@ -208,18 +209,18 @@ pub fn reading_mode(config: &TrainConfig, languages: Option<&LanguageTable>) -> 
 
 /// Paces a counting feed: every `POLL_SECONDS` it stops the run if the
 /// observer asks to, else reports where counting is.
-pub struct CountPacer {
+pub(crate) struct CountPacer {
     start: Instant,
     last: f64,
 }
 
 impl CountPacer {
-    pub fn new(start: Instant) -> Self {
+    pub(crate) fn new(start: Instant) -> Self {
         CountPacer { start, last: 0.0 }
     }
 
     /// Reports `progress(elapsed seconds)` when a poll interval has passed.
-    pub fn poll(&mut self, observer: &mut dyn Observer, progress: impl FnOnce(f64) -> CountProgress) -> Result<()> {
+    pub(crate) fn poll(&mut self, observer: &mut dyn Observer, progress: impl FnOnce(f64) -> CountProgress) -> Result<()> {
         let t = self.start.elapsed().as_secs_f64();
         if t - self.last < POLL_SECONDS {
             return Ok(());
@@ -231,23 +232,6 @@ impl CountPacer {
         observer.counting(&progress(t));
         Ok(())
     }
-}
-
-/// Trains on the chunks `feed` hands over (files, or Arrow data from the
-/// bindings), balanced by `languages` if given (chunks then carry a
-/// language per text, or the records name theirs). `lang_bytes` starts at
-/// what is known before counting; the feed adds the rest.
-pub fn train_fed(
-    config: &ValidConfig,
-    languages: Option<&LanguageTable>,
-    lang_bytes: Vec<u64>,
-    inputs: serde_json::Value,
-    start: Stopwatch,
-    observer: &mut dyn Observer,
-    feed: Box<Feed<'_>>,
-) -> Result<Model> {
-    let counted = count_fed(config, languages, lang_bytes, start, observer, CountScope::Run, feed)?;
-    train_counted(counted, config, languages, inputs, observer)
 }
 
 /// The counts of a feed, with what balancing needs of them.
@@ -275,9 +259,13 @@ pub enum CountScope {
     Part,
 }
 
-/// The counting half of `train_fed` (callers that hold a lock while
-/// feeding, such as Python's, release it for the merge half).
-pub fn count_fed(
+/// Counts the chunks `feed` hands over (files, or a `Source`'s), balanced
+/// by `languages` if given (chunks then carry a language per text, or the
+/// records name theirs). `lang_bytes` starts at what is known before
+/// counting; the feed adds the rest. Training goes on with
+/// `train_counted` (callers that hold a lock while feeding, such as
+/// Python's, release it for that half).
+pub(crate) fn count_fed(
     config: &ValidConfig,
     languages: Option<&LanguageTable>,
     mut lang_bytes: Vec<u64>,
@@ -304,6 +292,85 @@ pub fn count_fed(
     Ok(Counted { counts, lang_bytes, count: start.elapsed() })
 }
 
+/// Counts the chunks of `source` (see `count_fed`): the calling thread
+/// pulls them while the workers count the chunks before, adding each text's
+/// UTF-8 bytes to its language (`Chunk::langs`) and reporting progress.
+pub fn count_source(
+    config: &ValidConfig,
+    languages: Option<&LanguageTable>,
+    scope: CountScope,
+    source: &mut dyn Source,
+    observer: &mut dyn Observer,
+) -> Result<Counted> {
+    let watch = Stopwatch::start(crate::util::threads_or_default(config.threads));
+    let start = watch.instant();
+    let mut files = FedFiles::new(source.files());
+    let feed = |sink: &mut dyn FnMut(Chunk) -> Result<()>, observer: &mut dyn Observer, lang_bytes: &mut [u64]| {
+        let mut read = 0u64;
+        let mut pacer = CountPacer::new(start);
+        while let Some(chunk) = source.next_chunk(observer)? {
+            read += chunk.data.len() as u64;
+            files.add(&chunk.source, chunk.data.len() as u64);
+            add_language_bytes(&chunk, lang_bytes)?;
+            if matches!(&chunk.layout, Layout::Ends(ends) if !ends.is_empty()) {
+                sink(chunk)?;
+            }
+            pacer.poll(observer, |t| files.progress(read, t))?;
+        }
+        Ok(source.skipped())
+    };
+    count_fed(config, languages, Vec::new(), watch, observer, scope, Box::new(feed))
+}
+
+/// The language table of a run fed by the caller: `languages` (names in
+/// id order and their row counts, read by the caller in a first pass over
+/// the language column) for `lang_field`, else none.
+pub fn fed_languages(config: &ValidConfig, languages: Option<(Vec<String>, Vec<u64>)>) -> Result<Option<LanguageTable>> {
+    match (&config.balance, languages) {
+        (Some(b), Some((names, lines))) if matches!(b.source, LangSource::Field(_)) => {
+            Ok(Some(LanguageTable::from_lines(names, lines, b.temperature)?))
+        }
+        (None, None) => Ok(None),
+        _ => Err(Error::parameter("Arrow input balances languages by a column only (lang_field)")),
+    }
+}
+
+/// Adds the UTF-8 bytes of each text of `chunk` to its language's.
+fn add_language_bytes(chunk: &Chunk, lang_bytes: &mut [u64]) -> Result<()> {
+    let Layout::Ends(ends) = &chunk.layout else { return Ok(()) };
+    let mut begin = 0;
+    for (&end, &tag) in ends.iter().zip(&chunk.langs) {
+        let slot = lang_bytes.get_mut(tag as usize).ok_or_else(|| Error::input(format!("{}: language id {tag} out of range", chunk.source)))?;
+        *slot += (end - begin) as u64;
+        begin = end;
+    }
+    Ok(())
+}
+
+/// Counts files, or the byte range `start..end` of one plain file, as one
+/// part of a distributed count (summed elsewhere, so never cut to a budget).
+pub fn count_part(paths: &[PathBuf], byte_range: Option<(u64, u64)>, config: &ValidConfig, observer: &mut dyn Observer) -> Result<CountOutput> {
+    let raw = Arc::new(AtomicU64::new(0));
+    let counts = count_words(config, observer, |sink, observer| {
+        if observer.should_stop() {
+            return Err(Error::interrupted());
+        }
+        match byte_range {
+            Some((start, end)) => {
+                if paths.len() != 1 {
+                    return Err(Error::parameter("byte_range needs exactly one input file"));
+                }
+                read_range_chunks(&paths[0], &config.text_mode, start, end, raw.clone(), sink)
+            }
+            None => {
+                total_size(paths)?;
+                read_chunks(paths, &config.text_mode, raw.clone(), sink)
+            }
+        }
+    })?;
+    Ok(CountOutput::Table(counts))
+}
+
 /// How texts are counted: keyed by language for parity balancing, weighted
 /// by language for temperature balancing, else plainly.
 pub(crate) fn count_mode<'t>(config: &TrainConfig, languages: Option<&'t LanguageTable>) -> CountMode<'t> {
@@ -315,7 +382,7 @@ pub(crate) fn count_mode<'t>(config: &TrainConfig, languages: Option<&'t Languag
     }
 }
 
-/// The merge half of `train_fed`: the plain driver or a balancing method.
+/// The merge half of a run, after `count_fed`: the plain driver or a balancing method.
 pub fn train_counted(
     counted: Counted,
     config: &ValidConfig,

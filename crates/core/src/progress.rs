@@ -7,9 +7,12 @@
 //! phase ends with a summary that carries its time, so they can be
 //! optimised separately. The text goes to the process's stderr, or to any
 //! `TextSink` (the Python bindings pass `sys.stderr` when it is not fd 2).
+//! JSON lines are the events of `crate::event`, serialized; the same events
+//! go to an `EventSink` (the Python callback), so both carry one schema.
 
 use crate::clock::PhaseTime;
 use crate::count::CountStats;
+use crate::event::{eta_seconds, Event, EventSink, Events, MergeEta};
 use crate::observe::{BalanceRound, CountProgress, EncodeStats, MergeProgress, Observer, ShardProgress, StepProgress};
 use std::io::{IsTerminal, Write};
 use std::time::Instant;
@@ -58,10 +61,206 @@ impl ProgressFormat {
     }
 }
 
+/// Where a run's progress goes: a live line and summaries (human), JSON
+/// lines, events to an `EventSink`, or nowhere; and what stops the run
+/// (`stop_when`).
 pub struct ProgressPrinter {
-    format: ProgressFormat,
-    last: Option<Instant>,
+    output: Output,
+    stop: Option<Box<dyn FnMut() -> bool + Send>>,
+}
+
+enum Output {
+    Off,
+    Human(HumanLines),
+    Events(EventOutput),
+}
+
+impl ProgressPrinter {
+    /// A printer to the process's stderr (ANSI erasing only on a terminal:
+    /// a log file gets no escape codes).
+    pub fn new(format: ProgressFormat) -> Self {
+        Self::with_sink(format, Box::new(Stderr), std::io::stderr().is_terminal())
+    }
+
+    /// A printer to `sink`; `ansi` if it is a terminal.
+    pub fn with_sink(format: ProgressFormat, sink: Box<dyn TextSink>, ansi: bool) -> Self {
+        let output = match format {
+            ProgressFormat::Off => Output::Off,
+            ProgressFormat::Human => Output::Human(HumanLines::new(sink, ansi)),
+            ProgressFormat::Json => Output::Events(EventOutput::new(Box::new(JsonLines(sink)), JSON_INTERVAL)),
+        };
+        ProgressPrinter { output, stop: None }
+    }
+
+    /// Every event to `sink`: each phase's last one and the others, live
+    /// updates at most every `CALLBACK_INTERVAL`.
+    pub fn to_events(sink: Box<dyn EventSink>) -> Self {
+        ProgressPrinter { output: Output::Events(EventOutput::new(sink, CALLBACK_INTERVAL)), stop: None }
+    }
+
+    /// Stops the run when `stop` says so (polled every few milliseconds).
+    pub fn stop_when(mut self, stop: Box<dyn FnMut() -> bool + Send>) -> Self {
+        self.stop = Some(stop);
+        self
+    }
+
+    fn output(&mut self) -> Option<&mut dyn Observer> {
+        match &mut self.output {
+            Output::Off => None,
+            Output::Human(h) => Some(h),
+            Output::Events(e) => Some(e),
+        }
+    }
+}
+
+impl Observer for ProgressPrinter {
+    fn should_stop(&mut self) -> bool {
+        self.stop.as_mut().is_some_and(|stop| stop())
+    }
+    fn counting(&mut self, p: &CountProgress) {
+        if let Some(o) = self.output() {
+            o.counting(p)
+        }
+    }
+    fn counted(&mut self, stats: &CountStats, word_types: usize, time: &PhaseTime) {
+        if let Some(o) = self.output() {
+            o.counted(stats, word_types, time)
+        }
+    }
+    fn step(&mut self, p: &StepProgress) {
+        if let Some(o) = self.output() {
+            o.step(p)
+        }
+    }
+    fn merging(&mut self, p: &MergeProgress) {
+        if let Some(o) = self.output() {
+            o.merging(p)
+        }
+    }
+    fn merged(&mut self, merges: usize, time: &PhaseTime) {
+        if let Some(o) = self.output() {
+            o.merged(merges, time)
+        }
+    }
+    fn encoding(&mut self, p: &CountProgress) {
+        if let Some(o) = self.output() {
+            o.encoding(p)
+        }
+    }
+    fn encoded(&mut self, stats: &EncodeStats) {
+        if let Some(o) = self.output() {
+            o.encoded(stats)
+        }
+    }
+    fn balancing(&mut self, round: &BalanceRound) {
+        if let Some(o) = self.output() {
+            o.balancing(round)
+        }
+    }
+    fn dropped_for_memory(&mut self, dropped: &crate::budget::Dropped, budget: u64, pretokens: u64) {
+        if let Some(o) = self.output() {
+            o.dropped_for_memory(dropped, budget, pretokens)
+        }
+    }
+    fn shards(&mut self, p: &ShardProgress) {
+        if let Some(o) = self.output() {
+            o.shards(p)
+        }
+    }
+}
+
+/// Least seconds between two live JSON lines.
+const JSON_INTERVAL: f64 = 2.0;
+/// Least seconds between two live events to a callback.
+const CALLBACK_INTERVAL: f64 = 0.1;
+
+/// Events to a sink, live ones at most every `interval` seconds.
+struct EventOutput {
+    events: Events,
+    sink: Box<dyn EventSink>,
     interval: f64,
+    last_live: Option<Instant>,
+}
+
+impl EventOutput {
+    fn new(sink: Box<dyn EventSink>, interval: f64) -> Self {
+        EventOutput { events: Events::default(), sink, interval, last_live: None }
+    }
+
+    fn send(&mut self, event: Event) {
+        if event.live {
+            let now = Instant::now();
+            if self.last_live.is_some_and(|t| now.duration_since(t).as_secs_f64() < self.interval) {
+                return;
+            }
+            self.last_live = Some(now);
+        } else {
+            self.last_live = None;
+        }
+        self.sink.event(&event);
+    }
+}
+
+impl Observer for EventOutput {
+    fn counting(&mut self, p: &CountProgress) {
+        let e = self.events.counting(p);
+        self.send(e)
+    }
+    fn counted(&mut self, stats: &CountStats, word_types: usize, time: &PhaseTime) {
+        let e = self.events.counted(stats, word_types, time);
+        self.send(e)
+    }
+    fn step(&mut self, p: &StepProgress) {
+        let e = self.events.step(p);
+        self.send(e)
+    }
+    fn merging(&mut self, p: &MergeProgress) {
+        let e = self.events.merging(p);
+        self.send(e)
+    }
+    fn merged(&mut self, merges: usize, time: &PhaseTime) {
+        let e = self.events.merged(merges, time);
+        self.send(e)
+    }
+    fn encoding(&mut self, p: &CountProgress) {
+        let e = self.events.encoding(p);
+        self.send(e)
+    }
+    fn encoded(&mut self, stats: &EncodeStats) {
+        let e = self.events.encoded(stats);
+        self.send(e)
+    }
+    fn balancing(&mut self, round: &BalanceRound) {
+        let e = self.events.balancing(round);
+        self.send(e)
+    }
+    fn dropped_for_memory(&mut self, dropped: &crate::budget::Dropped, budget: u64, pretokens: u64) {
+        let e = self.events.dropped_for_memory(dropped, budget, pretokens);
+        self.send(e)
+    }
+    fn shards(&mut self, p: &ShardProgress) {
+        let e = self.events.shards(p);
+        self.send(e)
+    }
+}
+
+/// Events as JSON lines, one object per event.
+struct JsonLines(Box<dyn TextSink>);
+
+impl EventSink for JsonLines {
+    fn event(&mut self, event: &Event) {
+        // An event always serializes (plain fields, finite or null numbers).
+        if let Ok(mut line) = serde_json::to_string(event) {
+            line.push('\n');
+            self.0.write(&line);
+        }
+    }
+}
+
+/// The human format: a live line rewritten in place (`\r`), and a line per
+/// finished phase.
+struct HumanLines {
+    last: Option<Instant>,
     /// Characters of the live line now shown (0: none).
     open_line: usize,
     sink: Box<dyn TextSink>,
@@ -71,78 +270,11 @@ pub struct ProgressPrinter {
     merge_eta: MergeEta,
 }
 
+/// Least seconds between two live line updates.
+const HUMAN_INTERVAL: f64 = 0.25;
+
 fn mb(x: u64) -> f64 {
     x as f64 / 1e6
-}
-
-/// Seconds left at the rate so far (None before any progress).
-pub fn eta_seconds(done: f64, total: f64, elapsed: f64) -> Option<f64> {
-    if done <= 0.0 {
-        return None;
-    }
-    Some(elapsed / done * (total - done).max(0.0))
-}
-
-/// The merge loop's ETA. Merges get much cheaper as training goes on: a
-/// merge's work grows with its pair's count, and the counts fall steeply
-/// (on 200k lines of text, the first 1,400 of 32,000 merges took half the
-/// time). The average rate since the start (`eta_seconds`) therefore said
-/// minutes for a run of seconds, and even the recent rate is far too slow.
-///
-/// This models the time as proportional to the pair counts merged: between
-/// two reports in the last `WINDOW` seconds, the counts are fitted by a power
-/// law `count(k) = c * (done / k)^a` (Zipf-like, as pair counts are), the
-/// seconds per unit of count come from the counts merged between the
-/// reports, and the ETA is that times the counts the law gives the merges
-/// left, at most the recent rate's (merges only get cheaper). On 200k lines
-/// (32k merges, 7.1 s of merging) the first ETA said 13.5 s, then 7.7 s with
-/// 5.8 s left, 2.9 s with 1.3 s left; the average rate said 2m42s. Nothing
-/// (None) until two reports `MIN_SPAN` apart; a report with fewer merges
-/// than the last (a new balancing round) starts over.
-#[derive(Debug, Default, Clone)]
-pub struct MergeEta {
-    /// (merges done, current pair count, elapsed seconds)
-    samples: std::collections::VecDeque<(f64, f64, f64)>,
-}
-
-impl MergeEta {
-    const WINDOW: f64 = 3.0;
-    const MIN_SPAN: f64 = 0.2;
-
-    /// Records a report (`done` merges, the pair now merged has `count`, at
-    /// `elapsed` seconds) and returns the seconds left to `target`, if they
-    /// can be told yet.
-    pub fn update(&mut self, done: f64, target: f64, count: f64, elapsed: f64) -> Option<f64> {
-        if self.samples.back().is_some_and(|&(d, _, t)| done < d || elapsed < t) {
-            self.samples.clear();
-        }
-        if done > 0.0 && count > 0.0 {
-            self.samples.push_back((done, count, elapsed));
-        }
-        while self.samples.len() > 2 && self.samples.get(1).is_some_and(|&(_, _, t)| elapsed - t >= Self::WINDOW) {
-            self.samples.pop_front();
-        }
-        let (&(d0, c0, t0), &(d1, c1, t1)) = (self.samples.front()?, self.samples.back()?);
-        if t1 - t0 < Self::MIN_SPAN || d1 <= d0 {
-            return None;
-        }
-        // The recent rate: an upper bound, as merges only get cheaper.
-        let by_rate = (target - d1).max(0.0) * (t1 - t0) / (d1 - d0);
-        let a = (c0 / c1).ln() / (d1 / d0).ln();
-        if !(a.is_finite() && a > 0.0) {
-            return Some(by_rate);
-        }
-        // The counts merged from rank x to y under the law through (d1, c1).
-        let mass = |x: f64, y: f64| {
-            if (a - 1.0).abs() < 1e-3 {
-                c1 * d1 * (y / x).ln()
-            } else {
-                c1 * d1.powf(a) / (1.0 - a) * (y.powf(1.0 - a) - x.powf(1.0 - a))
-            }
-        };
-        let by_counts = (t1 - t0) / mass(d0, d1) * mass(d1, target.max(d1));
-        Some(if by_counts.is_finite() { by_counts.min(by_rate) } else { by_rate })
-    }
 }
 
 fn eta(done: f64, total: f64, elapsed: f64) -> String {
@@ -163,26 +295,25 @@ fn eta_text(s: f64) -> String {
     }
 }
 
-impl ProgressPrinter {
-    /// A printer to the process's stderr (ANSI erasing only on a terminal:
-    /// a log file gets no escape codes).
-    pub fn new(format: ProgressFormat) -> Self {
-        Self::with_sink(format, Box::new(Stderr), std::io::stderr().is_terminal())
+/// A count with a magnitude suffix ("17.0M").
+fn items(n: u64) -> String {
+    match n {
+        0..=9_999 => n.to_string(),
+        10_000..=999_999 => format!("{:.1}k", n as f64 / 1e3),
+        1_000_000..=999_999_999 => format!("{:.1}M", n as f64 / 1e6),
+        _ => format!("{:.2}G", n as f64 / 1e9),
     }
+}
 
-    /// A printer to `sink`; `ansi` if it is a terminal.
-    pub fn with_sink(format: ProgressFormat, sink: Box<dyn TextSink>, ansi: bool) -> Self {
-        let interval = if format == ProgressFormat::Json { 2.0 } else { 0.25 };
-        ProgressPrinter { format, last: None, interval, open_line: 0, sink, ansi, merge_eta: MergeEta::default() }
+impl HumanLines {
+    fn new(sink: Box<dyn TextSink>, ansi: bool) -> Self {
+        HumanLines { last: None, open_line: 0, sink, ansi, merge_eta: MergeEta::default() }
     }
 
     fn due(&mut self) -> bool {
-        if self.format == ProgressFormat::Off {
-            return false;
-        }
         let now = Instant::now();
         match self.last {
-            Some(t) if now.duration_since(t).as_secs_f64() < self.interval => false,
+            Some(t) if now.duration_since(t).as_secs_f64() < HUMAN_INTERVAL => false,
             _ => {
                 self.last = Some(now);
                 true
@@ -216,97 +347,44 @@ impl ProgressPrinter {
         self.sink.write(&out);
     }
 
-    fn json(&mut self, value: serde_json::Value) {
-        self.line(&value.to_string());
-    }
-
     /// Progress of a phase that reads input: bytes read, rate, ETA.
     fn reading(&mut self, phase: &str, p: &CountProgress) {
         if !self.due() {
             return;
         }
         let rate = mb(p.raw_bytes_done) / p.elapsed.max(1e-9);
-        match self.format {
-            ProgressFormat::Human => {
-                let total = p.raw_bytes_total.map_or(String::new(), |t| format!(" / {:.1} MB", mb(t)));
-                let left = p.raw_bytes_total.map_or("-".into(), |t| eta(p.raw_bytes_done as f64, t as f64, p.elapsed));
-                let all = format!("{:.1} MB{total} read ({rate:.1} MB/s, ETA {left})", mb(p.raw_bytes_done));
-                // The file's name only: the live line must fit a terminal.
-                let name = |f: &crate::observe::FileProgress| {
-                    let path = std::path::Path::new(&*f.path);
-                    path.file_name().map_or(f.path.to_string(), |n| n.to_string_lossy().into_owned())
-                };
-                let text = match &p.file {
-                    // One file: its figures are the total's.
-                    Some(f) if f.files == 1 => format!("{phase} {}: {all}", name(f)),
-                    Some(f) => format!(
-                        "{phase} {} ({}/{}): {:.1} / {:.1} MB ({:.1} MB/s, ETA {}); all: {all}",
-                        name(f),
-                        f.index + 1,
-                        f.files,
-                        mb(f.bytes_done),
-                        mb(f.bytes_total),
-                        mb(f.bytes_done) / f.elapsed.max(1e-9),
-                        eta(f.bytes_done as f64, f.bytes_total as f64, f.elapsed)
-                    ),
-                    None => format!("{phase}: {all}"),
-                };
-                self.live(&text);
-            }
-            ProgressFormat::Json => {
-                let mut v = serde_json::json!({
-                    "phase": phase, "bytes_read": p.raw_bytes_done, "bytes_total": p.raw_bytes_total,
-                    "mb_per_s": round(rate, 1), "elapsed_s": round(p.elapsed, 2),
-                    "eta_s": p.raw_bytes_total.and_then(|t| eta_seconds(p.raw_bytes_done as f64, t as f64, p.elapsed)).map(|s| round(s, 1)),
-                });
-                if let Some(f) = &p.file {
-                    let extra = serde_json::json!({
-                        "file": &*f.path, "file_index": f.index + 1, "files": f.files,
-                        "file_bytes_read": f.bytes_done, "file_bytes_total": f.bytes_total,
-                        "file_mb_per_s": round(mb(f.bytes_done) / f.elapsed.max(1e-9), 1),
-                        "file_eta_s": eta_seconds(f.bytes_done as f64, f.bytes_total as f64, f.elapsed).map(|s| round(s, 1)),
-                    });
-                    if let (Some(v), serde_json::Value::Object(e)) = (v.as_object_mut(), extra) {
-                        v.extend(e);
-                    }
-                }
-                self.json(v)
-            }
-            ProgressFormat::Off => {}
-        }
+        let total = p.raw_bytes_total.map_or(String::new(), |t| format!(" / {:.1} MB", mb(t)));
+        let left = p.raw_bytes_total.map_or("-".into(), |t| eta(p.raw_bytes_done as f64, t as f64, p.elapsed));
+        let all = format!("{:.1} MB{total} read ({rate:.1} MB/s, ETA {left})", mb(p.raw_bytes_done));
+        // The file's name only: the live line must fit a terminal.
+        let name = |f: &crate::observe::FileProgress| {
+            let path = std::path::Path::new(&*f.path);
+            path.file_name().map_or(f.path.to_string(), |n| n.to_string_lossy().into_owned())
+        };
+        let text = match &p.file {
+            // One file: its figures are the total's.
+            Some(f) if f.files == 1 => format!("{phase} {}: {all}", name(f)),
+            Some(f) => format!(
+                "{phase} {} ({}/{}): {:.1} / {:.1} MB ({:.1} MB/s, ETA {}); all: {all}",
+                name(f),
+                f.index + 1,
+                f.files,
+                mb(f.bytes_done),
+                mb(f.bytes_total),
+                mb(f.bytes_done) / f.elapsed.max(1e-9),
+                eta(f.bytes_done as f64, f.bytes_total as f64, f.elapsed)
+            ),
+            None => format!("{phase}: {all}"),
+        };
+        self.live(&text);
     }
 }
 
-/// `x` rounded to `digits` decimals (JSON lines stay short).
-fn round(x: f64, digits: i32) -> f64 {
-    let f = 10f64.powi(digits);
-    (x * f).round() / f
-}
-
-/// A count with a magnitude suffix ("17.0M").
-fn items(n: u64) -> String {
-    match n {
-        0..=9_999 => n.to_string(),
-        10_000..=999_999 => format!("{:.1}k", n as f64 / 1e3),
-        1_000_000..=999_999_999 => format!("{:.1}M", n as f64 / 1e6),
-        _ => format!("{:.2}G", n as f64 / 1e9),
-    }
-}
-
-impl Observer for ProgressPrinter {
+impl Observer for HumanLines {
     fn step(&mut self, p: &StepProgress) {
         if p.finished {
-            match self.format {
-                ProgressFormat::Human => {
-                    let t = PhaseTime { seconds: p.elapsed, cpu_seconds: p.cpu_seconds, threads: p.threads };
-                    self.line(&format!("{}: {} {} in {}", p.step, items(p.total), p.unit, t.describe()))
-                }
-                ProgressFormat::Json => self.json(serde_json::json!({
-                    "phase": p.step, "done": true, "items": p.total, "unit": p.unit, "seconds": round(p.elapsed, 3),
-                    "cpu_seconds": p.cpu_seconds.map(|c| round(c, 3)), "threads": p.threads,
-                })),
-                ProgressFormat::Off => {}
-            }
+            let t = PhaseTime { seconds: p.elapsed, cpu_seconds: p.cpu_seconds, threads: p.threads };
+            self.line(&format!("{}: {} {} in {}", p.step, items(p.total), p.unit, t.describe()));
             self.last = None;
             return;
         }
@@ -314,23 +392,15 @@ impl Observer for ProgressPrinter {
             return;
         }
         let rate = p.done as f64 / p.elapsed.max(1e-9);
-        match self.format {
-            ProgressFormat::Human => self.live(&format!(
-                "{}: {} / {} {} ({}/s, ETA {})",
-                p.step,
-                items(p.done),
-                items(p.total),
-                p.unit,
-                items(rate as u64),
-                eta(p.done as f64, p.total as f64, p.elapsed)
-            )),
-            ProgressFormat::Json => self.json(serde_json::json!({
-                "phase": p.step, "items_done": p.done, "items_total": p.total, "unit": p.unit,
-                "elapsed_s": round(p.elapsed, 2),
-                "eta_s": eta_seconds(p.done as f64, p.total as f64, p.elapsed).map(|s| round(s, 1)),
-            })),
-            ProgressFormat::Off => {}
-        }
+        self.live(&format!(
+            "{}: {} / {} {} ({}/s, ETA {})",
+            p.step,
+            items(p.done),
+            items(p.total),
+            p.unit,
+            items(rate as u64),
+            eta(p.done as f64, p.total as f64, p.elapsed)
+        ))
     }
 
     fn counting(&mut self, p: &CountProgress) {
@@ -338,22 +408,14 @@ impl Observer for ProgressPrinter {
     }
 
     fn counted(&mut self, stats: &CountStats, word_types: usize, time: &PhaseTime) {
-        match self.format {
-            ProgressFormat::Human => self.line(&format!(
-                "counted: {:.1} MB, {} texts, {} pre-tokens, {} word types in {}",
-                mb(stats.bytes),
-                stats.texts,
-                stats.pieces,
-                word_types,
-                time.describe()
-            )),
-            ProgressFormat::Json => self.json(serde_json::json!({
-                "phase": "counting", "done": true, "bytes": stats.bytes, "texts": stats.texts,
-                "pretokens": stats.pieces, "word_types": word_types, "count_seconds": round(time.seconds, 3),
-                "count_cpu_seconds": time.cpu_seconds.map(|c| round(c, 3)), "threads": time.threads,
-            })),
-            ProgressFormat::Off => {}
-        }
+        self.line(&format!(
+            "counted: {:.1} MB, {} texts, {} pre-tokens, {} word types in {}",
+            mb(stats.bytes),
+            stats.texts,
+            stats.pieces,
+            word_types,
+            time.describe()
+        ));
         self.last = None;
     }
 
@@ -363,21 +425,13 @@ impl Observer for ProgressPrinter {
         if !self.due() {
             return;
         }
-        match self.format {
-            ProgressFormat::Human => self.live(&format!(
-                "merging: {}/{} merges, current pair count {}, ETA {}",
-                p.done,
-                p.target,
-                p.pair_count,
-                left.map_or("-".into(), eta_text)
-            )),
-            ProgressFormat::Json => self.json(serde_json::json!({
-                "phase": "merging", "merges": p.done, "target": p.target, "pair_count": p.pair_count,
-                "elapsed_s": (p.elapsed * 100.0).round() / 100.0,
-                "eta_s": left.map(|s| round(s, 1)),
-            })),
-            ProgressFormat::Off => {}
-        }
+        self.live(&format!(
+            "merging: {}/{} merges, current pair count {}, ETA {}",
+            p.done,
+            p.target,
+            p.pair_count,
+            left.map_or("-".into(), eta_text)
+        ))
     }
 
     fn encoding(&mut self, p: &CountProgress) {
@@ -386,60 +440,37 @@ impl Observer for ProgressPrinter {
 
     fn dropped_for_memory(&mut self, d: &crate::budget::Dropped, budget: u64, pretokens: u64) {
         let share = d.pretokens as f64 / pretokens.max(1) as f64;
-        match self.format {
-            ProgressFormat::Human => self.line(&format!(
-                "memory: the merge phase would not fit max_memory {}: min_word_count raised to {}, dropping the {} rarest word types ({:.3}% of pre-tokens)",
-                crate::budget::human(budget),
-                d.min_word_count,
-                d.types,
-                share * 100.0
-            )),
-            ProgressFormat::Json => self.json(serde_json::json!({
-                "phase": "memory", "max_memory": budget, "effective_min_word_count": d.min_word_count,
-                "word_types_dropped": d.types, "pretokens_dropped": d.pretokens, "pretoken_share_dropped": share,
-            })),
-            ProgressFormat::Off => {}
-        }
+        self.line(&format!(
+            "memory: the merge phase would not fit max_memory {}: min_word_count raised to {}, dropping the {} rarest word types ({:.3}% of pre-tokens)",
+            crate::budget::human(budget),
+            d.min_word_count,
+            d.types,
+            share * 100.0
+        ))
     }
 
     fn encoded(&mut self, s: &EncodeStats) {
-        match self.format {
-            ProgressFormat::Human => self.line(&format!(
-                "encoded: {} lines, {:.1} MB, {} tokens in {:.2}s ({:.1} MB/s)",
-                s.lines,
-                mb(s.bytes),
-                s.tokens,
-                s.seconds,
-                mb(s.bytes) / s.seconds.max(1e-9)
-            )),
-            ProgressFormat::Json => self.json(serde_json::json!({
-                "phase": "encoding", "done": true, "lines": s.lines, "bytes": s.bytes, "tokens": s.tokens,
-                "seconds": (s.seconds * 1000.0).round() / 1000.0,
-            })),
-            ProgressFormat::Off => {}
-        }
+        self.line(&format!(
+            "encoded: {} lines, {:.1} MB, {} tokens in {:.2}s ({:.1} MB/s)",
+            s.lines,
+            mb(s.bytes),
+            s.tokens,
+            s.seconds,
+            mb(s.bytes) / s.seconds.max(1e-9)
+        ))
     }
 
     fn balancing(&mut self, r: &BalanceRound) {
-        match self.format {
-            ProgressFormat::Human => self.line(&format!(
-                "balance round {}/{}: {} {:.3} text units/token; worst premium {:.3} ({}); {} language(s) above the band",
-                r.round + 1,
-                r.rounds + 1,
-                r.reference,
-                r.reference_units_per_token,
-                r.worst_premium,
-                r.worst_language,
-                r.above
-            )),
-            ProgressFormat::Json => self.json(serde_json::json!({
-                "phase": "balancing", "round": r.round + 1, "rounds": r.rounds + 1, "reference": r.reference,
-                "reference_units_per_token": (r.reference_units_per_token * 1e4).round() / 1e4,
-                "worst_premium": (r.worst_premium * 1e4).round() / 1e4, "worst_language": r.worst_language,
-                "above_band": r.above, "seconds": (r.seconds * 1000.0).round() / 1000.0,
-            })),
-            ProgressFormat::Off => {}
-        }
+        self.line(&format!(
+            "balance round {}/{}: {} {:.3} text units/token; worst premium {:.3} ({}); {} language(s) above the band",
+            r.round + 1,
+            r.rounds + 1,
+            r.reference,
+            r.reference_units_per_token,
+            r.worst_premium,
+            r.worst_language,
+            r.above
+        ));
         self.last = None;
     }
 
@@ -447,85 +478,24 @@ impl Observer for ProgressPrinter {
         if !p.finished && !self.due() {
             return;
         }
-        match self.format {
-            ProgressFormat::Human => {
-                let text = format!(
-                    "{} on Ray: {}/{} shards, {:.1}/{:.1} MB in {:.1}s",
-                    p.phase,
-                    p.done,
-                    p.total,
-                    mb(p.bytes_done),
-                    mb(p.bytes_total),
-                    p.elapsed
-                );
-                if p.finished {
-                    self.line(&text)
-                } else {
-                    self.live(&text)
-                }
-            }
-            ProgressFormat::Json => {
-                let mut v = serde_json::json!({
-                    "phase": p.phase, "shards_done": p.done, "shards_total": p.total,
-                    "bytes_done": p.bytes_done, "bytes_total": p.bytes_total, "elapsed_s": round(p.elapsed, 2),
-                });
-                if p.finished {
-                    v["done"] = serde_json::Value::Bool(true);
-                }
-                self.json(v)
-            }
-            ProgressFormat::Off => {}
-        }
+        let text = format!(
+            "{} on Ray: {}/{} shards, {:.1}/{:.1} MB in {:.1}s",
+            p.phase,
+            p.done,
+            p.total,
+            mb(p.bytes_done),
+            mb(p.bytes_total),
+            p.elapsed
+        );
         if p.finished {
+            self.line(&text);
             self.last = None;
+        } else {
+            self.live(&text)
         }
     }
 
     fn merged(&mut self, merges: usize, time: &PhaseTime) {
-        match self.format {
-            ProgressFormat::Human => self.line(&format!("merged: {merges} merges in {}", time.describe())),
-            ProgressFormat::Json => self.json(serde_json::json!({
-                "phase": "merging", "done": true, "merges": merges, "merge_seconds": round(time.seconds, 3),
-                "merge_cpu_seconds": time.cpu_seconds.map(|c| round(c, 3)), "threads": time.threads,
-            })),
-            ProgressFormat::Off => {}
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::MergeEta;
-
-    /// Seconds of a run whose merge k costs `c(k)` = 1e6 / k^1.2 micro-units.
-    fn run(eta: &mut MergeEta, target: f64, reports: &[f64]) -> Vec<Option<f64>> {
-        let count = |k: f64| 1e6 / k.powf(1.2);
-        let time = |k: f64| (1..=k as u64).map(|j| count(j as f64)).sum::<f64>() * 1e-6;
-        reports.iter().map(|&k| eta.update(k, target, count(k), time(k) + 0.5)).collect()
-    }
-
-    #[test]
-    fn merge_eta_follows_the_falling_pair_counts() {
-        let mut eta = MergeEta::default();
-        let target = 30_000.0;
-        let count = |k: f64| 1e6 / k.powf(1.2);
-        let time = |k: f64| (1..=k as u64).map(|j| count(j as f64)).sum::<f64>() * 1e-6;
-        let got = run(&mut eta, target, &[10.0, 200.0, 2000.0]);
-        assert_eq!(got[0], None); // one report: nothing to tell yet
-        for (k, left) in [(200.0, got[1]), (2000.0, got[2])] {
-            let truth = time(target) - time(k);
-            let left = left.unwrap();
-            assert!((left / truth - 1.0).abs() < 0.25, "at {k}: {left:.2}s said, {truth:.2}s true");
-        }
-    }
-
-    #[test]
-    fn merge_eta_starts_over_with_a_new_round_and_falls_back_to_the_rate() {
-        let mut eta = MergeEta::default();
-        assert_eq!(eta.update(5.0, 100.0, 10.0, 1.0), None);
-        // Flat counts: the recent rate (10 merges/s) bounds it.
-        let left = eta.update(15.0, 100.0, 10.0, 2.0).unwrap();
-        assert!((left - 8.5).abs() < 1e-9, "{left}");
-        assert_eq!(eta.update(1.0, 100.0, 10.0, 0.1), None); // a new round
+        self.line(&format!("merged: {merges} merges in {}", time.describe()))
     }
 }

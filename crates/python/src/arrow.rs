@@ -1,23 +1,20 @@
 //! Arrow string columns (Parquet, Arrow files, Hugging Face datasets) handed
 //! to the engine without a Python object per row: Python passes each
 //! column chunk's `pyarrow.Buffer`s (offsets and UTF-8 data), the bindings
-//! read them in place and copy the rows' bytes once, into a chunk for the
-//! counting workers or a batch for the encoder.
+//! read them in place and copy the rows' bytes once, into a chunk of the
+//! core's pipelines (`Source`) or a batch for the encoder.
 
-use crate::{finish, specials_rule, check_threads, to_pyerr, NativeTokenizer, PyObserver, TrainSettings};
-use bpeforge_core::api::{LangSource, LanguageTable};
-use bpeforge_core::api::Error;
-use bpeforge_core::api::{encode_chunks, IdFormat};
-use bpeforge_core::api::{Chunk, Layout};
-use bpeforge_core::api::{CountProgress, FileProgress, Observer};
-use bpeforge_core::api::{self, CountPacer, CountScope};
-use bpeforge_core::api::{TrainConfig, ValidConfig};
+use crate::args::{check_threads, specials_rule};
+use crate::errors::to_pyerr;
+use crate::progress::{finish, PyObserver};
+use crate::settings::TrainSettings;
+use crate::shards::{wire_bytes, RETURNED_COPIES};
+use crate::tokenizer::NativeTokenizer;
+use bpeforge_core::api::{self, encode_source, Chunk, CountScope, Error, IdFormat, Layout, Observer, Source};
 use pyo3::exceptions::PyTypeError;
-use std::time::Instant;
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyString};
+use pyo3::types::{PyBytes, PyIterator, PyString};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 /// The bytes of a `pyarrow.Buffer` in CPU memory, borrowed for as long as
@@ -84,122 +81,61 @@ fn string_rows<'b>(offsets: &'b Bound<'_, PyAny>, data: &'b Bound<'_, PyAny>, st
 /// start) and the rows Python skipped as bad records.
 type Batch<'py> = (String, u64, Bound<'py, PyAny>, Bound<'py, PyAny>, usize, usize, bool, Option<(Bound<'py, PyAny>, usize)>, u64);
 
-/// The language table of an Arrow run: `languages` (names in id order and
-/// their row counts, read by Python in a first pass over the language
-/// column) for `lang_field`, else none.
-fn arrow_languages(config: &TrainConfig, languages: Option<(Vec<String>, Vec<u64>)>) -> PyResult<Option<LanguageTable>> {
-    match (&config.balance, languages) {
-        (Some(b), Some((names, lines))) if matches!(b.source, LangSource::Field(_)) => {
-            Ok(Some(LanguageTable::from_lines(names, lines, b.temperature).map_err(to_pyerr)?))
-        }
-        (None, None) => Ok(None),
-        _ => Err(to_pyerr(Error::parameter("Arrow input balances languages by a column only (lang_field)"))),
-    }
-}
-
-/// The files an Arrow run reads, for its progress line: each file's path and
-/// the text bytes Python expects in it (from the Parquet metadata, or the
-/// Arrow file's size), so the line names the file being read and has a total
-/// and an ETA. A batch's source ("PATH, row group N") says which file it is.
-struct ArrowFiles {
-    files: Vec<(Arc<str>, u64)>,
-    done: Vec<u64>,
-    opened: Vec<Option<Instant>>,
-    current: usize,
-}
-
-impl ArrowFiles {
-    fn new(files: Vec<(String, u64)>) -> Self {
-        let n = files.len();
-        ArrowFiles { files: files.into_iter().map(|(p, b)| (Arc::from(p), b)).collect(), done: vec![0; n],
-                     opened: vec![None; n], current: 0 }
-    }
-
-    fn add(&mut self, source: &str, bytes: u64) {
-        let here = |(p, _): &(Arc<str>, u64)| source.len() > p.len() && source.starts_with(&**p)
-            && source[p.len()..].starts_with(", ");
-        if !self.files.get(self.current).is_some_and(here) {
-            if let Some(i) = self.files.iter().position(here) {
-                self.current = i;
-            }
-        }
-        if let Some(done) = self.done.get_mut(self.current) {
-            *done += bytes;
-            self.opened[self.current].get_or_insert_with(Instant::now);
-        }
-    }
-
-    /// `read` bytes so far at `elapsed` seconds, with the file being read.
-    fn progress(&self, read: u64, elapsed: f64) -> CountProgress {
-        if self.files.is_empty() {
-            return CountProgress { raw_bytes_done: read, raw_bytes_total: None, elapsed, file: None };
-        }
-        // An estimate below what was read would show more done than total.
-        let total: u64 = self.files.iter().zip(&self.done).map(|((_, t), d)| (*t).max(*d)).sum();
-        let i = self.current;
-        let file = FileProgress {
-            path: self.files[i].0.clone(),
-            index: i,
-            files: self.files.len(),
-            bytes_done: self.done[i],
-            bytes_total: self.files[i].1.max(self.done[i]),
-            elapsed: self.opened[i].map_or(0.0, |t| t.elapsed().as_secs_f64()),
-        };
-        CountProgress { raw_bytes_done: read, raw_bytes_total: Some(total), elapsed, file: Some(file) }
-    }
-}
-
-/// Counts batches of Arrow string rows (`bpeforge._arrow` makes them): the
-/// calling thread pulls batches under the GIL and copies each batch's bytes
-/// once, while the workers count earlier batches. An error the batches
-/// raised in Python is returned as it is.
-fn count_arrow(
-    batches: &Bound<'_, PyAny>,
-    config: &ValidConfig,
-    table: Option<&LanguageTable>,
-    observer: &mut PyObserver,
-    scope: CountScope,
+/// Batches of Arrow string rows from Python (`bpeforge._arrow` makes
+/// them) as a source of the core's pipelines; what Python raised while
+/// pulling them is kept in `error`, to be raised as it is.
+struct ArrowBatches<'py> {
+    iter: Bound<'py, PyIterator>,
+    /// Each input's path and the text bytes expected in it (`Source::files`).
     files: Vec<(String, u64)>,
-) -> PyResult<Result<api::Counted, Error>> {
-    let iter = batches.try_iter()?;
-    let mut files = ArrowFiles::new(files);
-    let watch = bpeforge_core::api::Stopwatch::start(bpeforge_core::api::threads_or_default(config.threads));
-    let start = watch.instant();
-    let mut py_error: Option<PyErr> = None;
-    let feed = |sink: &mut dyn FnMut(Chunk) -> bpeforge_core::api::Result<()>, observer: &mut dyn Observer, lang_bytes: &mut [u64]| {
-        let mut skipped = 0u64;
-        let mut read = 0u64;
-        let mut pacer = CountPacer::new(start);
-        for item in iter {
-            let pulled = item.and_then(|b| b.extract::<Batch>()).and_then(|b| chunk_of(b, lang_bytes));
-            let (chunk, skip) = match pulled {
-                Ok(c) => c,
-                Err(e) => {
-                    py_error = Some(e);
-                    return Err(Error::input("reading the Arrow data failed"));
-                }
-            };
-            skipped += skip;
-            read += chunk.data.len() as u64;
-            files.add(&chunk.source, chunk.data.len() as u64);
-            if matches!(&chunk.layout, Layout::Ends(ends) if !ends.is_empty()) {
-                sink(chunk)?;
-            }
-            pacer.poll(observer, |t| files.progress(read, t))?;
+    skipped: u64,
+    error: Option<PyErr>,
+}
+
+impl<'py> ArrowBatches<'py> {
+    fn new(batches: &Bound<'py, PyAny>, files: Vec<(String, u64)>) -> PyResult<Self> {
+        Ok(ArrowBatches { iter: batches.try_iter()?, files, skipped: 0, error: None })
+    }
+
+    /// The call's result: what Python raised while pulling wins.
+    fn result<T>(&mut self, result: api::Result<T>) -> PyResult<api::Result<T>> {
+        match (result, self.error.take()) {
+            (Err(_), Some(e)) => Err(e),
+            (result, _) => Ok(result),
         }
-        Ok(skipped)
-    };
-    let counted = api::count_fed(config, table, Vec::new(), watch, observer, scope, Box::new(feed));
-    match (counted, py_error) {
-        (Err(_), Some(e)) => Err(e),
-        (counted, _) => Ok(counted),
     }
 }
 
-/// Trains on batches of Arrow string rows (see `count_arrow`); counting
-/// pulls batches under the GIL, the merge loop runs without it.
-/// `languages`: see `arrow_languages`. `files`: each input's path and
-/// expected text bytes, for the progress line (`ArrowFiles`).
+impl Source for ArrowBatches<'_> {
+    fn next_chunk(&mut self, _: &mut dyn Observer) -> api::Result<Option<Chunk>> {
+        let Some(item) = self.iter.next() else { return Ok(None) };
+        match item.and_then(|b| b.extract::<Batch>()).and_then(chunk_of) {
+            Ok((chunk, skipped)) => {
+                self.skipped += skipped;
+                Ok(Some(chunk))
+            }
+            Err(e) => {
+                self.error = Some(e);
+                Err(Error::input("reading the Arrow data failed"))
+            }
+        }
+    }
+
+    fn skipped(&self) -> u64 {
+        self.skipped
+    }
+
+    fn files(&self) -> Vec<(String, u64)> {
+        self.files.clone()
+    }
+}
+
+/// Trains on batches of Arrow string rows (`ArrowBatches`): counting
+/// pulls batches under the GIL while the workers count earlier ones, the
+/// merge loop runs without it. `languages`: each language's name in id
+/// order and its row count, read by Python in a first pass over the
+/// language column (`lang_field`). `files`: each input's path and
+/// expected text bytes, for the progress line.
 #[pyfunction]
 #[pyo3(signature = (batches, settings, progress, inputs, languages=None, files=None))]
 pub fn train_arrow(
@@ -213,13 +149,15 @@ pub fn train_arrow(
 ) -> PyResult<NativeTokenizer> {
     let config = &settings.config;
     let mut observer = PyObserver::new(progress)?;
-    let table = arrow_languages(config, languages)?;
-    let counted = match count_arrow(batches, config, table.as_ref(), &mut observer, CountScope::Run, files.unwrap_or_default())? {
+    let table = api::fed_languages(config, languages).map_err(to_pyerr)?;
+    let mut source = ArrowBatches::new(batches, files.unwrap_or_default())?;
+    let counted = api::count_source(config, table.as_ref(), CountScope::Run, &mut source, observer.engine());
+    let counted = match source.result(counted)? {
         Ok(c) => c,
         Err(e) => return finish(Err(e), observer),
     };
     let inputs = serde_json::json!(inputs);
-    let result = py.detach(|| api::train_counted(counted, config, table.as_ref(), inputs, &mut observer));
+    let result = py.detach(|| api::train_counted(counted, config, table.as_ref(), inputs, observer.engine()));
     NativeTokenizer::from_model(finish(result, observer)?)
 }
 
@@ -237,17 +175,19 @@ pub fn count_arrow_shard<'py>(
 ) -> PyResult<(Bound<'py, PyBytes>, Vec<u64>)> {
     let config = &settings.config;
     let mut observer = PyObserver::new(progress)?;
-    let table = arrow_languages(config, languages)?;
-    let counted = count_arrow(batches, config, table.as_ref(), &mut observer, CountScope::Part, Vec::new())?;
+    let table = api::fed_languages(config, languages).map_err(to_pyerr)?;
+    let mut source = ArrowBatches::new(batches, Vec::new())?;
+    let counted = api::count_source(config, table.as_ref(), CountScope::Part, &mut source, observer.engine());
+    let counted = source.result(counted)?;
     // Counts that spilled are written from their runs (see `shards::wire_bytes`).
     let (counts, lang_bytes) = finish(counted, observer)?.into_parts();
-    let len = py.detach(|| counts.wire_len_within(config.memory_budget(), crate::shards::RETURNED_COPIES)).map_err(to_pyerr)?;
-    Ok((crate::shards::wire_bytes(py, counts, len)?, lang_bytes))
+    let len = py.detach(|| counts.wire_len_within(config.memory_budget(), RETURNED_COPIES)).map_err(to_pyerr)?;
+    Ok((wire_bytes(py, counts, len)?, lang_bytes))
 }
 
-/// A batch as a chunk (its bytes copied once), adding its texts' bytes to
-/// their languages; and the rows Python skipped.
-fn chunk_of(batch: Batch<'_>, lang_bytes: &mut [u64]) -> PyResult<(Chunk, u64)> {
+/// A batch as a chunk (its bytes copied once, with its rows' language ids),
+/// and the rows Python skipped.
+fn chunk_of(batch: Batch<'_>) -> PyResult<(Chunk, u64)> {
     let (source, first_row, offsets, data, start, len, wide, langs, skipped) = batch;
     let rows = string_rows(&offsets, &data, start, len, wide)?;
     let (bytes, ends) = rows.bytes_and_ends()?;
@@ -256,12 +196,6 @@ fn chunk_of(batch: Batch<'_>, lang_bytes: &mut [u64]) -> PyResult<(Chunk, u64)> 
         let raw = buffer_bytes(&buf)?;
         let raw = raw.get(at * 2..(at + len) * 2).ok_or_else(|| to_pyerr(Error::input("language ids out of range")))?;
         tags = raw.chunks_exact(2).map(|b| u16::from_le_bytes([b[0], b[1]])).collect();
-        let mut begin = 0;
-        for (&end, &tag) in ends.iter().zip(&tags) {
-            let slot = lang_bytes.get_mut(tag as usize).ok_or_else(|| to_pyerr(Error::input(format!("language id {tag} out of range"))))?;
-            *slot += (end - begin) as u64;
-            begin = end;
-        }
     }
     let chunk = Chunk { data: bytes.to_vec(), layout: Layout::Ends(ends), source: Arc::from(source), first_line: first_row, langs: tags };
     Ok((chunk, skipped))
@@ -324,30 +258,11 @@ pub fn encode_arrow_file(
     let format = IdFormat::parse(format).map_err(to_pyerr)?;
     let threads = check_threads(threads)?;
     let mut observer = PyObserver::new(&progress.cloned().unwrap_or_else(|| PyString::new(py, "off").into_any()))?;
-    let iter = batches.try_iter()?;
-    let read = Arc::new(AtomicU64::new(0));
-    let mut py_error: Option<PyErr> = None;
-    let feed = |sink: &mut dyn FnMut(Chunk) -> bpeforge_core::api::Result<()>| {
-        for item in iter {
-            // Bad rows were refused in Python (a null text is an error here).
-            match item.and_then(|b| b.extract::<Batch>()).and_then(|b| chunk_of(b, &mut [])) {
-                Ok((chunk, _)) => {
-                    read.fetch_add(chunk.data.len() as u64, Ordering::Relaxed);
-                    sink(chunk)?;
-                }
-                Err(e) => {
-                    py_error = Some(e);
-                    return Err(Error::input("reading the Arrow data failed"));
-                }
-            }
-        }
-        Ok(())
-    };
-    // Batches are pulled under the GIL, as for training from Arrow data.
-    let result = encode_chunks(&tok.enc, &dst, format, &rule, threads, None, &mut observer, (read.clone(), total), Box::new(feed));
-    if let (Err(_), Some(e)) = (&result, py_error) {
-        return Err(e);
-    }
+    // Batches are pulled under the GIL, as for training from Arrow data;
+    // bad rows were refused in Python (a null text is an error here).
+    let mut source = ArrowBatches::new(batches, Vec::new())?;
+    let result = encode_source(&tok.enc, &dst, format, &rule, threads, observer.engine(), &mut source, total);
+    let result = source.result(result)?;
     let s = finish(result, observer)?;
     Ok((s.lines, s.tokens, s.bytes, s.seconds, s.id_bytes))
 }

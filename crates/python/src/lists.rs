@@ -9,11 +9,12 @@
 //! and it encodes blocks itself when it has nothing else to do.
 
 use crate::ints::{item_array, new_list, IdInts};
-use crate::progress::{BatchPacer, PyObserver};
+use crate::errors::to_pyerr;
+use crate::progress::PyObserver;
 use crate::texts::Texts;
 use bpeforge_core::api::{Block, BlockIds, Encoder, PackedIds, Specials};
 use bpeforge_core::api::{Error, Result};
-use bpeforge_core::api::{Deliver, Host};
+use bpeforge_core::api::{BatchPacer, Deliver, Host};
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::ffi;
 use pyo3::prelude::*;
@@ -152,7 +153,7 @@ impl<'a, 'py, S: Sink<'py>> Deliver<Block<&'a str>, &BlockIds> for Batch<'a, 'py
             return Err(Error::input("Python raised an exception"));
         }
         if let Some((pacer, observer)) = &mut self.pacer {
-            pacer.advance(block.bytes() as u64, ids.ids.len() as u64, observer)?;
+            pacer.advance(block.bytes() as u64, ids.ids.len() as u64, observer.engine())?;
         }
         self.held.drain(..block.texts.len());
         Ok(())
@@ -195,11 +196,11 @@ pub(crate) fn encode_texts<'a, 'py, S: Sink<'py>>(
     if let Some(err) = host.raised.take().or(failure) {
         return Err(err);
     }
-    result.map_err(crate::to_pyerr)?;
+    result.map_err(to_pyerr)?;
     // A list that grew has texts no block held.
     texts.check_len()?;
     if let Some((pacer, observer)) = host.pacer.take() {
-        pacer.finish(texts.len() as u64, observer);
+        pacer.finish(texts.len() as u64, observer.engine());
         if let Some(err) = observer.take_failure() {
             return Err(err);
         }

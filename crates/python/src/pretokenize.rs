@@ -2,7 +2,7 @@
 //! counting forms for tests and benchmarks), the preset table, and the
 //! Unicode script of characters (the report's script figure).
 
-use crate::to_pyerr;
+use crate::errors::to_pyerr;
 use bpeforge_core::api::{PreTokenizer, PreTokenizerSpec};
 use pyo3::prelude::*;
 use std::sync::{Arc, Mutex};

@@ -3,7 +3,8 @@
 //! check) when Python builds it; every training entry point of the bindings
 //! takes it, already checked.
 
-use crate::{to_pyerr, NativeTokenizer};
+use crate::errors::to_pyerr;
+use crate::tokenizer::NativeTokenizer;
 use bpeforge_core::api::{Error, Model, TrainOptions, ValidConfig};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;

@@ -5,7 +5,9 @@
 //! encoding a short line with o200k_base. Any other call is handed to the
 //! Python subclass's `_encode_options`, which checks and applies the options.
 
-use super::{NativeTokenizer, Specials};
+use crate::args::specials_rule;
+use crate::tokenizer::NativeTokenizer;
+use bpeforge_core::api::Specials;
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyString};
@@ -32,7 +34,7 @@ impl TokenizerBase {
     /// neither for a model without special tokens. Set once.
     #[pyo3(signature = (allowed=None, disallowed=None))]
     fn _set_default_rules(&self, allowed: Option<Vec<usize>>, disallowed: Option<Vec<usize>>) -> PyResult<()> {
-        let rules = super::specials_rule(&self.native.get().enc, allowed, disallowed)?;
+        let rules = specials_rule(&self.native.get().enc, allowed, disallowed)?;
         // A second call keeps the first rules: they follow from the model.
         let _ = self.default_rules.set(rules);
         Ok(())

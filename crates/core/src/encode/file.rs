@@ -23,10 +23,11 @@ use super::cache::Pooled;
 use super::{Cache, Encoder, Specials};
 use crate::atomic::{persist, temp_beside};
 use crate::error::{Error, Result};
-use crate::fields::{FieldSpec, Fields};
+use crate::fields::{FieldSpec, Fields, OnBadRecord};
 use crate::input::{read_chunks, total_size, Chunk, TextMode};
 use crate::model::Scheme;
-use crate::observe::{CountProgress, EncodeStats, Observer};
+use crate::observe::{CountProgress, EncodeStats, Observer, Silent};
+use crate::source::Source;
 use crate::ordered::Deliver;
 use std::borrow::Cow;
 use std::io::{BufWriter, Seek, SeekFrom, Write};
@@ -99,12 +100,31 @@ impl NpyStream {
     }
 }
 
-/// Encodes every line of `src` into `dst` (with `fields`, the text of each
-/// line is its JSON field or its one column; a blank line is an empty text).
-/// A reader thread reads (and decompresses) the input a few chunks ahead
-/// of the encoding threads.
+/// Encodes every line of `src` into `dst` (with `text_field`, the text of
+/// each line is that field of its JSON object; a blank line is an empty
+/// text). A reader thread reads (and decompresses) the input a few chunks
+/// ahead of the encoding threads.
 #[allow(clippy::too_many_arguments)]
 pub fn encode_file(
+    enc: &Encoder,
+    src: &[PathBuf],
+    dst: &Path,
+    format: IdFormat,
+    specials: &Specials,
+    threads: usize,
+    text_field: Option<&str>,
+    observer: &mut dyn Observer,
+) -> Result<EncodeStats> {
+    let fields = match text_field {
+        Some(f) => Some(Fields { spec: FieldSpec::Json(Fields::json_path("text_field", f)?), on_bad_record: OnBadRecord::Error, lang: None }),
+        None => None,
+    };
+    encode_lines(enc, src, dst, format, specials, threads, fields.as_ref(), observer)
+}
+
+/// `encode_file` with the fields (JSON or one column) of each line.
+#[allow(clippy::too_many_arguments)]
+fn encode_lines(
     enc: &Encoder,
     src: &[PathBuf],
     dst: &Path,
@@ -145,11 +165,11 @@ pub fn encode_file(
 const CHUNKS_AHEAD: usize = 2;
 
 /// Hands `encode_chunks` the chunks to encode, in output order.
-pub type ChunkFeed<'f> = dyn FnOnce(&mut dyn FnMut(Chunk) -> Result<()>) -> Result<()> + 'f;
+type ChunkFeed<'f> = dyn FnOnce(&mut dyn FnMut(Chunk) -> Result<()>) -> Result<()> + 'f;
 
-/// Encodes the texts of the chunks `feed` gives (files, or Arrow rows from
-/// the bindings) into `dst`; `progress` is the input bytes read so far (the
-/// feed adds to it) and their total if known.
+/// Encodes the texts of the chunks `feed` gives (files, or a `Source`'s)
+/// into `dst`; `progress` is the input bytes read so far (the feed adds to
+/// it) and their total if known.
 ///
 /// Each chunk is cut into blocks of lines, and one set of `threads` threads
 /// encodes the blocks of all chunks as one ordered stream
@@ -158,7 +178,7 @@ pub type ChunkFeed<'f> = dyn FnOnce(&mut dyn FnMut(Chunk) -> Result<()>) -> Resu
 /// thread writes each block's ids, rendered by the thread that encoded it,
 /// in input order.
 #[allow(clippy::too_many_arguments)]
-pub fn encode_chunks(
+fn encode_chunks(
     enc: &Encoder,
     dst: &Path,
     format: IdFormat,
@@ -182,6 +202,34 @@ pub fn encode_chunks(
     stats.seconds = start.elapsed().as_secs_f64();
     observer.encoded(&stats);
     Ok(stats)
+}
+
+/// Encodes the chunks of `source` into `dst` as `encode_file` does for
+/// text files: text `i` of the output is text `i` of the input. `total`:
+/// the input's bytes, if known, for the progress. The source is pulled on
+/// the calling thread between the blocks it writes (the observer is then
+/// the writer's: the source gets none to poll).
+#[allow(clippy::too_many_arguments)]
+pub fn encode_source(
+    enc: &Encoder,
+    dst: &Path,
+    format: IdFormat,
+    specials: &Specials,
+    threads: usize,
+    observer: &mut dyn Observer,
+    source: &mut dyn Source,
+    total: Option<u64>,
+) -> Result<EncodeStats> {
+    let read = Arc::new(AtomicU64::new(0));
+    let counter = read.clone();
+    let feed = move |sink: &mut dyn FnMut(Chunk) -> Result<()>| {
+        while let Some(chunk) = source.next_chunk(&mut Silent)? {
+            counter.fetch_add(chunk.data.len() as u64, Ordering::Relaxed);
+            sink(chunk)?;
+        }
+        Ok(())
+    };
+    encode_chunks(enc, dst, format, specials, threads, None, observer, (read, total), Box::new(feed))
 }
 
 /// A block of a chunk's texts: their byte ranges in `chunk.data`, the first

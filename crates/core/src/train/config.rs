@@ -255,9 +255,4 @@ impl TrainConfig {
         self.progress_csv = Some(path);
         self
     }
-    /// The memory budget in bytes (see `crate::budget`).
-    pub fn max_memory(mut self, bytes: u64) -> Self {
-        self.max_memory = Some(bytes);
-        self
-    }
 }

@@ -10,9 +10,9 @@
 //! * `superbpe`: the two-stage SuperBPE run (two driver stages).
 //! * `driver`: one stage, the named steps from counts to a model.
 //! * `words`: the base vocabulary and word table per scheme.
-//! * `merge`: the O(M log N) merge loop. (Over 600 lines, and
-//!   `learn_merges` over 80: the lazy-heap loop and its proof are one
-//!   argument; another branch is rewriting it, so it moved unchanged.)
+//! * `merge`: the O(M log N) merge loop, one file per part (the heap, the
+//!   word lists, the cold arena, one merge step, ...); `merge/mod.rs` holds
+//!   `learn_merges` and the argument why the lazy heap is exact.
 //! * `extend`: resuming a model (replayed merges, external ids).
 //! * `checkpoint`: what a checkpoint records of its run, taken back on resume.
 //! * `counts_file`: word counts saved with their inputs, to train on without counting.
