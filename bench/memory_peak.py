@@ -52,7 +52,7 @@ def main() -> int:
         assert p.stderr is not None
         for line in p.stderr:
             lines.append(line)
-            if '"done":true' in line.replace(" ", "") and '"counting"' in line:
+            if '"finished":true' in line.replace(" ", "") and '"counting"' in line:
                 counting_done.set()
 
     reader = threading.Thread(target=read_stderr, daemon=True)

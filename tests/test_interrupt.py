@@ -64,7 +64,7 @@ def test_ctrl_c_stops_training_quickly(script: str, phase: str | None) -> None:
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
             line = proc.stderr.readline()
-            if f'"phase":"{phase}"' in line and '"done"' not in line:
+            if f'"phase":"{phase}"' in line and '"finished":false' in line:
                 break
             assert line, "training ended before the merge phase"
         time.sleep(0.5)

@@ -76,7 +76,7 @@ except KeyboardInterrupt:
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         line = proc.stderr.readline()
-        if '"phase":"merging"' in line and '"done"' not in line:
+        if '"phase":"merging"' in line and '"finished":false' in line:
             break
         assert line, "ended before merging"
     time.sleep(1.0)
