@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import bpeforge
-from bpeforge import _native, cli
+from bpeforge import _engine, _native, cli
 from bpeforge.options import FILE_ONLY, NAMES, TrainOptions
 
 # Flags of `bpeforge train` that are not training options: what to read,
@@ -233,7 +233,7 @@ def _run_cli(argv: list[str], monkeypatch, entry: str, corpus: str | None = None
 
     seen: dict = {}
     records: dict = {}
-    real = _native.TrainSettings
+    real = _engine.train_settings
 
     def settings(record, *more):
         made = real(record, *more)
@@ -244,8 +244,8 @@ def _run_cli(argv: list[str], monkeypatch, entry: str, corpus: str | None = None
         seen.update(next(records[id(a)][1] for a in args if id(a) in records))
         raise _Reached
 
-    monkeypatch.setattr(_native, "TrainSettings", settings)
-    monkeypatch.setattr(_native, entry, stand_in)
+    monkeypatch.setattr(_engine, "train_settings", settings)
+    monkeypatch.setattr(_engine, entry, stand_in)
     with pytest.raises(_Reached):
         cli.main(["train", corpus or str(bpeforge.sample_corpus()), "--quiet", *argv])
     return seen

@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterable
 from typing import IO, Any, Union
 
 from ._extras import require
-from . import _native
+from . import _engine
 from .errors import OutputError
 
 PathLike = Union[str, "os.PathLike[str]"]
@@ -48,7 +48,7 @@ def open_text(path: PathLike, *, errors: str = "strict") -> IO[str]:
 #: The compression suffixes every reader understands, the engine's list
 #: (crates/core/src/input.rs ``COMPRESSIONS``): the files :func:`open_binary`
 #: decompresses are exactly the ones the engine does.
-COMPRESSIONS: tuple[str, ...] = tuple(_native.COMPRESSIONS)
+COMPRESSIONS: tuple[str, ...] = _engine.COMPRESSIONS
 
 
 def compression(path: PathLike) -> str | None:

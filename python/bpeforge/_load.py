@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 
-from . import _native
+from . import _engine
 from ._io import model_format
 from ._tokenizer import PathLike, Tokenizer
 from .errors import ModelFormatError
@@ -40,4 +40,4 @@ def load(path: PathLike) -> Tokenizer:
                                    "load it with bpeforge.from_tiktoken(path, pattern=...) or `bpeforge import "
                                    "--from tiktoken PATH --pattern P --output MODEL`")
         return from_tiktoken(path)
-    return Tokenizer(_native.NativeTokenizer.load(path))
+    return Tokenizer(_engine.load_model(path))

@@ -114,7 +114,7 @@ def _segments(tok: Tokenizer, text: str, allowed: Any) -> list[tuple[int, int, b
 def _pieces(tok: Tokenizer, text: str, start: int, end: int, prefixed: bool = False) -> list[tuple[int, int]]:
     """Pre-token spans of ``text[start:end]`` (``prefixed``: of a space and
     it, as the dummy prefix makes it; the space is at ``start - 1``)."""
-    from ._native import pretokenize
+    from ._engine import pretokenize
 
     segment = text[start:end]
     if prefixed:

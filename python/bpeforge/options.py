@@ -11,7 +11,7 @@ told. From it come
 * the one value handed to the engine: :meth:`TrainOptions.settings` reads
   the :class:`EngineOptions` record (one field per option of the Rust core's
   ``TrainOptions``, by the same names; a test checks both lists are equal)
-  into ``_native.TrainSettings``, where the engine converts and checks it
+  into ``_engine.TrainSettings``, where the engine converts and checks it
   once, when the options are made (``TrainConfig::validate``: every rule
   about a value, its range or choices, the rules between options, and a
   resumed model's settings against the options given; Python checks only
@@ -38,7 +38,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Union
 
-from . import _native
+from . import _engine
 from ._input_formats import compressions_text
 from ._normalizers import NAMES as NORMALIZER_NAMES
 from ._normalizers import check_normalizer
@@ -50,14 +50,14 @@ __all__ = ["TrainOptions", "Regex", "PRESETS", "DEFAULT_PRETOKENIZER", "add_cli_
 
 #: The pre-tokenizer a training run uses when none is named (spelled once, in
 #: the Rust core: crates/core/src/pretok.rs ``DEFAULT_PRETOKENIZER``).
-DEFAULT_PRETOKENIZER: str = _native.DEFAULT_PRETOKENIZER
+DEFAULT_PRETOKENIZER: str = _engine.DEFAULT_PRETOKENIZER
 
 #: The pre-tokenizer presets, by their exact names (the Rust core's table:
 #: crates/core/src/pretok/presets.rs ``PRESETS``).
-PRESETS: tuple[str, ...] = tuple(p["name"] for p in _native.PRESETS)
+PRESETS: tuple[str, ...] = tuple(p["name"] for p in _engine.PRESETS)
 # Names people type for a preset (wrong case, tiktoken's encoding names, short forms): the
 # engine's aliases (which it takes; Python asks for the exact name) and a few more.
-_NEAR_MISSES = {**{a: p["name"] for p in _native.PRESETS for a in p["aliases"]}, "ws": "whitespace",
+_NEAR_MISSES = {**{a: p["name"] for p in _engine.PRESETS for a in p["aliases"]}, "ws": "whitespace",
                 "space": "whitespace", "spaces": "whitespace", "gpt-2": "gpt2", "r50k_base": "gpt2",
                 "p50k_base": "gpt2"}
 
@@ -138,7 +138,7 @@ def _str(name: str, none_ok: bool = False) -> Callable[[Any], Any]:
 def _presets_doc() -> str:
     """Each preset with what it is, for the option's documentation."""
     return "; ".join(f'``"{p["name"]}"``' + (" (the default)" if p["name"] == DEFAULT_PRETOKENIZER else "")
-                     + f": {p['about']}" for p in _native.PRESETS)
+                     + f": {p['about']}" for p in _engine.PRESETS)
 
 
 def check_pretokenizer(v: Any) -> str:
@@ -306,7 +306,7 @@ def _resume_source(v: Any) -> Any:
         return v
     if hasattr(v, "to_json"):
         text = v.to_json()
-        return _native.NativeTokenizer.from_json(text.encode() if isinstance(text, str) else text)
+        return _engine.model_from_json(text.encode() if isinstance(text, str) else text)
     try:
         return os.fspath(v)
     except TypeError:
@@ -603,8 +603,8 @@ class TrainOptions:
         options.__init__(**values)  # type: ignore[misc]
         return options
 
-    def _make_settings(self, engine: Any) -> _native.TrainSettings:
-        return _native.TrainSettings(engine, self.__dict__.get("_explicit"))
+    def _make_settings(self, engine: Any) -> _engine.TrainSettings:
+        return _engine.train_settings(engine, self.__dict__.get("_explicit"))
 
     def engine_options(self, **changes: Any) -> Any:
         """The options in the engine's form (``changes`` replaced: a
@@ -612,7 +612,7 @@ class TrainOptions:
         engine = self._engine  # type: ignore[attr-defined]
         return dataclasses.replace(engine, **changes) if changes else engine
 
-    def settings(self, **changes: Any) -> _native.TrainSettings:
+    def settings(self, **changes: Any) -> _engine.TrainSettings:
         """The options converted and checked by the engine, once: what every
         training entry point of the engine takes. Made with the options (and
         again in a process that unpickled them: the settings stay in theirs).
@@ -657,7 +657,7 @@ NAMES = tuple(name for name, _ in _records())
 
 #: The options in the engine's form (each :class:`Opt`'s ``check`` result),
 #: one field per option of the Rust core's ``TrainOptions``, by the same
-#: names: ``_native.TrainSettings`` reads it field by field. (Made from the
+#: names: ``_engine.TrainSettings`` reads it field by field. (Made from the
 #: option list, so type checkers see it as ``Any``.)
 EngineOptions = dataclasses.make_dataclass("EngineOptions", [(name, Any) for name in NAMES], frozen=True)
 EngineOptions.__module__ = __name__

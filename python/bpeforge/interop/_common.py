@@ -14,7 +14,7 @@ import os
 from typing import TYPE_CHECKING, Any, Union
 
 from .._byte_tokens import BYTE_TOKENS
-from .. import _native
+from .. import _engine
 from .._bytelevel import char_to_byte, token_text
 from ..errors import ParameterError
 
@@ -27,7 +27,7 @@ PathLike = Union[str, "os.PathLike[str]"]
 # table (crates/core/src/pretok/presets.rs ``PRESETS``). ``superword`` is an
 # *isolated* split: the matches and the text between them are pieces, which
 # is exactly HF's Split(behavior="Isolated"), as the SuperBPE release uses.
-_PRESET_PATTERNS: dict[str, str] = {p["name"]: p["pattern"] for p in _native.PRESETS if p["pattern"] is not None}
+_PRESET_PATTERNS: dict[str, str] = {p["name"]: p["pattern"] for p in _engine.PRESETS if p["pattern"] is not None}
 GPT2_PATTERN = _PRESET_PATTERNS["gpt2"]
 CL100K_PATTERN = _PRESET_PATTERNS["cl100k"]
 O200K_PATTERN = _PRESET_PATTERNS["o200k"]
