@@ -34,7 +34,10 @@ The package has one module per format and direction (tiktoken's ``load.py``
 style: one small function per foreign form):
 
 * ``_common``: patterns, whitespace sets, GPT-2's byte alphabet, the model view
-  the exporters read; ``_builder``: how an import becomes a model.
+  the exporters read; ``_builder``: how an import becomes a model;
+  ``_formats``: the one table of formats (recognising a file, its importer,
+  its exporter and the files that writes) that :func:`bpeforge.load`, the
+  command line and the report dispatch through.
 * ``huggingface_export`` / ``huggingface_import`` (``chat_templates``: the
   chat templates the export writes for ``transformers``); ``tiktoken_export`` (the
   rank file and its sidecar, both ways) / ``tiktoken_import``;
