@@ -25,7 +25,7 @@ from ._native import CountSum, NativeTokenizer, ShardReporter, TokenizerBase, Tr
 __all__ = [
     "__version__", "DEFAULT_PRETOKENIZER", "PRESETS", "COMPRESSIONS", "PROGRESS_FORMATS",
     "NativeTokenizer", "TokenizerBase", "TrainSettings", "CountSum", "ShardReporter",
-    "EngineProgress", "train_settings", "train_files", "train_iterator", "train_arrow", "train_counts_file",
+    "EngineProgress", "preset_name", "train_settings", "train_files", "train_iterator", "train_arrow", "train_counts_file",
     "count_to_file", "language_table", "count_shard", "count_arrow_shard", "train_count_sum",
     "shard_reporter", "load_model", "model_from_json", "model_from_snapshot", "encode_arrow",
     "encode_arrow_file", "pretokenize", "merge_splits", "unreachable_merges", "script_of", "text_units",
@@ -47,6 +47,14 @@ DEFAULT_PRETOKENIZER: str = _native.DEFAULT_PRETOKENIZER
 #: one dict per preset with its ``name``, ``aliases``, ``about``, ``pattern``
 #: and ``fast`` (``pattern`` is None for the presets without a regex).
 PRESETS: tuple[dict[str, Any], ...] = tuple(_native.PRESETS)
+
+
+def preset_name(name: str) -> str | None:
+    """The preset that ``name`` (its exact name or one of its aliases in the
+    engine's table, as the engine takes them) means, by its exact name; None
+    for a name that is no preset's."""
+    return next((p["name"] for p in PRESETS if name == p["name"] or name in p["aliases"]), None)
+
 
 #: The compression suffixes every reader decompresses (crates/core/src/input.rs).
 COMPRESSIONS: tuple[str, ...] = tuple(_native.COMPRESSIONS)
