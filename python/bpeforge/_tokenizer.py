@@ -1,11 +1,11 @@
-"""The typed Python face of bpeforge's models: `load` and the `Tokenizer`
-that it and the training functions (`_training`) return. Algorithms live in
-the Rust core; this module only checks arguments, converts types and
-documents the contract.
+"""The typed Python face of bpeforge's models: the `Tokenizer` that
+`load` (`_load`) and the training functions (`_training`) return, and
+`pretokenize`. Algorithms live in the Rust core (reached through `_engine`);
+this module only checks arguments, converts types and documents the contract.
 
 Why this file is long: it is one class's public surface (Tokenizer),
 and most lines are its docstrings; the mechanisms it calls live elsewhere
-(_offsets, _display, _io, interop).
+(_offsets, _arrow, _io, _truncate, interop).
 """
 
 from __future__ import annotations

@@ -342,7 +342,6 @@ def opt(default: Any, doc: str, check: Callable[[Any], Any], **kw: Any) -> Any:
 
 # Reusable CLI shapes.
 _INT = {"type": int}
-_FLOAT = {"type": float}
 
 
 @dataclass(frozen=True)

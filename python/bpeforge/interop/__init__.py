@@ -44,8 +44,9 @@ style: one small function per foreign form):
   ``sentencepiece_export`` / ``sentencepiece_import`` and
   ``sentencepiece_proto`` (the protobuf, read and written).
 
-Layers, with no import cycle: ``_common`` and the exporters read a model
-view and do not import the Tokenizer's module; the importers build
+Layers, with no import cycle (not even by type): ``_common`` and the
+exporters take an ``ExportedModel`` (a Protocol: the model's JSON and its
+special tokens, which a Tokenizer has) and do not import the Tokenizer's module; the importers build
 Tokenizers and import that class (only); :func:`bpeforge.load` sits above
 both. ``Tokenizer.to_*`` import their
 exporter when called, as this package (which imports the importers) cannot

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 from .._io import compression
 from ..errors import ModelFormatError, ParameterError
 from . import huggingface_export, sentencepiece_export, tiktoken_export
+from ._common import ExportedModel
 from .huggingface_import import from_huggingface
 from .sentencepiece_import import from_sentencepiece
 from .tiktoken_import import from_tiktoken
@@ -85,7 +86,7 @@ def _huggingface_outputs(path: str) -> list[str]:
     return [model, *beside]
 
 
-def _export_huggingface(tok: Tokenizer, path: str, **options: Any) -> list[str]:
+def _export_huggingface(tok: ExportedModel, path: str, **options: Any) -> list[str]:
     written = _huggingface_outputs(path)  # before writing: the folder may not exist yet
     huggingface_export.to_huggingface(tok, path, **options)
     return written
@@ -110,7 +111,7 @@ def _tiktoken_needs_pattern(path: str) -> str | None:
             "--output MODEL`")
 
 
-def _export_tiktoken(tok: Tokenizer, path: str, **options: Any) -> list[str]:
+def _export_tiktoken(tok: ExportedModel, path: str, **options: Any) -> list[str]:
     return list(tiktoken_export.to_tiktoken(tok, path, **options))
 
 
@@ -121,7 +122,7 @@ def _sniff_sentencepiece(path: str, head: bytes | None) -> bool:
     return head is not None and path.endswith(".model") and head[:1] == b"\x0a"
 
 
-def _export_sentencepiece(tok: Tokenizer, path: str, **options: Any) -> list[str]:
+def _export_sentencepiece(tok: ExportedModel, path: str, **options: Any) -> list[str]:
     return [sentencepiece_export.to_sentencepiece(tok, path, **options)]
 
 
