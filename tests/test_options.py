@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import bpeforge
-from bpeforge import _native, cli
+from bpeforge import _engine, _native, cli
 from bpeforge.options import FILE_ONLY, NAMES, TrainOptions
 
 # Flags of `bpeforge train` that are not training options: what to read,
@@ -233,7 +233,7 @@ def _run_cli(argv: list[str], monkeypatch, entry: str, corpus: str | None = None
 
     seen: dict = {}
     records: dict = {}
-    real = _native.TrainSettings
+    real = _engine.train_settings
 
     def settings(record, *more):
         made = real(record, *more)
@@ -244,8 +244,8 @@ def _run_cli(argv: list[str], monkeypatch, entry: str, corpus: str | None = None
         seen.update(next(records[id(a)][1] for a in args if id(a) in records))
         raise _Reached
 
-    monkeypatch.setattr(_native, "TrainSettings", settings)
-    monkeypatch.setattr(_native, entry, stand_in)
+    monkeypatch.setattr(_engine, "train_settings", settings)
+    monkeypatch.setattr(_engine, entry, stand_in)
     with pytest.raises(_Reached):
         cli.main(["train", corpus or str(bpeforge.sample_corpus()), "--quiet", *argv])
     return seen
@@ -288,13 +288,35 @@ def test_ray_takes_every_option_and_checks_them_first(ray_instance) -> None:
 # ---- pre-tokenizers: exact preset names, explicit regexes, nothing lost ----------
 
 
-@pytest.mark.parametrize("name, guess", [("GPT2", "gpt2"), ("o200k_base", "o200k"), ("cl100k_base", "cl100k"),
+@pytest.mark.parametrize("name, guess", [("GPT2", "gpt2"), ("O200K_BASE", "o200k"), ("cl100k-base", "cl100k"),
                                          ("ws", "whitespace"), ("Whitespace", "whitespace"), ("o200", "o200k")])
 def test_near_miss_preset_names_are_refused_with_a_suggestion(name, guess) -> None:
     with pytest.raises(bpeforge.ParameterError, match=f"did you mean pretokenizer='{guess}'"):
         TrainOptions(pretokenizer=name)
     with pytest.raises(bpeforge.ParameterError, match="bpeforge.Regex"):
         bpeforge.pretokenize("text", name)
+
+
+@pytest.mark.parametrize("alias, name", [(a, p["name"]) for p in _engine.PRESETS for a in p["aliases"]])
+def test_a_preset_alias_is_taken_as_the_engine_takes_it(alias, name) -> None:
+    """Python takes each alias of the engine's table where the engine does,
+    as the same preset (never refused by one and taken by the other)."""
+    assert TrainOptions(pretokenizer=alias).engine_args()["pretokenizer"] == name
+    texts = ["It's 2024: naïve café, ЖЖ 12345!\n", "  a  \t b\r\n"] * 50
+    assert _native.pretokenize(texts[0], alias) == _native.pretokenize(texts[0], name)  # the engine takes it too
+    by_alias = bpeforge.train_from_iterator(texts, pretokenizer=alias, vocab_size=300, progress=False)
+    by_name = bpeforge.train_from_iterator(texts, pretokenizer=name, vocab_size=300, progress=False)
+    assert by_alias.pretokenizer == name and by_alias.merges == by_name.merges
+    assert by_alias.encode(texts[0]) == by_name.encode(texts[0]) and by_alias.decode(by_alias.encode(texts[0])) == texts[0]
+    assert bpeforge.pretokenize(texts[0], alias) == bpeforge.pretokenize(texts[0], name)
+    with pytest.raises(bpeforge.ParameterError, match=f"is a preset's name: pass pretokenizer='{name}'"):
+        bpeforge.Regex(alias)
+
+
+def test_o200k_base_is_taken_on_the_command_line_too(tmp_path) -> None:
+    assert cli.main(["train", str(bpeforge.sample_corpus()), "--pretokenizer", "o200k_base", "--vocab-size", "300",
+                     "-q", "-o", str(tmp_path / "m.json")]) == 0
+    assert bpeforge.load(tmp_path / "m.json").pretokenizer == "o200k"
 
 
 def test_cli_refuses_a_near_miss_and_takes_a_pattern(tmp_path, capsys) -> None:
