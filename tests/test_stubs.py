@@ -46,7 +46,7 @@ def test_encode_batch_is_typed_by_as_numpy(tmp_path) -> None:
 #: serve the tests, the fuzz targets and the benchmarks, which may import
 #: ``bpeforge._native`` to test the binding itself.
 NOT_USED_BY_THE_PACKAGE = {"count_files", "train_counts", "_pretokenize_reference", "_pretokenize_count",
-                           "default_threads", "train_option_names", "RESULT_OPTIONS"}
+                           "train_option_names", "RESULT_OPTIONS"}
 
 
 def test_the_engine_module_is_the_whole_seam() -> None:

@@ -40,6 +40,9 @@ class ProgressEvent:
     ``"balancing"`` (one event per round, language balancing only), and
     ``"encoding"`` (``encode_file``, ``encode_batch``; ``unit`` ``"B"``).
 
+    The JSON progress lines (``progress="json"``) are the same events: the
+    attributes and ``info``'s keys in one object.
+
     Within one run of a phase ``done`` never decreases, and the last event
     has ``finished=True`` (a phase may run again: SuperBPE's second stage,
     balancing rounds).
@@ -64,7 +67,9 @@ class ProgressEvent:
             CPU seconds in the phase, all threads; None where unknown) and
             ``threads`` when counting, the word table, the pair index or
             merging ends (``cpu_seconds / elapsed / threads`` is how busy
-            the threads were); ``pair_count`` while merging;
+            the threads were); ``text_bytes`` (UTF-8 bytes of text, after
+            decompression) when counting or encoding ends; ``pair_count``
+            while merging, ``merges`` (this run's) when it ends;
             ``lines``, ``tokens`` when encoding ends; the round's premiums
             while balancing; ``task``, ``bytes_done``, ``bytes_total`` for
             ``"shards"``.
