@@ -472,6 +472,45 @@ mod tests {
         })
     }
 
+    /// Texts from a `Source`, a chunk at a time, with records it skipped.
+    struct Batches<'t> {
+        texts: std::slice::Chunks<'t, String>,
+        skipped: u64,
+    }
+
+    impl Source for Batches<'_> {
+        fn next_chunk(&mut self, _: &mut dyn Observer) -> Result<Option<Chunk>> {
+            Ok(self.texts.next().map(|batch| {
+                let (mut data, mut ends) = (Vec::new(), Vec::new());
+                for t in batch {
+                    data.extend_from_slice(t.as_bytes());
+                    ends.push(data.len());
+                }
+                Chunk { data, layout: Layout::Ends(ends), source: Arc::from("<batches>"), first_line: 1, langs: Vec::new() }
+            }))
+        }
+        fn skipped(&self) -> u64 {
+            self.skipped
+        }
+    }
+
+    /// A source's chunks are counted as the same chunks fed directly, and
+    /// the records it skipped are counted as bad.
+    #[test]
+    fn a_source_counts_as_its_chunks_fed() {
+        let texts: Vec<String> = (0..20_000).map(|i| format!("w{} x{} shared", i % 1013, i % 97)).collect();
+        let mut c = TrainConfig::new(1_000, crate::model::Scheme::Bytes, crate::pretok::PreTokenizerSpec::Gpt2);
+        c.threads = 2;
+        let config = c.validate().unwrap();
+        let fed = count_fed(&config, None, Vec::new(), Stopwatch::start(2), &mut Silent, CountScope::Run, feed_of(&texts, 3)).unwrap();
+        let mut source = Batches { texts: texts.chunks(5_000), skipped: 3 };
+        let pulled = count_source(&config, None, CountScope::Run, &mut source, &mut Silent).unwrap();
+        let (CountOutput::Table(a), CountOutput::Table(b)) = (fed.into_parts().0, pulled.into_parts().0) else { panic!("a run's count is not a table") };
+        assert!(snapshot(&a) == snapshot(&b), "the source's counts differ from its chunks'");
+        assert_eq!(a.stats, b.stats);
+        assert_eq!(b.stats.bad_records, 3);
+    }
+
     /// A part's count (a Ray task's Arrow shard) that spilled stays as its
     /// runs, whose wire form reads back as the count in memory; a
     /// run's count is a table. The records the feed skipped are counted in
