@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import json
 
 import pytest
 from hypothesis import given, settings
@@ -13,6 +14,7 @@ from hypothesis import strategies as st
 
 import bpeforge
 from bpeforge import _native, cli
+from bpeforge._progress import native_progress
 from bpeforge.options import FILE_ONLY, NAMES, TrainOptions
 
 # Flags of `bpeforge train` that are not training options: what to read,
@@ -288,7 +290,7 @@ def test_ray_takes_every_option_and_checks_them_first(ray_instance) -> None:
 # ---- pre-tokenizers: exact preset names, explicit regexes, nothing lost ----------
 
 
-@pytest.mark.parametrize("name, guess", [("GPT2", "gpt2"), ("o200k_base", "o200k"), ("cl100k_base", "cl100k"),
+@pytest.mark.parametrize("name, guess", [("GPT2", "gpt2"), ("O200K_BASE", "o200k"), ("cl100k-base", "cl100k"),
                                          ("ws", "whitespace"), ("Whitespace", "whitespace"), ("o200", "o200k")])
 def test_near_miss_preset_names_are_refused_with_a_suggestion(name, guess) -> None:
     with pytest.raises(bpeforge.ParameterError, match=f"did you mean pretokenizer='{guess}'"):
@@ -328,3 +330,44 @@ def test_a_custom_regex_that_covers_nothing_still_round_trips(sparse_regex_tok, 
 def test_regex_equal_to_a_preset_name_is_refused() -> None:
     with pytest.raises(bpeforge.ParameterError, match="preset"):
         bpeforge.Regex("gpt2")
+
+
+_ALIASES = [(alias, p["name"]) for p in _native.PRESETS for alias in p["aliases"]]
+
+
+def test_the_engines_table_has_tiktokens_names() -> None:
+    assert set(_ALIASES) >= {("r50k_base", "gpt2"), ("p50k_base", "gpt2"), ("cl100k_base", "cl100k"),
+                             ("o200k_base", "o200k")}
+
+
+@pytest.mark.parametrize("alias, name", _ALIASES)
+def test_an_alias_names_its_preset_in_python_as_in_the_engine(alias, name) -> None:
+    """The engine's table gives each preset's aliases (tiktoken's encoding
+    names); Python takes them where the engine does, as the same preset."""
+    assert _native.preset_name(alias) == name
+    assert TrainOptions(pretokenizer=alias).engine_options().pretokenizer == name
+    texts = ["It's 2024: naïve café, ЖЖ 12345!\n", "  a  \t b\r\n"] * 50
+    by_alias = bpeforge.train_from_iterator(texts, pretokenizer=alias, vocab_size=300, progress=False)
+    by_name = bpeforge.train_from_iterator(texts, pretokenizer=name, vocab_size=300, progress=False)
+    assert by_alias.pretokenizer == name and by_alias.merges == by_name.merges and by_alias.get_vocab() == by_name.get_vocab()
+    assert bpeforge.pretokenize(texts[0], alias) == bpeforge.pretokenize(texts[0], name)
+    with pytest.raises(bpeforge.ParameterError, match=f"is a preset's name: pass pretokenizer='{name}'"):
+        bpeforge.Regex(alias)
+
+
+def test_a_regex_crosses_to_the_engine_as_a_regex() -> None:
+    """The engine takes a tagged value: a preset's name, or {"regex": ...};
+    a regex spelled like a preset's name stays a regex, and a bare string
+    that names no preset is refused, never taken for a regex."""
+    text = "x cl100k_base y"
+    assert _native.pretokenize(text, {"regex": "cl100k_base"}) == ["x ", "cl100k_base", " y"]
+    assert _native.pretokenize(text, "cl100k_base") == _native.pretokenize(text, "cl100k")
+    with pytest.raises(bpeforge.ParameterError, match=r"is not a preset .*\{\"regex\""):
+        _native.pretokenize(text, r"\w+")
+    engine = TrainOptions(vocab_size=270).engine_options(pretokenizer={"regex": "cl100k_base"})
+    tok = bpeforge.Tokenizer(_native.train_iterator(iter([text] * 20), _native.TrainSettings(engine), native_progress(False)))
+    assert tok.pretokenizer == "cl100k_base"
+    assert json.loads(tok.to_json())["pretokenizer"] == {"type": "regex", "pattern": "cl100k_base", "isolated": True}
+    with pytest.raises(bpeforge.ParameterError, match="pretokenizer.*is not a preset"):
+        _native.TrainSettings(TrainOptions().engine_options(pretokenizer=r"\w+"))
+    assert TrainOptions(pretokenizer=bpeforge.Regex(r"\w+")).engine_options().pretokenizer == {"regex": r"\w+"}

@@ -53,13 +53,12 @@ __all__ = ["TrainOptions", "Regex", "PRESETS", "DEFAULT_PRETOKENIZER", "add_cli_
 DEFAULT_PRETOKENIZER: str = _native.DEFAULT_PRETOKENIZER
 
 #: The pre-tokenizer presets, by their exact names (the Rust core's table:
-#: crates/core/src/pretok/presets.rs ``PRESETS``).
+#: crates/core/src/pretok/presets.rs ``PRESETS``; it also holds each one's
+#: aliases, tiktoken's encoding names, which name the preset wherever a
+#: preset is named: ``_native.preset_name``).
 PRESETS: tuple[str, ...] = tuple(p["name"] for p in _native.PRESETS)
-# Names people type for a preset (wrong case, tiktoken's encoding names, short forms): the
-# engine's aliases (which it takes; Python asks for the exact name) and a few more.
-_NEAR_MISSES = {**{a: p["name"] for p in _native.PRESETS for a in p["aliases"]}, "ws": "whitespace",
-                "space": "whitespace", "spaces": "whitespace", "gpt-2": "gpt2", "r50k_base": "gpt2",
-                "p50k_base": "gpt2"}
+# Names people type for a preset that are none of its names (wrong case, short forms).
+_NEAR_MISSES = {"ws": "whitespace", "space": "whitespace", "spaces": "whitespace", "gpt-2": "gpt2"}
 
 
 @dataclass(frozen=True)
@@ -78,8 +77,9 @@ class Regex:
     def __post_init__(self) -> None:
         if not isinstance(self.pattern, str) or not self.pattern:
             raise ParameterError(f"Regex needs a non-empty pattern string, got {self.pattern!r}")
-        if self.pattern in PRESETS:
-            raise ParameterError(f"Regex({self.pattern!r}) is a preset's name: pass pretokenizer={self.pattern!r}")
+        preset = _native.preset_name(self.pattern)
+        if preset is not None:
+            raise ParameterError(f"Regex({self.pattern!r}) is a preset's name: pass pretokenizer={preset!r}")
 
 
 # ---- type checks -------------------------------------------------------------
@@ -138,21 +138,25 @@ def _str(name: str, none_ok: bool = False) -> Callable[[Any], Any]:
 def _presets_doc() -> str:
     """Each preset with what it is, for the option's documentation."""
     return "; ".join(f'``"{p["name"]}"``' + (" (the default)" if p["name"] == DEFAULT_PRETOKENIZER else "")
+                     + "".join(f' (also ``"{a}"``)' for a in p["aliases"])
                      + f": {p['about']}" for p in _native.PRESETS)
 
 
-def check_pretokenizer(v: Any) -> str:
-    """A preset name (exactly) or a :class:`Regex`; anything else is refused
-    with the preset it was probably meant to be."""
+def check_pretokenizer(v: Any) -> str | dict[str, str]:
+    """A preset's name or alias, as the engine's table names it, or a
+    :class:`Regex`; anything else is refused with the preset it was
+    probably meant to be. The engine's form is tagged: a preset's exact
+    name, or ``{"regex": pattern}`` (no name is ever taken for a regex)."""
     if isinstance(v, Regex):
-        return v.pattern
-    if isinstance(v, str) and v in PRESETS:
-        return v
+        return {"regex": v.pattern}
     if not isinstance(v, str):
         raise ParameterError(f"pretokenizer must be a preset name or bpeforge.Regex(...), got {v!r}")
+    preset = _native.preset_name(v)
+    if preset is not None:
+        return preset
     import difflib
 
-    guess = _NEAR_MISSES.get(v.lower()) or (v.lower() if v.lower() in PRESETS else None)
+    guess = _NEAR_MISSES.get(v.lower()) or _native.preset_name(v.lower())
     guess = guess or next(iter(difflib.get_close_matches(v.lower(), PRESETS, n=1, cutoff=0.6)), None)
     hint = f"did you mean pretokenizer={guess!r}? " if guess else ""
     raise ParameterError(f"pretokenizer={v!r} is not a preset ({', '.join(PRESETS)}): {hint}"
@@ -361,7 +365,7 @@ class TrainOptions:
                       "with SentencePiece's ``▁`` boundary marker).",
                       _str("scheme"), cli={"choices": ["bytes", "chars"]})
     pretokenizer: str | Regex = opt(DEFAULT_PRETOKENIZER,
-                                    f"a preset (exact names): {_presets_doc()}; or ``bpeforge.Regex(pattern)``: a "
+                                    f"a preset: {_presets_doc()}; or ``bpeforge.Regex(pattern)``: a "
                                     "custom regex whose matches are the pieces (text between matches becomes pieces "
                                     "of its own). A model keeps the pre-tokenizer it was trained with.",
                                     check_pretokenizer,

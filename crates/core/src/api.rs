@@ -32,7 +32,7 @@ pub use crate::input::{read_chunks, read_range_chunks, total_size, Chunk, Layout
 
 // Models, pre-tokenizers, and merge lists from rank tables.
 pub use crate::model::Model;
-pub use crate::pretok::{PreTokenizer, PreTokenizerSpec, DEFAULT_PRETOKENIZER, PRESETS};
+pub use crate::pretok::{PreTokenizer, PreTokenizerChoice, PreTokenizerSpec, DEFAULT_PRETOKENIZER, PRESETS};
 pub use crate::ranks::{merge_splits, unreachable_merges};
 
 // Encoding: texts, batches on threads fed in order, files and Arrow data.

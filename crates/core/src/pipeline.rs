@@ -413,7 +413,7 @@ mod tests {
     fn a_fed_part_that_spilled_is_left_as_its_runs() {
         let texts: Vec<String> = (0..200_000).map(|i| format!("w{i} x{} shared", i % 97)).collect();
         let config = |max_memory| {
-            let mut c = TrainConfig::new(1_000, crate::model::Scheme::Bytes, crate::pretok::PreTokenizerSpec::Gpt2);
+            let mut c = TrainConfig::new(1_000, crate::model::Scheme::Bytes, crate::pretok::PreTokenizerSpec::GPT2);
             (c.threads, c.max_memory) = (1, max_memory);
             c.validate().unwrap()
         };

@@ -502,6 +502,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(pretokenize::pretokenize, m)?)?;
     m.add_function(wrap_pyfunction!(pretokenize::_pretokenize_reference, m)?)?;
     m.add_function(wrap_pyfunction!(pretokenize::_pretokenize_count, m)?)?;
+    m.add_function(wrap_pyfunction!(pretokenize::preset_name, m)?)?;
     m.add_function(wrap_pyfunction!(default_threads, m)?)?;
     m.add_function(wrap_pyfunction!(training::train_option_names, m)?)?;
     m.add_function(wrap_pyfunction!(pretokenize::script_of, m)?)?;

@@ -127,8 +127,8 @@ fn spilled_counts_equal_the_in_memory_count() {
             text.into_bytes()
         })
         .collect();
-    let pre = PreTokenizer::new(PreTokenizerSpec::Gpt2).unwrap();
-    let stage2 = PreTokenizer::new(PreTokenizerSpec::Superword).unwrap();
+    let pre = PreTokenizer::new(PreTokenizerSpec::GPT2).unwrap();
+    let stage2 = PreTokenizer::new(PreTokenizerSpec::SUPERWORD).unwrap();
     let specials = SpecialSplitter::new(&[]).unwrap();
     for superword in [false, true] {
         let counter = plain_counter(&pre, &specials, true, superword.then_some(&stage2));
@@ -184,7 +184,7 @@ fn spilled_counts_equal_the_in_memory_count() {
 /// line (chars scheme).
 #[test]
 fn a_chunk_counts_as_its_lines_do() {
-    let pre = PreTokenizer::new(crate::pretok::PreTokenizerSpec::Gpt2).unwrap();
+    let pre = PreTokenizer::new(crate::pretok::PreTokenizerSpec::GPT2).unwrap();
     let specials = SpecialSplitter::new(&["<s>".to_string()]).unwrap();
     let valid = "héllo wörld<s>日本語 text\r\n\nπ = 3.14 <s>\nend".as_bytes().to_vec();
     let mut invalid = valid.clone();
@@ -325,8 +325,8 @@ fn total_bytes(m: &HashMap<Vec<u8>, u64>) -> Vec<u8> {
 fn spilled_counts_are_written_from_their_runs() {
     let text: String = (0..30_000).map(|i| format!("w{} x{}{}", i % 7_919, i % 13, if i % 11 == 0 { "\n" } else { " " })).collect();
     let chunks: Vec<Vec<u8>> = text.as_bytes().chunks(8_192).map(|c| c.to_vec()).collect();
-    let pre = PreTokenizer::new(crate::pretok::PreTokenizerSpec::Gpt2).unwrap();
-    let stage2 = PreTokenizer::new(crate::pretok::PreTokenizerSpec::Superword).unwrap();
+    let pre = PreTokenizer::new(crate::pretok::PreTokenizerSpec::GPT2).unwrap();
+    let stage2 = PreTokenizer::new(crate::pretok::PreTokenizerSpec::SUPERWORD).unwrap();
     let specials = SpecialSplitter::new(&[]).unwrap();
     for superword in [false, true] {
         let counter = plain_counter(&pre, &specials, true, superword.then_some(&stage2));

@@ -72,7 +72,7 @@ pub(crate) fn count_words_output<'c>(
     let pre = PreTokenizer::new(words)?;
     let specials = SpecialSplitter::new(&config.all_special_tokens())?;
     let stage2 = match &config.superbpe {
-        Some(_) => Some(PreTokenizer::new(PreTokenizerSpec::Superword)?),
+        Some(_) => Some(PreTokenizer::new(PreTokenizerSpec::SUPERWORD)?),
         None => None,
     };
     let counter = Counter {

@@ -403,7 +403,7 @@ mod tests {
     }
 
     fn config(vocab_size: usize) -> TrainConfig {
-        TrainConfig::new(vocab_size, Scheme::Bytes, PreTokenizerSpec::Gpt2).min_frequency(1).threads(1)
+        TrainConfig::new(vocab_size, Scheme::Bytes, PreTokenizerSpec::GPT2).min_frequency(1).threads(1)
     }
 
     fn train(c: WordCounts, config: &TrainConfig) -> Result<Model> {

@@ -37,10 +37,10 @@ pub(crate) fn train(
     model.metadata = s1.to_metadata();
     release_free_memory();
     let stage1_pretokenizer = model.pretokenizer.clone();
-    model.pretokenizer = PreTokenizerSpec::Superword;
+    model.pretokenizer = PreTokenizerSpec::SUPERWORD;
     let mut stage2 = config.clone();
     stage2.superbpe = None;
-    stage2.pretokenizer = PreTokenizerSpec::Superword;
+    stage2.pretokenizer = PreTokenizerSpec::SUPERWORD;
     stage2.resume_from = Some(model);
     stage2.token_limits = TokenLimits { max_words: sb.max_words, colon_rule: sb.colon_rule };
     units.stats = stats;
