@@ -43,7 +43,8 @@ pub const MERGE_FIXED_BYTES: u64 = 48 << 20;
 /// progress, each up to 5 MB).
 const INPUT_BYTES_PER_THREAD: u64 = 16 << 20;
 
-/// The default budget: `DEFAULT_SHARE` of the memory available now.
+/// The default budget: `DEFAULT_SHARE` of the memory available now (a run
+/// reads it once, when it starts: `TrainConfig::memory_budget`).
 pub fn default_budget() -> u64 {
     let available = match (mem_available(), cgroup_room()) {
         (Some(a), Some(c)) => a.min(c),

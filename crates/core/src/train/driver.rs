@@ -482,4 +482,21 @@ mod tests {
         let err = train_from_counts(corpus(), &config(264).validate().unwrap(), &mut Stop, serde_json::json!([]), PhaseTime::default()).unwrap_err();
         assert_eq!(err.kind(), ErrorKind::Interrupted);
     }
+
+    /// The default budget is resolved once, when training starts: after
+    /// the process has grown (as counting makes it grow), the merge phase's
+    /// copy of the config (`fit_to_budget`'s) reads the figure counting read,
+    /// not a share of what is free by then.
+    #[test]
+    fn the_default_budget_is_resolved_once_when_training_starts() {
+        let config = config(300).validate().unwrap();
+        assert_eq!(config.max_memory, None);
+        let counting = config.memory_budget();
+        let grown = vec![1u8; 512 << 20];
+        std::hint::black_box(&grown);
+        let merge_phase = (*config).clone().min_word_count(3);
+        assert_eq!(merge_phase.memory_budget(), counting);
+        assert_eq!(config.memory_budget(), counting);
+        drop(grown);
+    }
 }
