@@ -6,7 +6,11 @@ Module-level imports count with the packages they run (importing
 importer's own packages, which are already loading. An import inside a
 function runs when it is called, after the package has loaded: it counts as
 a use of the module it names. Imports under ``if TYPE_CHECKING:`` never
-run and do not count.
+run and do not count there; the graph with them too (what a type checker
+follows) has no cycle either.
+
+The compiled engine, ``bpeforge._native``, has one door: ``bpeforge._engine``
+is the only module that imports it, by any kind of import.
 """
 
 from __future__ import annotations
@@ -34,12 +38,13 @@ def _is_type_checking(test: ast.expr) -> bool:
         isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
 
 
-def _imports(tree: ast.AST) -> list[tuple[ast.Import | ast.ImportFrom, bool]]:
-    """The import statements that run, each with whether it is inside a function."""
+def _imports(tree: ast.AST, type_checking: bool = False) -> list[tuple[ast.Import | ast.ImportFrom, bool]]:
+    """The import statements that run (``type_checking``: and those under
+    ``if TYPE_CHECKING:``), each with whether it is inside a function."""
     found: list[tuple[ast.Import | ast.ImportFrom, bool]] = []
 
     def visit(node: ast.AST, in_function: bool) -> None:
-        if isinstance(node, ast.If) and _is_type_checking(node.test):
+        if isinstance(node, ast.If) and _is_type_checking(node.test) and not type_checking:
             for child in node.orelse:
                 visit(child, in_function)
             return
@@ -70,9 +75,10 @@ def _targets(name: str, is_package: bool, node: ast.Import | ast.ImportFrom, mod
     return out
 
 
-def import_graph(call_time: bool = True) -> dict[str, set[str]]:
+def import_graph(call_time: bool = True, type_checking: bool = False) -> dict[str, set[str]]:
     """Module -> the modules it imports; ``call_time=False``: only the imports
-    that run when it is imported (not those inside functions)."""
+    that run when it is imported (not those inside functions);
+    ``type_checking``: with the imports only type checkers read."""
     modules = _modules()
     graph: dict[str, set[str]] = {m: set() for m in modules}
     for name, path in modules.items():
@@ -80,7 +86,7 @@ def import_graph(call_time: bool = True) -> dict[str, set[str]]:
         own = {".".join(name.split(".")[:i]) for i in range(1, name.count(".") + 2)}
         if path.suffix == ".pyi":
             continue
-        for node, in_function in _imports(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        for node, in_function in _imports(ast.parse(path.read_text(encoding="utf-8"), str(path)), type_checking):
             if in_function and not call_time:
                 continue
             for target in _targets(name, is_package, node, modules):
@@ -150,6 +156,28 @@ def test_importing_runs_no_cycle():
 def test_imports_inside_functions_make_no_cycle_either():
     found = cycles(import_graph())
     assert not found, "modules that use each other at call time:\n" + "\n".join(" <-> ".join(c) for c in found)
+
+
+def test_type_checking_imports_make_no_cycle_either():
+    # What mypy follows: an annotation that needs a module importing this one
+    # is a circle too (the exporters take a Protocol, not the Tokenizer).
+    found = cycles(import_graph(type_checking=True))
+    assert not found, "modules that need each other's types:\n" + "\n".join(" <-> ".join(c) for c in found)
+
+
+def test_type_checking_imports_are_read():
+    # An import under `if TYPE_CHECKING:` is read only when asked for.
+    tree = ast.parse("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .a import B\n")
+    assert [n.module for n, _ in _imports(tree)] == ["typing"]
+    assert [n.module for n, _ in _imports(tree, type_checking=True)] == ["typing", "a"]
+
+
+def test_only_the_engine_module_imports_the_native_one():
+    # bpeforge._engine is the one door to the compiled core: every other
+    # module imports it, never bpeforge._native (type-only imports included).
+    graph = import_graph(type_checking=True)
+    importers = sorted(m for m, targets in graph.items() if "bpeforge._native" in targets)
+    assert importers == ["bpeforge._engine"], importers
 
 
 @pytest.mark.parametrize("lower, higher", [

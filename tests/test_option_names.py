@@ -14,18 +14,11 @@ import pytest
 
 from bpeforge import _native
 from bpeforge.errors import ParameterError
+from bpeforge.options import TrainOptions
 
 
 def _engine_dict() -> dict[str, Any]:
     """The dict the facade hands the engine, with default options."""
-    try:
-        from bpeforge.options import TrainOptions  # the Python option list
-    except ImportError:
-        from bpeforge._tokenizer import _train_args
-
-        return _train_args(vocab_size=300, scheme="bytes", pretokenizer="gpt2", special_tokens=(), min_frequency=2,
-                           max_token_length=None, threads=None, character_coverage=1.0, end_of_word_suffix=None,
-                           unk_token="<unk>")
     return dict(TrainOptions(vocab_size=300).engine_args())
 
 

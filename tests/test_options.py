@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import bpeforge
-from bpeforge import _native, cli
+from bpeforge import _engine, _native, cli
 from bpeforge._progress import native_progress
 from bpeforge.options import FILE_ONLY, NAMES, TrainOptions
 
@@ -235,7 +235,7 @@ def _run_cli(argv: list[str], monkeypatch, entry: str, corpus: str | None = None
 
     seen: dict = {}
     records: dict = {}
-    real = _native.TrainSettings
+    real = _engine.train_settings
 
     def settings(record, *more):
         made = real(record, *more)
@@ -246,8 +246,8 @@ def _run_cli(argv: list[str], monkeypatch, entry: str, corpus: str | None = None
         seen.update(next(records[id(a)][1] for a in args if id(a) in records))
         raise _Reached
 
-    monkeypatch.setattr(_native, "TrainSettings", settings)
-    monkeypatch.setattr(_native, entry, stand_in)
+    monkeypatch.setattr(_engine, "train_settings", settings)
+    monkeypatch.setattr(_engine, entry, stand_in)
     with pytest.raises(_Reached):
         cli.main(["train", corpus or str(bpeforge.sample_corpus()), "--quiet", *argv])
     return seen
@@ -299,6 +299,28 @@ def test_near_miss_preset_names_are_refused_with_a_suggestion(name, guess) -> No
         bpeforge.pretokenize("text", name)
 
 
+@pytest.mark.parametrize("alias, name", [(a, p["name"]) for p in _engine.PRESETS for a in p["aliases"]])
+def test_a_preset_alias_is_taken_as_the_engine_takes_it(alias, name) -> None:
+    """Python takes each alias of the engine's table where the engine does,
+    as the same preset (never refused by one and taken by the other)."""
+    assert TrainOptions(pretokenizer=alias).engine_args()["pretokenizer"] == name
+    texts = ["It's 2024: naïve café, ЖЖ 12345!\n", "  a  \t b\r\n"] * 50
+    assert _native.pretokenize(texts[0], alias) == _native.pretokenize(texts[0], name)  # the engine takes it too
+    by_alias = bpeforge.train_from_iterator(texts, pretokenizer=alias, vocab_size=300, progress=False)
+    by_name = bpeforge.train_from_iterator(texts, pretokenizer=name, vocab_size=300, progress=False)
+    assert by_alias.pretokenizer == name and by_alias.merges == by_name.merges
+    assert by_alias.encode(texts[0]) == by_name.encode(texts[0]) and by_alias.decode(by_alias.encode(texts[0])) == texts[0]
+    assert bpeforge.pretokenize(texts[0], alias) == bpeforge.pretokenize(texts[0], name)
+    with pytest.raises(bpeforge.ParameterError, match=f"is a preset's name: pass pretokenizer='{name}'"):
+        bpeforge.Regex(alias)
+
+
+def test_o200k_base_is_taken_on_the_command_line_too(tmp_path) -> None:
+    assert cli.main(["train", str(bpeforge.sample_corpus()), "--pretokenizer", "o200k_base", "--vocab-size", "300",
+                     "-q", "-o", str(tmp_path / "m.json")]) == 0
+    assert bpeforge.load(tmp_path / "m.json").pretokenizer == "o200k"
+
+
 def test_cli_refuses_a_near_miss_and_takes_a_pattern(tmp_path, capsys) -> None:
     assert cli.main(["train", str(bpeforge.sample_corpus()), "--pretokenizer", "GPT2", "-q", "-o",
                      str(tmp_path / "m.json")]) == 1
@@ -332,27 +354,10 @@ def test_regex_equal_to_a_preset_name_is_refused() -> None:
         bpeforge.Regex("gpt2")
 
 
-_ALIASES = [(alias, p["name"]) for p in _native.PRESETS for alias in p["aliases"]]
-
-
 def test_the_engines_table_has_tiktokens_names() -> None:
-    assert set(_ALIASES) >= {("r50k_base", "gpt2"), ("p50k_base", "gpt2"), ("cl100k_base", "cl100k"),
-                             ("o200k_base", "o200k")}
-
-
-@pytest.mark.parametrize("alias, name", _ALIASES)
-def test_an_alias_names_its_preset_in_python_as_in_the_engine(alias, name) -> None:
-    """The engine's table gives each preset's aliases (tiktoken's encoding
-    names); Python takes them where the engine does, as the same preset."""
-    assert _native.preset_name(alias) == name
-    assert TrainOptions(pretokenizer=alias).engine_options().pretokenizer == name
-    texts = ["It's 2024: naïve café, ЖЖ 12345!\n", "  a  \t b\r\n"] * 50
-    by_alias = bpeforge.train_from_iterator(texts, pretokenizer=alias, vocab_size=300, progress=False)
-    by_name = bpeforge.train_from_iterator(texts, pretokenizer=name, vocab_size=300, progress=False)
-    assert by_alias.pretokenizer == name and by_alias.merges == by_name.merges and by_alias.get_vocab() == by_name.get_vocab()
-    assert bpeforge.pretokenize(texts[0], alias) == bpeforge.pretokenize(texts[0], name)
-    with pytest.raises(bpeforge.ParameterError, match=f"is a preset's name: pass pretokenizer='{name}'"):
-        bpeforge.Regex(alias)
+    aliases = {(alias, p["name"]) for p in _engine.PRESETS for alias in p["aliases"]}
+    assert aliases >= {("r50k_base", "gpt2"), ("p50k_base", "gpt2"), ("cl100k_base", "cl100k"), ("o200k_base", "o200k")}
+    assert all(_engine.preset_name(alias) == name for alias, name in aliases)
 
 
 def test_a_regex_crosses_to_the_engine_as_a_regex() -> None:
@@ -360,14 +365,14 @@ def test_a_regex_crosses_to_the_engine_as_a_regex() -> None:
     a regex spelled like a preset's name stays a regex, and a bare string
     that names no preset is refused, never taken for a regex."""
     text = "x cl100k_base y"
-    assert _native.pretokenize(text, {"regex": "cl100k_base"}) == ["x ", "cl100k_base", " y"]
-    assert _native.pretokenize(text, "cl100k_base") == _native.pretokenize(text, "cl100k")
+    assert _engine.pretokenize(text, {"regex": "cl100k_base"}) == ["x ", "cl100k_base", " y"]
+    assert _engine.pretokenize(text, "cl100k_base") == _engine.pretokenize(text, "cl100k")
     with pytest.raises(bpeforge.ParameterError, match=r"is not a preset .*\{\"regex\""):
-        _native.pretokenize(text, r"\w+")
+        _engine.pretokenize(text, r"\w+")
     engine = TrainOptions(vocab_size=270).engine_options(pretokenizer={"regex": "cl100k_base"})
-    tok = bpeforge.Tokenizer(_native.train_iterator(iter([text] * 20), _native.TrainSettings(engine), native_progress(False)))
+    tok = bpeforge.Tokenizer(_engine.train_iterator(iter([text] * 20), _engine.train_settings(engine), native_progress(False)))
     assert tok.pretokenizer == "cl100k_base"
     assert json.loads(tok.to_json())["pretokenizer"] == {"type": "regex", "pattern": "cl100k_base", "isolated": True}
     with pytest.raises(bpeforge.ParameterError, match="pretokenizer.*is not a preset"):
-        _native.TrainSettings(TrainOptions().engine_options(pretokenizer=r"\w+"))
-    assert TrainOptions(pretokenizer=bpeforge.Regex(r"\w+")).engine_options().pretokenizer == {"regex": r"\w+"}
+        _engine.train_settings(TrainOptions().engine_options(pretokenizer=r"\w+"))
+    assert TrainOptions(pretokenizer=bpeforge.Regex(r"\w+")).engine_args()["pretokenizer"] == {"regex": r"\w+"}

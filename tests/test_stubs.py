@@ -40,3 +40,31 @@ def test_encode_batch_is_typed_by_as_numpy(tmp_path) -> None:
     assert 'Revealed type is "builtins.list[builtins.list[builtins.int]]"' in proc.stdout \
         or 'Revealed type is "list[list[int]]"' in proc.stdout, proc.stdout
     assert "tuple[numpy.ndarray" in proc.stdout, proc.stdout
+
+
+#: Names of the compiled module that the package itself does not call: they
+#: serve the tests, the fuzz targets and the benchmarks, which may import
+#: ``bpeforge._native`` to test the binding itself.
+NOT_USED_BY_THE_PACKAGE = {"count_files", "train_counts", "_pretokenize_reference", "_pretokenize_count",
+                           "default_threads", "train_option_names", "RESULT_OPTIONS"}
+
+
+def test_the_engine_module_is_the_whole_seam() -> None:
+    """``bpeforge._engine`` (the only importer of ``_native``, see
+    tests/test_import_graph.py) reaches every name of the compiled module the
+    package uses; a new native function either goes through it or is named
+    above as one the package does not use."""
+    import ast
+
+    from bpeforge import _native
+
+    source = Path(__file__).resolve().parents[1] / "python" / "bpeforge" / "_engine.py"
+    tree = ast.parse(source.read_text(encoding="utf-8"))
+    reached = {n.attr for n in ast.walk(tree)
+               if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == "_native"}
+    reached |= {a.name for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module == "_native"
+                for a in n.names}
+    assert reached <= set(_native.__all__), reached - set(_native.__all__)
+    assert not reached & NOT_USED_BY_THE_PACKAGE, reached & NOT_USED_BY_THE_PACKAGE
+    assert set(_native.__all__) - reached <= NOT_USED_BY_THE_PACKAGE, \
+        set(_native.__all__) - reached - NOT_USED_BY_THE_PACKAGE

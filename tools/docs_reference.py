@@ -129,11 +129,11 @@ def train_options_markdown() -> str:
 
 def presets_markdown() -> str:
     """The pre-tokenizer presets: name and what each is, from the engine's table."""
-    from bpeforge import _native
+    from bpeforge._engine import PRESETS
     from bpeforge.options import DEFAULT_PRETOKENIZER
 
     out = ["| preset | also named | what it is |", "| --- | --- | --- |"]
-    for p in _native.PRESETS:
+    for p in PRESETS:
         name = f"`{p['name']}`" + (" (default)" if p["name"] == DEFAULT_PRETOKENIZER else "")
         aliases = ", ".join(f"`{a}`" for a in p["aliases"])
         out.append(f"| {name} | {aliases} | {_cell(p['about'])} |")

@@ -19,7 +19,7 @@ from __future__ import annotations
 from importlib import resources as _resources
 from pathlib import Path as _Path
 
-from ._native import __version__
+from ._engine import __version__
 from ._progress import ProgressEvent, TqdmProgress
 from ._load import load
 from ._tokenizer import Tokenizer, pretokenize

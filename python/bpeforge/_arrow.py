@@ -18,7 +18,7 @@ import os
 from collections.abc import Iterator
 from typing import Any, NamedTuple
 
-from . import _input_formats, _native
+from . import _engine, _input_formats
 from ._extras import require
 from ._input_formats import is_parquet
 from .errors import InputError, ParameterError
@@ -283,7 +283,7 @@ def _train(make_source: Any, inputs: list[str], columns: Columns, options: Any, 
     if columns.lang is not None:
         languages = rows.count_languages(make_source())
         rows.languages = {name: i for i, name in enumerate(languages[0])}
-    return _native.train_arrow(rows.batches(make_source()), settings, progress, inputs, languages, files)
+    return _engine.train_arrow(rows.batches(make_source()), settings, progress, inputs, languages, files)
 
 
 def check_files(files: list[str], options: Any) -> list[str]:
@@ -316,7 +316,7 @@ def encode_files(tok: Any, files: list[str], dst: str, format: str, threads: int
         raise ParameterError(f"{files[0]} is not a Parquet/Arrow file")
     rows = _Rows(text_field, None, "error", None)
     total = sum(size for _, size in text_bytes(files, text_field)) or None
-    return _native.encode_arrow_file(tok._native, rows.batches(_Source(files, [text_field])), dst, format, threads,
+    return _engine.encode_arrow_file(tok._native, rows.batches(_Source(files, [text_field])), dst, format, threads,
                                      *rules, progress, total)
 
 
@@ -362,11 +362,11 @@ def shard_languages(paths: list[str], names: list[str], columns: Columns) -> tup
 def count_shard(shard: dict[str, Any], names: list[str], columns: Columns, settings: Any,
                 languages: tuple[list[str], list[int]] | None) -> tuple[bytes, list[int]]:
     """One shard's serialized counts and the UTF-8 bytes of each language's
-    texts in it (``_native.count_arrow_shard`` with the task's ``settings``)."""
+    texts in it (``_engine.count_arrow_shard`` with the task's ``settings``)."""
     rows = columns.rows({name: i for i, name in enumerate(languages[0])} if languages else None)
     groups = shard.get("row_groups")
     source = _Source(shard["paths"], names, row_groups=None if groups is None else (groups[0], groups[1]))
-    return _native.count_arrow_shard(rows.batches(source), settings, "off", languages)
+    return _engine.count_arrow_shard(rows.batches(source), settings, "off", languages)
 
 
 # ---- Hugging Face datasets ------------------------------------------------------
@@ -430,7 +430,7 @@ class _EncodeBatch:
             if chunk.null_count:
                 raise InputError(f"column {self.text_column!r}: a row is null (every row needs its text)")
             _, offsets, data = chunk.buffers()
-            ids, ends = _native.encode_arrow(self.tok._native, offsets, data, chunk.offset, len(chunk),
+            ids, ends = _engine.encode_arrow(self.tok._native, offsets, data, chunk.offset, len(chunk),
                                              pa.types.is_large_string(chunk.type), self.threads, *self.rules)
             ids_parts.append(np.frombuffer(ids, "<u4"))
             offset_parts.append(np.frombuffer(ends, "<i8")[1:] + base)

@@ -25,10 +25,6 @@ def show_token(token: bytes) -> str:
     return "".join(out)
 
 
-def show_tokens(tokens: list[bytes], sep: str = " ") -> str:
-    return sep.join(show_token(t) for t in tokens)
-
-
 def _visible(c: str) -> str:
     if c in _VISIBLE:
         return _VISIBLE[c]

@@ -22,13 +22,12 @@ import gzip
 import io
 import lzma
 import os
-import re
 import secrets
 from collections.abc import Callable, Iterable
 from typing import IO, Any, Union
 
 from ._extras import require
-from . import _native
+from . import _engine
 from .errors import OutputError
 
 PathLike = Union[str, "os.PathLike[str]"]
@@ -48,7 +47,7 @@ def open_text(path: PathLike, *, errors: str = "strict") -> IO[str]:
 #: The compression suffixes every reader understands, the engine's list
 #: (crates/core/src/input.rs ``COMPRESSIONS``): the files :func:`open_binary`
 #: decompresses are exactly the ones the engine does.
-COMPRESSIONS: tuple[str, ...] = tuple(_native.COMPRESSIONS)
+COMPRESSIONS: tuple[str, ...] = _engine.COMPRESSIONS
 
 
 def compression(path: PathLike) -> str | None:
@@ -184,30 +183,6 @@ def _create_temp(path: str, directory: str) -> tuple[int, str]:
             continue
         except OSError as e:
             raise OutputError(f"cannot write {path}: {e.strerror or e}") from e
-
-
-def model_format(path: str) -> str | None:
-    """Which tool wrote the model file ``path``: ``"huggingface"`` (a
-    ``tokenizer.json`` or its folder), ``"sentencepiece"``, ``"tiktoken"``, or
-    None (a bpeforge model, or unknown), from its name and first bytes."""
-    if os.path.isdir(path):
-        return "huggingface" if os.path.isfile(os.path.join(path, "tokenizer.json")) else None
-    comp = compression(path)
-    if comp is not None and path[: -len(comp)].endswith(".tiktoken"):
-        return "tiktoken"  # a compressed rank file (o200k_base.tiktoken.gz)
-    try:
-        with open(path, "rb") as f:
-            head = f.read(4096)
-    except OSError:
-        return None  # the engine says what is wrong with the path
-    if path.endswith(".model") and head[:1] == b"\x0a":  # protobuf field 1 (pieces), length-delimited
-        return "sentencepiece"
-    if path.endswith(".tiktoken") or re.match(rb"[A-Za-z0-9+/=]+ \d+\r?\n", head):
-        return "tiktoken"
-    text = head.lstrip()
-    if text.startswith(b"{") and b'"bpeforge-model"' not in head and re.search(rb'"(added_tokens|pre_tokenizer|normalizer)"', head):
-        return "huggingface"
-    return None
 
 
 def strip_eol(line: str) -> str:

@@ -9,11 +9,9 @@ from __future__ import annotations
 
 import os
 
-from . import _native
-from ._io import model_format
+from . import _engine
 from ._tokenizer import PathLike, Tokenizer
-from .errors import ModelFormatError
-from .interop import from_huggingface, from_sentencepiece, from_tiktoken
+from .interop import _formats
 
 
 def load(path: PathLike) -> Tokenizer:
@@ -29,15 +27,7 @@ def load(path: PathLike) -> Tokenizer:
     their pattern: :func:`bpeforge.from_tiktoken`).
     """
     path = os.fspath(path)
-    foreign = model_format(path)
-    if foreign == "huggingface":
-        return from_huggingface(path)
-    if foreign == "sentencepiece":
-        return from_sentencepiece(path)
-    if foreign == "tiktoken":
-        if not os.path.exists(path + ".json"):
-            raise ModelFormatError(f"{path} is a tiktoken rank file without its pattern ({path}.json is missing): "
-                                   "load it with bpeforge.from_tiktoken(path, pattern=...) or `bpeforge import "
-                                   "--from tiktoken PATH --pattern P --output MODEL`")
-        return from_tiktoken(path)
-    return Tokenizer(_native.NativeTokenizer.load(path))
+    foreign = _formats.sniff(path)
+    if foreign is None:
+        return Tokenizer(_engine.load_model(path))
+    return _formats.load_file(path, foreign)

@@ -21,13 +21,39 @@ has symbols.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
 
 from .errors import ParameterError
 
-if TYPE_CHECKING:  # pragma: no cover
-    from ._tokenizer import Tokenizer
+
+class OffsetModel(Protocol):
+    """What finding offsets reads of a model (a :class:`bpeforge.Tokenizer`
+    is one; this module is below it and does not import it, not even for
+    its types)."""
+
+    @property
+    def scheme(self) -> str: ...
+
+    @property
+    def pretokenizer(self) -> str: ...
+
+    @property
+    def alphabet(self) -> list[str] | None: ...
+
+    @property
+    def _specials(self) -> Mapping[str, int]: ...
+
+    @property
+    def _textual(self) -> Sequence[str]: ...
+
+    def token_to_id(self, token: bytes | str) -> int | None: ...
+
+    def _scheme_settings(self) -> dict[str, Any]: ...
+
+    def _token_lengths(self) -> list[int]: ...
+
+    def _token_texts(self) -> list[str]: ...
 
 SPACE_MARKER = "▁"
 _Span = tuple[int, int]
@@ -45,7 +71,7 @@ def utf8_starts(text: str) -> list[int]:
     return starts
 
 
-def token_offsets(tok: Tokenizer, text: str, ids: Sequence[int], allowed: Any, unit: str) -> list[_Span]:
+def token_offsets(tok: OffsetModel, text: str, ids: Sequence[int], allowed: Any, unit: str) -> list[_Span]:
     """Offsets of ``ids`` (the encoding of ``text``) in characters or bytes."""
     if tok._scheme_settings().get("normalizer"):
         raise ParameterError("offsets are not available for a model with a normalizer: its tokens cover the "
@@ -58,7 +84,7 @@ def token_offsets(tok: Tokenizer, text: str, ids: Sequence[int], allowed: Any, u
     return [(starts[s], starts[e]) for s, e in spans]
 
 
-def _byte_level(tok: Tokenizer, text: str, ids: Sequence[int]) -> list[_Span]:
+def _byte_level(tok: OffsetModel, text: str, ids: Sequence[int]) -> list[_Span]:
     """Bytes scheme: the tokens' bytes are the text's UTF-8, in order."""
     lengths = tok._token_lengths()
     if text.isascii():
@@ -90,7 +116,7 @@ def _check_end(done: int, total: int) -> None:
 # ---- the general walk: pre-tokens laid out as units ---------------------------
 
 
-def _segments(tok: Tokenizer, text: str, allowed: Any) -> list[tuple[int, int, bool]]:
+def _segments(tok: OffsetModel, text: str, allowed: Any) -> list[tuple[int, int, bool]]:
     """``(start, end, is_special)`` pieces of text: allowed special tokens
     (leftmost, longest first, as the engine matches them) and the text between."""
     specials = sorted(allowed, key=len, reverse=True)
@@ -111,10 +137,10 @@ def _segments(tok: Tokenizer, text: str, allowed: Any) -> list[tuple[int, int, b
     return out
 
 
-def _pieces(tok: Tokenizer, text: str, start: int, end: int, prefixed: bool = False) -> list[tuple[int, int]]:
+def _pieces(tok: OffsetModel, text: str, start: int, end: int, prefixed: bool = False) -> list[tuple[int, int]]:
     """Pre-token spans of ``text[start:end]`` (``prefixed``: of a space and
     it, as the dummy prefix makes it; the space is at ``start - 1``)."""
-    from ._native import pretokenize
+    from ._engine import pretokenize
 
     segment = text[start:end]
     if prefixed:
@@ -129,7 +155,7 @@ def _pieces(tok: Tokenizer, text: str, start: int, end: int, prefixed: bool = Fa
     return out
 
 
-def _units(tok: Tokenizer, text: str, piece: tuple[int, int], marker: bool,
+def _units(tok: OffsetModel, text: str, piece: tuple[int, int], marker: bool,
            known: Any = None) -> tuple[list[_Span], list[bool]]:
     """The base symbols of one pre-token, each as the characters it stands
     for, and whether each is outside the alphabet (chars scheme). ``known``
@@ -167,7 +193,7 @@ class _Alphabet(set):  # type: ignore[type-arg]
     byte_fallback = False
 
 
-def _unit_walk(tok: Tokenizer, text: str, ids: Sequence[int], allowed: Any) -> list[_Span]:
+def _unit_walk(tok: OffsetModel, text: str, ids: Sequence[int], allowed: Any) -> list[_Span]:
     scheme = tok._scheme_settings()
     suffix = scheme.get("end_of_word_suffix")
     marker = tok.pretokenizer == "whitespace" and not suffix

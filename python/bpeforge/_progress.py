@@ -19,14 +19,14 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, Union
 
-from . import _native
+from . import _engine
 from .errors import ParameterError
 
 __all__ = ["ProgressEvent", "ProgressCallback", "Progress", "native_progress", "TqdmProgress"]
 
 #: The text formats, the engine's one list (crates/core/src/progress.rs
 #: ``ProgressFormat::NAMES``): the CLI's ``--progress`` choices and the messages.
-FORMATS: tuple[str, ...] = tuple(_native.PROGRESS_FORMATS)
+FORMATS: tuple[str, ...] = _engine.PROGRESS_FORMATS
 
 
 @dataclass(frozen=True)

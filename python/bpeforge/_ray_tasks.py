@@ -11,7 +11,7 @@ import shutil
 import tempfile
 from typing import Any
 
-from . import _arrow, _native
+from . import _arrow, _engine
 from ._tokenizer import Tokenizer
 from .errors import BpeforgeError, ParameterError
 from ._shard_plan import _compressed, _copy_lines, plan_shards
@@ -96,7 +96,7 @@ def _task_settings(engine: Any, cpus: float) -> Any:
     """A counting task's settings: the run's options (checked on the driver
     first), made and checked again here, in the task's own process, with the
     task's threads and its share of the machine's memory budget."""
-    return _native.TrainSettings(engine).for_counting_task(max(1, math.ceil(cpus)), _budget_share(cpus))
+    return _engine.train_settings(engine).for_counting_task(max(1, math.ceil(cpus)), _budget_share(cpus))
 
 
 def _plan_task(paths: list[str], shard_bytes: int, split: bool, group: bool, files: bool = False,
@@ -105,7 +105,7 @@ def _plan_task(paths: list[str], shard_bytes: int, split: bool, group: bool, fil
 
 
 def _language_table_task(paths: list[str], engine: Any) -> tuple[list[str], list[int], list[int]]:
-    return _native.language_table(paths, _native.TrainSettings(engine))
+    return _engine.language_table(paths, _engine.train_settings(engine))
 
 
 def _arrow_plan_task(paths: list[str], shard_bytes: int) -> list[dict[str, Any]]:
@@ -128,7 +128,7 @@ def _count_task(shard: dict[str, Any], engine: Any,
     rng = shard["byte_range"]
     # Positions among the inputs matter only to language-balanced runs.
     files = shard.get("files", [0] * len(shard["paths"]))
-    return _native.count_shard(shard["paths"], files, _task_settings(engine, cpus), "off",
+    return _engine.count_shard(shard["paths"], files, _task_settings(engine, cpus), "off",
                                None if rng is None else (rng[0], rng[1]), shard.get("lines_before", 0), languages)
 
 

@@ -18,7 +18,7 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-from . import _native
+from . import _engine
 from ._tokenizer import Tokenizer
 from ._truncate import size_arg, truncate_model
 from .errors import ParameterError
@@ -98,7 +98,7 @@ def _resumes_checkpoint(options: TrainOptions) -> bool:
         return "checkpoint" in source.metadata
     if hasattr(source, "to_json"):
         return "checkpoint" in (json.loads(source.to_json()).get("metadata") or {})
-    return "checkpoint" in json.loads(_native.NativeTokenizer.load(os.fspath(source)).metadata_json)
+    return "checkpoint" in json.loads(_engine.load_model(os.fspath(source)).metadata_json)
 
 
 def at_sizes(tok: Tokenizer, sizes: list[int]) -> dict[int, Tokenizer]:

@@ -1,11 +1,11 @@
-"""The typed Python face of bpeforge's models: `load` and the `Tokenizer`
-that it and the training functions (`_training`) return. Algorithms live in
-the Rust core; this module only checks arguments, converts types and
-documents the contract.
+"""The typed Python face of bpeforge's models: the `Tokenizer` that
+`load` (`_load`) and the training functions (`_training`) return, and
+`pretokenize`. Algorithms live in the Rust core (reached through `_engine`);
+this module only checks arguments, converts types and documents the contract.
 
 Why this file is long: it is one class's public surface (Tokenizer),
 and most lines are its docstrings; the mechanisms it calls live elsewhere
-(_offsets, _display, _io, interop).
+(_offsets, _arrow, _io, _truncate, interop).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from collections.abc import Collection, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Literal, Union, overload
 
-from . import _arrow, _input_formats, _native
+from . import _arrow, _engine, _input_formats
 from ._extras import require
 from .errors import ParameterError
 from ._byte_tokens import is_byte_token
@@ -30,7 +30,7 @@ from .options import DEFAULT_PRETOKENIZER, Regex, _text_field, check_pretokenize
 
 
 # ``encode``'s defaults, shown in its signature. A call that passes no
-# option never reaches Python (``_native.TokenizerBase.encode``); one that
+# option never reaches Python (the engine's ``TokenizerBase.encode``); one that
 # passes options equal to these (``_is_default_call``) is encoded on the
 # same default rules.
 _NO_SPECIALS: tuple = ()
@@ -54,10 +54,10 @@ def pretokenize(text: str, preset: str | Regex = DEFAULT_PRETOKENIZER) -> list[s
         >>> pretokenize("Hello   world!")
         ['Hello', '  ', ' world', '!']
     """
-    return _native.pretokenize(text, check_pretokenizer(preset))
+    return _engine.pretokenize(text, check_pretokenizer(preset))
 
 
-class Tokenizer(_native.TokenizerBase):
+class Tokenizer(_engine.TokenizerBase):
     """A trained BPE vocabulary: encode, decode, inspect and save.
 
     Ids: special tokens first, then the base symbols (the 256 bytes in byte
@@ -69,7 +69,7 @@ class Tokenizer(_native.TokenizerBase):
 
     __slots__ = ("_native", "_merges", "_specials", "_textual", "_lengths", "_texts", "_default_rules")
 
-    def __init__(self, native: _native.NativeTokenizer) -> None:
+    def __init__(self, native: _engine.NativeTokenizer) -> None:
         self._native = native
         self._merges: list[tuple[bytes, bytes]] | None = None
         self._specials = {t: i for i, t in enumerate(native.special_tokens)}
@@ -235,7 +235,7 @@ class Tokenizer(_native.TokenizerBase):
             disallowed = set(disallowed_special)
         return sorted(names[t] for t in allowed), sorted(names[t] for t in disallowed if t in names)
 
-    # ``encode`` itself is ``_native.TokenizerBase.encode`` (its docstring
+    # ``encode`` itself is the engine's ``TokenizerBase.encode`` (its docstring
     # is there): a call with no options is answered without a Python frame.
 
     def _encode_options(
@@ -529,7 +529,7 @@ class Tokenizer(_native.TokenizerBase):
         """Rebuild a Tokenizer from :meth:`to_json` output (validated)."""
         if isinstance(text, str):
             text = text.encode("utf-8")
-        return cls(_native.NativeTokenizer.from_json(text))
+        return cls(_engine.model_from_json(text))
 
     # ---- interoperability (bpeforge.interop's exporters, which do not import this module) ----
     def to_huggingface(self, path: PathLike, *, bos_token: str | None = "auto", eos_token: str | None = "auto",
@@ -701,13 +701,13 @@ def _strings_arg(items: Iterable[str], name: str) -> list[str]:
 
 def _from_snapshot(data: bytes) -> Tokenizer:
     """Unpickles a :class:`Tokenizer` (see ``Tokenizer.__reduce__``)."""
-    return Tokenizer(_native.NativeTokenizer.from_snapshot(data))
+    return Tokenizer(_engine.model_from_snapshot(data))
 
 
 def _from_model_json(data: bytes) -> Tokenizer:
     """Unpickles a :class:`Tokenizer` pickled by bpeforge before snapshots
     (the model JSON alone); kept so those pickles still load."""
-    return Tokenizer(_native.NativeTokenizer.from_json(data))
+    return Tokenizer(_engine.model_from_json(data))
 
 
 @contextmanager

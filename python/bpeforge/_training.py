@@ -12,7 +12,7 @@ import os
 from collections.abc import Iterable, Sequence
 from typing import Any, Literal, Union, overload
 
-from . import _arrow, _input_formats, _native
+from . import _arrow, _engine, _input_formats
 from ._io import check_output
 from ._progress import Progress, native_progress
 from ._sizes import DEFAULT_VOCAB_SIZE, VOCAB_SIZES_DOC, at_sizes, check_sizes, plan_sizes, run_size
@@ -336,7 +336,7 @@ def train_from_iterator(  # type: ignore[misc]
                            superbpe_max_words=superbpe_max_words, superbpe_colon_rule=superbpe_colon_rule,
                            max_memory=max_memory)
     check_sizes(options, sizes)
-    tok = Tokenizer(_native.train_iterator(texts, options.settings(), native_progress(progress)))
+    tok = Tokenizer(_engine.train_iterator(texts, options.settings(), native_progress(progress)))
     return tok if sizes is None else at_sizes(tok, sizes)
 
 
@@ -376,7 +376,7 @@ def count(files: PathLike | Sequence[PathLike], output: PathLike, *, progress: P
     made = TrainOptions(**options)
     names = paths(files)
     check_output(os.fspath(output), "counts file", inputs=names)
-    header = _native.count_to_file(names, made.settings(), native_progress(progress), os.fspath(output))
+    header = _engine.count_to_file(names, made.settings(), native_progress(progress), os.fspath(output))
     result: dict[str, Any] = json.loads(header)
     return result
 
@@ -417,7 +417,7 @@ def train_from_counts(counts: PathLike, *, progress: Progress = True, vocab_size
     made = TrainOptions(**options)
     check_sizes(made, sizes)
     path = os.fspath(counts)
-    tok = Tokenizer(_native.train_counts_file(path, made.settings(), native_progress(progress)))
+    tok = Tokenizer(_engine.train_counts_file(path, made.settings(), native_progress(progress)))
     return tok if sizes is None else at_sizes(tok, sizes)
 
 
@@ -427,7 +427,7 @@ def train_files(files: list[str], options: TrainOptions, progress: str) -> Token
     The command line calls it with the options it made from its flags."""
     if _input_formats.plan_training(files, options) == "columnar":
         return Tokenizer(_arrow.train_files(files, options, progress))
-    return Tokenizer(_native.train_files(files, options.settings(), progress))
+    return Tokenizer(_engine.train_files(files, options.settings(), progress))
 
 
 train.__doc__ = ((train.__doc__ or "").replace("{options}", option_docs()).replace("{vocab_sizes}", VOCAB_SIZES_DOC)

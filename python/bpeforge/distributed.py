@@ -44,7 +44,7 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal, overload
 
-from . import _arrow, _native
+from . import _arrow, _engine
 from ._input_formats import plan_training
 from ._input_formats import plan as _input_plan
 from ._io import write_atomic
@@ -72,7 +72,7 @@ _EXTENSIONS = {"ids": "ids", "npy": "npy", "bin": "bin"}
 
 def _gather(refs: list[Any], sizes: list[int], progress: Any, use: Any = None) -> list[Any]:
     """Results of ``refs`` in order, reporting shards as they finish to
-    ``progress`` (a ``_native.ShardReporter``: the engine's progress printer
+    ``progress`` (an ``_engine.ShardReporter``: the engine's progress printer
     or the caller's callback, as for a local run); on an
     error (or Ctrl-C) the other tasks are cancelled and the task's own
     exception is raised. With ``use``, each result is handed to
@@ -247,7 +247,7 @@ def train_with(inputs: list[str], opts: TrainOptions, *, address: str | None, sh
     else:
         count, task_args = _remote(_count_task, num_cpus_per_task), (ray.put(engine),)
     sizes = [s["bytes"] for s in shards]
-    total = _native.CountSum()
+    total = _engine.CountSum()
 
     def add(_: int, result: tuple[bytes, list[int]]) -> None:
         table, shard_lang_bytes = result
@@ -255,11 +255,11 @@ def train_with(inputs: list[str], opts: TrainOptions, *, address: str | None, sh
         lang_bytes[:] = [a + b for a, b in zip(lang_bytes, shard_lang_bytes)]
 
     _gather([count.remote(s, *task_args, languages_ref, num_cpus_per_task) for s in shards], sizes,
-            _native.ShardReporter(prog, "counting", len(shards), sum(sizes)), add)
+            _engine.shard_reporter(prog, "counting", len(shards), sum(sizes)), add)
     # The engine times only the adding of the tables; the model records the
     # whole count, from the first task to the summed table, and its shards.
     sharded = (time.perf_counter() - start, len(shards))
-    return Tokenizer(_native.train_count_sum(total, settings, prog, inputs, languages,
+    return Tokenizer(_engine.train_count_sum(total, settings, prog, inputs, languages,
                                              lang_bytes if balanced else None, sharded))
 
 
@@ -357,7 +357,7 @@ def encode(
         refs.append(task.remote(model_ref, s["paths"][0], s["byte_range"], os.path.join(out_dir, name),
                                 format, threads, allowed_special, disallowed_special, text_field))
     sizes = [s["bytes"] for s in shards]
-    stats = _gather(refs, sizes, _native.ShardReporter(prog, "encoding", len(refs), sum(sizes)))
+    stats = _gather(refs, sizes, _engine.shard_reporter(prog, "encoding", len(refs), sum(sizes)))
     id_bytes = None
     for entry, st in zip(entries, stats):
         entry.update(lines=st["lines"], tokens=st["tokens"], bytes=st["bytes"], seconds=round(st["seconds"], 3))

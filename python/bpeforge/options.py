@@ -11,7 +11,7 @@ told. From it come
 * the one value handed to the engine: :meth:`TrainOptions.settings` reads
   the :class:`EngineOptions` record (one field per option of the Rust core's
   ``TrainOptions``, by the same names; a test checks both lists are equal)
-  into ``_native.TrainSettings``, where the engine converts and checks it
+  into ``_engine.TrainSettings``, where the engine converts and checks it
   once, when the options are made (``TrainConfig::validate``: every rule
   about a value, its range or choices, the rules between options, and a
   resumed model's settings against the options given; Python checks only
@@ -38,7 +38,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Union
 
-from . import _native
+from . import _engine
 from ._input_formats import compressions_text
 from ._normalizers import NAMES as NORMALIZER_NAMES
 from ._normalizers import check_normalizer
@@ -50,13 +50,13 @@ __all__ = ["TrainOptions", "Regex", "PRESETS", "DEFAULT_PRETOKENIZER", "add_cli_
 
 #: The pre-tokenizer a training run uses when none is named (spelled once, in
 #: the Rust core: crates/core/src/pretok.rs ``DEFAULT_PRETOKENIZER``).
-DEFAULT_PRETOKENIZER: str = _native.DEFAULT_PRETOKENIZER
+DEFAULT_PRETOKENIZER: str = _engine.DEFAULT_PRETOKENIZER
 
 #: The pre-tokenizer presets, by their exact names (the Rust core's table:
 #: crates/core/src/pretok/presets.rs ``PRESETS``; it also holds each one's
 #: aliases, tiktoken's encoding names, which name the preset wherever a
-#: preset is named: ``_native.preset_name``).
-PRESETS: tuple[str, ...] = tuple(p["name"] for p in _native.PRESETS)
+#: preset is named: ``_engine.preset_name``).
+PRESETS: tuple[str, ...] = tuple(p["name"] for p in _engine.PRESETS)
 # Names people type for a preset that are none of its names (wrong case, short forms).
 _NEAR_MISSES = {"ws": "whitespace", "space": "whitespace", "spaces": "whitespace", "gpt-2": "gpt2"}
 
@@ -77,7 +77,7 @@ class Regex:
     def __post_init__(self) -> None:
         if not isinstance(self.pattern, str) or not self.pattern:
             raise ParameterError(f"Regex needs a non-empty pattern string, got {self.pattern!r}")
-        preset = _native.preset_name(self.pattern)
+        preset = _engine.preset_name(self.pattern)
         if preset is not None:
             raise ParameterError(f"Regex({self.pattern!r}) is a preset's name: pass pretokenizer={preset!r}")
 
@@ -139,7 +139,7 @@ def _presets_doc() -> str:
     """Each preset with what it is, for the option's documentation."""
     return "; ".join(f'``"{p["name"]}"``' + (" (the default)" if p["name"] == DEFAULT_PRETOKENIZER else "")
                      + "".join(f' (also ``"{a}"``)' for a in p["aliases"])
-                     + f": {p['about']}" for p in _native.PRESETS)
+                     + f": {p['about']}" for p in _engine.PRESETS)
 
 
 def check_pretokenizer(v: Any) -> str | dict[str, str]:
@@ -151,12 +151,12 @@ def check_pretokenizer(v: Any) -> str | dict[str, str]:
         return {"regex": v.pattern}
     if not isinstance(v, str):
         raise ParameterError(f"pretokenizer must be a preset name or bpeforge.Regex(...), got {v!r}")
-    preset = _native.preset_name(v)
+    preset = _engine.preset_name(v)
     if preset is not None:
         return preset
     import difflib
 
-    guess = _NEAR_MISSES.get(v.lower()) or _native.preset_name(v.lower())
+    guess = _NEAR_MISSES.get(v.lower()) or _engine.preset_name(v.lower())
     guess = guess or next(iter(difflib.get_close_matches(v.lower(), PRESETS, n=1, cutoff=0.6)), None)
     hint = f"did you mean pretokenizer={guess!r}? " if guess else ""
     raise ParameterError(f"pretokenizer={v!r} is not a preset ({', '.join(PRESETS)}): {hint}"
@@ -310,7 +310,7 @@ def _resume_source(v: Any) -> Any:
         return v
     if hasattr(v, "to_json"):
         text = v.to_json()
-        return _native.NativeTokenizer.from_json(text.encode() if isinstance(text, str) else text)
+        return _engine.model_from_json(text.encode() if isinstance(text, str) else text)
     try:
         return os.fspath(v)
     except TypeError:
@@ -342,7 +342,6 @@ def opt(default: Any, doc: str, check: Callable[[Any], Any], **kw: Any) -> Any:
 
 # Reusable CLI shapes.
 _INT = {"type": int}
-_FLOAT = {"type": float}
 
 
 @dataclass(frozen=True)
@@ -607,8 +606,8 @@ class TrainOptions:
         options.__init__(**values)  # type: ignore[misc]
         return options
 
-    def _make_settings(self, engine: Any) -> _native.TrainSettings:
-        return _native.TrainSettings(engine, self.__dict__.get("_explicit"))
+    def _make_settings(self, engine: Any) -> _engine.TrainSettings:
+        return _engine.train_settings(engine, self.__dict__.get("_explicit"))
 
     def engine_options(self, **changes: Any) -> Any:
         """The options in the engine's form (``changes`` replaced: a
@@ -616,7 +615,7 @@ class TrainOptions:
         engine = self._engine  # type: ignore[attr-defined]
         return dataclasses.replace(engine, **changes) if changes else engine
 
-    def settings(self, **changes: Any) -> _native.TrainSettings:
+    def settings(self, **changes: Any) -> _engine.TrainSettings:
         """The options converted and checked by the engine, once: what every
         training entry point of the engine takes. Made with the options (and
         again in a process that unpickled them: the settings stay in theirs).
@@ -661,7 +660,7 @@ NAMES = tuple(name for name, _ in _records())
 
 #: The options in the engine's form (each :class:`Opt`'s ``check`` result),
 #: one field per option of the Rust core's ``TrainOptions``, by the same
-#: names: ``_native.TrainSettings`` reads it field by field. (Made from the
+#: names: ``_engine.TrainSettings`` reads it field by field. (Made from the
 #: option list, so type checkers see it as ``Any``.)
 EngineOptions = dataclasses.make_dataclass("EngineOptions", [(name, Any) for name in NAMES], frozen=True)
 EngineOptions.__module__ = __name__

@@ -7,7 +7,6 @@ import json
 import sys
 from typing import Any
 
-
 from .._display import show_token
 from .._normalizers import name_of as normalizer_name
 from .._byte_tokens import BYTE_TOKENS

@@ -7,16 +7,14 @@ import argparse
 import pathlib
 import sys
 import warnings
+from collections.abc import Iterable
 from typing import Any
 
 
 from .._io import same_file
 from .._load import load
 from ..errors import OutputError, ParameterError
-
-
-
-EXPORT_FORMATS = ("huggingface", "tiktoken", "sentencepiece")
+from ..interop import _formats
 
 
 def _report_warnings(caught: list[warnings.WarningMessage]) -> None:
@@ -25,31 +23,24 @@ def _report_warnings(caught: list[warnings.WarningMessage]) -> None:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from ..interop.huggingface_export import huggingface_paths
-
-    hf_options = _huggingface_options(args)
-    targets = {"huggingface": lambda p: [huggingface_paths(p)[0], *huggingface_paths(p)[1]],
-               "tiktoken": lambda p: [p, p + ".json"], "sentencepiece": lambda p: [p]}[args.to](args.output)
-    _refuse_inputs_as_outputs(targets, [args.model])
+    fmt = _formats.by_name(args.to)
+    if fmt.export is None or fmt.outputs is None:
+        raise ParameterError(f"--to {fmt.name}: bpeforge does not export {fmt.title} files")
+    options = {**_huggingface_options(args, fmt), "overwrite": args.force, "whitespace": args.sp_whitespace}
+    _refuse_inputs_as_outputs(fmt.outputs(args.output), [args.model])
     tok = load(args.model)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        if args.to == "huggingface":
-            tok.to_huggingface(args.output, overwrite=args.force, **hf_options)
-            written = targets
-        elif args.to == "tiktoken":
-            written = list(tok.to_tiktoken(args.output))
-        else:
-            written = [tok.to_sentencepiece(args.output, whitespace=args.sp_whitespace)]
+        written = fmt.export(tok, args.output, **{k: v for k, v in options.items() if k in fmt.export_options})
     _report_warnings(caught)
     if not args.quiet:
         print(f"exported {tok!r} as {args.to}: {', '.join(written)}", file=sys.stderr)
     return 0
 
 
-def _huggingface_options(args: argparse.Namespace) -> dict[str, Any]:
+def _huggingface_options(args: argparse.Namespace, fmt: _formats.ModelFormat) -> dict[str, Any]:
     """The role flags and --chat-template as ``to_huggingface`` keywords;
-    refused, naming them, for the other formats (never ignored)."""
+    refused, naming them, for a format that takes none (never ignored)."""
     from ..interop.chat_templates import BUILTIN_TEMPLATES
     from ..interop.huggingface_export import AUTO, ROLES
 
@@ -61,8 +52,9 @@ def _huggingface_options(args: argparse.Namespace) -> dict[str, Any]:
     given = [_role_flags(r)[v is None] for r, v in options.items() if r in ROLES and v != AUTO]
     if args.chat_template is not None:
         given.append("--chat-template")
-    if args.to != "huggingface" and given:
-        raise ParameterError(f"{', '.join(given)}: only for --to huggingface (a {args.to} export has no "
+    if given and not set(options) <= fmt.export_options:
+        takers = " or ".join(f"--to {f.name}" for f in _formats.exportable() if set(options) <= f.export_options)
+        raise ParameterError(f"{', '.join(given)}: only for {takers} (a {fmt.name} export has no "
                              "special-token roles or chat template)")
     return options
 
@@ -96,18 +88,23 @@ def _special_ids(items: list[str] | None) -> dict[str, int] | None:
     return out
 
 
-def cmd_import(args: argparse.Namespace) -> int:
-    from .. import interop
+#: ``bpeforge import``'s options: each flag and the importer keyword it sets.
+_IMPORT_FLAGS = {"ignore_normalizer": "--ignore-normalizer", "pattern": "--pattern", "special_tokens": "--special-token"}
 
+
+def cmd_import(args: argparse.Namespace) -> int:
+    fmt = _formats.importer(args.source_format)
+    given = {"ignore_normalizer": args.ignore_normalizer or None, "pattern": args.pattern,
+             "special_tokens": _special_ids(args.special_token)}
+    for key, flag in _IMPORT_FLAGS.items():  # never ignored
+        if given[key] is not None and key not in fmt.load_options:
+            takers = " or ".join(f"--from {f.name}" for f in _formats.importable() if key in f.load_options)
+            raise ParameterError(f"{flag}: only for {takers} (a {fmt.name} import does not take it)")
     _refuse_inputs_as_outputs([args.output], [args.input])
+    assert fmt.load is not None  # _formats.importer refuses a format without one
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        if args.source_format == "huggingface":
-            tok = interop.from_huggingface(args.input, ignore_normalizer=args.ignore_normalizer)
-        elif args.source_format == "tiktoken":
-            tok = interop.from_tiktoken(args.input, pattern=args.pattern, special_tokens=_special_ids(args.special_token))
-        else:
-            tok = interop.from_sentencepiece(args.input, ignore_normalizer=args.ignore_normalizer)
+        tok = fmt.load(args.input, **{k: v for k, v in given.items() if v is not None})
     _report_warnings(caught)
     tok.save(args.output)
     if not args.quiet:
@@ -116,13 +113,11 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 
 def _add_interop_commands(sub: Any) -> None:
-    x = sub.add_parser("export", help="write a model as a Hugging Face tokenizer.json, tiktoken or SentencePiece file")
+    exports, imports = _formats.exportable(), _formats.importable()
+    x = sub.add_parser("export", help=f"write a model as a {_or(f.title for f in exports)} file")
     x.add_argument("--model", "-m", required=True, help="bpeforge model file")
-    x.add_argument("--to", required=True, choices=EXPORT_FORMATS)
-    x.add_argument("--output", "-o", required=True,
-                   help="huggingface: a folder (an existing one, a name ending in /, or any name not ending in "
-                        ".json: created, gets tokenizer.json, tokenizer_config.json, special_tokens_map.json) or "
-                        "FILE.json; tiktoken: FILE.tiktoken (+ FILE.tiktoken.json); sentencepiece: FILE.model")
+    x.add_argument("--to", required=True, choices=[f.name for f in exports])
+    x.add_argument("--output", "-o", required=True, help="; ".join(f"{f.name}: {f.output}" for f in exports))
     x.add_argument("--force", action="store_true",
                    help="huggingface: replace a tokenizer_config.json / special_tokens_map.json that holds "
                         "something else (your own), instead of refusing")
@@ -132,9 +127,9 @@ def _add_interop_commands(sub: Any) -> None:
     x.add_argument("--quiet", "-q", action="store_true")
     x.set_defaults(func=cmd_export)
 
-    m = sub.add_parser("import", help="turn a Hugging Face, tiktoken or SentencePiece BPE vocabulary into a bpeforge model")
-    m.add_argument("--from", dest="source_format", required=True, choices=EXPORT_FORMATS)
-    m.add_argument("input", help="tokenizer.json (or its directory), FILE.tiktoken (also compressed: FILE.tiktoken.gz...), or FILE.model")
+    m = sub.add_parser("import", help=f"turn a {_or(f.title for f in imports)} BPE vocabulary into a bpeforge model")
+    m.add_argument("--from", dest="source_format", required=True, choices=[f.name for f in imports])
+    m.add_argument("input", help=_or((f.source for f in imports), ", or "))
     m.add_argument("--output", "-o", required=True, help="bpeforge model file to write (.json or .json.gz)")
     m.add_argument("--pattern", default=None,
                    help="tiktoken: the pre-tokenizer regex or gpt2/cl100k_base/o200k_base (default: FILE.tiktoken.json)")
@@ -143,6 +138,12 @@ def _add_interop_commands(sub: Any) -> None:
                    help="import despite a normalizer bpeforge cannot apply (ids then differ where it changes text)")
     m.add_argument("--quiet", "-q", action="store_true")
     m.set_defaults(func=cmd_import)
+
+
+def _or(items: Iterable[str], last: str = " or ") -> str:
+    """``a, b or c``."""
+    words = list(items)
+    return ", ".join(words[:-1]) + last + words[-1] if len(words) > 1 else "".join(words)
 
 
 def _add_huggingface_flags(x: argparse.ArgumentParser) -> None:
@@ -166,10 +167,3 @@ def _add_huggingface_flags(x: argparse.ArgumentParser) -> None:
                    help=f"huggingface: the chat template written into tokenizer_config.json for transformers' "
                         f"apply_chat_template, a built-in ({builtins}; its special tokens must be the model's) or a "
                         "Jinja template file (./chatml for a file named like a built-in)")
-
-
-# ---- end of the interoperability block ------------------------------------
-
-
-# ---- report: `bpeforge report` (bpeforge.report) ---------------------------
-# Kept in one block: the subcommand, its parser and its output.

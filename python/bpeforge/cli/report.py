@@ -101,9 +101,3 @@ def _parallel_report_args(args: argparse.Namespace) -> dict[str, Any]:
     if args.parallel is None:
         return {}
     return {"parallel": args.parallel, "parallel_reference": args.parallel_reference}
-
-
-# ---- end of the report block -----------------------------------------------
-
-
-#: INPUT in every command's --help: the formats one place reads (bpeforge._input_formats).

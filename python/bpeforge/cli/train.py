@@ -14,7 +14,7 @@ from typing import Any
 
 from pathlib import Path
 
-from .. import _native, sample_corpus
+from .. import _engine, sample_corpus
 from .._io import check_output
 from .._tokenizer import Tokenizer
 from .._progress import FORMATS as PROGRESS_FORMATS
@@ -144,7 +144,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     if args.ray is not None:  # --ray [ADDRESS]: count on a Ray cluster
         tok, shut_down = _train_on_ray(inputs, options, args, progress, parts)
     elif args.counts is not None:
-        tok = Tokenizer(_native.train_counts_file(args.counts, options.settings(), native_progress(progress)))
+        tok = Tokenizer(_engine.train_counts_file(args.counts, options.settings(), native_progress(progress)))
         shut_down = None
         inputs = list(tok.metadata.get("inputs") or [args.counts])
     else:
@@ -305,7 +305,7 @@ def cmd_count(args: argparse.Namespace) -> int:
     options = options_from_cli(args)
     progress = "off" if args.quiet else args.progress
     started = time.perf_counter()
-    header = _native.count_to_file(args.inputs, options.settings(), native_progress(progress), args.output)
+    header = _engine.count_to_file(args.inputs, options.settings(), native_progress(progress), args.output)
     if not args.quiet:
         import json
 

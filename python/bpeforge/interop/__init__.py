@@ -34,15 +34,19 @@ The package has one module per format and direction (tiktoken's ``load.py``
 style: one small function per foreign form):
 
 * ``_common``: patterns, whitespace sets, GPT-2's byte alphabet, the model view
-  the exporters read; ``_builder``: how an import becomes a model.
+  the exporters read; ``_builder``: how an import becomes a model;
+  ``_formats``: the one table of formats (recognising a file, its importer,
+  its exporter and the files that writes) that :func:`bpeforge.load`, the
+  command line and the report dispatch through.
 * ``huggingface_export`` / ``huggingface_import`` (``chat_templates``: the
   chat templates the export writes for ``transformers``); ``tiktoken_export`` (the
   rank file and its sidecar, both ways) / ``tiktoken_import``;
   ``sentencepiece_export`` / ``sentencepiece_import`` and
   ``sentencepiece_proto`` (the protobuf, read and written).
 
-Layers, with no import cycle: ``_common`` and the exporters read a model
-view and do not import the Tokenizer's module; the importers build
+Layers, with no import cycle (not even by type): ``_common`` and the
+exporters take an ``ExportedModel`` (a Protocol: the model's JSON and its
+special tokens, which a Tokenizer has) and do not import the Tokenizer's module; the importers build
 Tokenizers and import that class (only); :func:`bpeforge.load` sits above
 both. ``Tokenizer.to_*`` import their
 exporter when called, as this package (which imports the importers) cannot

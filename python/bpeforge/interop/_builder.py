@@ -12,7 +12,7 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
-from .. import _native
+from .. import _engine
 from .._tokenizer import Tokenizer
 from ..errors import ModelFormatError, ParameterError
 from ._common import InteropWarning
@@ -97,7 +97,7 @@ class Builder:
 def unreachable_tokens(b: Builder) -> int:
     """How many merged tokens merge-list BPE cannot produce from their own
     symbols (a library that looks whole pieces up first would give them)."""
-    return _native.unreachable_merges(len(b.base), b.merges)
+    return _engine.unreachable_merges(len(b.base), b.merges)
 
 
 def foreign_file_errors(kind: str) -> Callable[[Callable[..., Tokenizer]], Callable[..., Tokenizer]]:

@@ -2,24 +2,22 @@
 whitespace sets, GPT-2's byte alphabet, and a trained model's structure as the
 exporters read it (:class:`ModelView`).
 
-Nothing here imports :mod:`bpeforge._tokenizer`: the exporters take any object
-with ``to_json()`` (a :class:`bpeforge.Tokenizer`), so ``Tokenizer.to_*`` can
-call them without an import cycle.
+Nothing here imports :mod:`bpeforge._tokenizer`, not even for its types: the
+exporters take an :class:`ExportedModel` (what they read of a model: its JSON
+and its special tokens; a :class:`bpeforge.Tokenizer` is one), so
+``Tokenizer.to_*`` can call them without an import cycle.
 """
 
 from __future__ import annotations
 
 import json
 import os
-from typing import TYPE_CHECKING, Any, Union
+from typing import Any, Protocol, Union
 
 from .._byte_tokens import BYTE_TOKENS
-from .. import _native
+from .. import _engine
 from .._bytelevel import char_to_byte, token_text
 from ..errors import ParameterError
-
-if TYPE_CHECKING:  # pragma: no cover
-    from .._tokenizer import Tokenizer
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -27,7 +25,7 @@ PathLike = Union[str, "os.PathLike[str]"]
 # table (crates/core/src/pretok/presets.rs ``PRESETS``). ``superword`` is an
 # *isolated* split: the matches and the text between them are pieces, which
 # is exactly HF's Split(behavior="Isolated"), as the SuperBPE release uses.
-_PRESET_PATTERNS: dict[str, str] = {p["name"]: p["pattern"] for p in _native.PRESETS if p["pattern"] is not None}
+_PRESET_PATTERNS: dict[str, str] = {p["name"]: p["pattern"] for p in _engine.PRESETS if p["pattern"] is not None}
 GPT2_PATTERN = _PRESET_PATTERNS["gpt2"]
 CL100K_PATTERN = _PRESET_PATTERNS["cl100k"]
 O200K_PATTERN = _PRESET_PATTERNS["o200k"]
@@ -118,11 +116,21 @@ def _pretokenizer_for_pattern(pattern: str) -> dict[str, Any]:
 
 
 
+class ExportedModel(Protocol):
+    """What an exporter reads of a model (a :class:`bpeforge.Tokenizer` is
+    one): the model file's JSON and its special tokens."""
+
+    def to_json(self) -> str: ...
+
+    @property
+    def special_tokens(self) -> list[str]: ...
+
+
 class ModelView:
     """A trained model's structure, from its JSON: internal ids, token bytes,
     external ids."""
 
-    def __init__(self, tok: Tokenizer) -> None:
+    def __init__(self, tok: ExportedModel) -> None:
         # Any object with to_json() will do (a Tokenizer, in practice): this
         # module is below bpeforge._tokenizer and does not import it.
         to_json = getattr(tok, "to_json", None)

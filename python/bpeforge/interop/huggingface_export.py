@@ -12,16 +12,13 @@ import os
 import re
 import warnings
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .._io import check_output, check_side_file, write_atomic
 from .._normalizers import name_of
 from ..errors import OutputError, ParameterError
 from .chat_templates import chat_template_text
-from ._common import _WS_CLASS, SPACE_MARKER, InteropWarning, ModelView, PathLike, _byte_key, _rust_escape, _utf8
-
-if TYPE_CHECKING:  # pragma: no cover
-    from .._tokenizer import Tokenizer
+from ._common import ExportedModel, _WS_CLASS, SPACE_MARKER, InteropWarning, ModelView, PathLike, _byte_key, _rust_escape, _utf8
 
 def _metaspace(prepend_scheme: str, split: bool) -> dict[str, Any]:
     return {"type": "Metaspace", "replacement": SPACE_MARKER, "prepend_scheme": prepend_scheme, "split": split}
@@ -203,7 +200,7 @@ def _merge_list(v: ModelView, key: Callable[[bytes], str]) -> list[Any]:
     return [f"{x} {y}" for x, y in pairs]
 
 
-def huggingface_json(tok: Tokenizer) -> dict[str, Any]:
+def huggingface_json(tok: ExportedModel) -> dict[str, Any]:
     """The ``tokenizer.json`` document for ``tok`` (see :func:`to_huggingface`).
 
     Warns (:class:`~bpeforge.interop.InteropWarning`) for a model with a
@@ -278,7 +275,7 @@ ROLE_CONVENTIONS: dict[str, tuple[str, ...]] = {
 ROLES = tuple(ROLE_CONVENTIONS)
 
 
-def special_token_roles(tok: Tokenizer, **given: str | None) -> dict[str, str]:
+def special_token_roles(tok: ExportedModel, **given: str | None) -> dict[str, str]:
     """bos/eos/pad/unk: each as given (None: none), or for ``AUTO`` the first
     conventional name that is one of the model's special tokens."""
     specials = list(tok.special_tokens)
@@ -340,7 +337,7 @@ def huggingface_paths(path: PathLike) -> tuple[str, list[str]]:
     return path, beside
 
 
-def to_huggingface(tok: Tokenizer, path: PathLike, *, bos_token: str | None = AUTO, eos_token: str | None = AUTO,
+def to_huggingface(tok: ExportedModel, path: PathLike, *, bos_token: str | None = AUTO, eos_token: str | None = AUTO,
                    pad_token: str | None = AUTO, unk_token: str | None = AUTO,
                    chat_template: str | PathLike | None = None, overwrite: bool = False) -> str:
     """Write ``tok`` as a Hugging Face ``tokenizer.json``. Returns the file

@@ -5,21 +5,18 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .. import _normalizers
 from .._io import write_atomic
 from ..errors import ParameterError
-from ._common import SP_WORDS_DIGITS_PATTERN, ModelView, PathLike
+from ._common import ExportedModel, SP_WORDS_DIGITS_PATTERN, ModelView, PathLike
 from .sentencepiece_proto import sp_pb, whitespace_charsmap
-
-if TYPE_CHECKING:  # pragma: no cover
-    from .._tokenizer import Tokenizer
 
 _SP_DEFAULT_CONTROL = ("<s>", "</s>", "<pad>")
 
 
-def sentencepiece_model_proto(tok: Tokenizer, *, whitespace: str = "all", control_tokens: Iterable[str] | None = None) -> Any:
+def sentencepiece_model_proto(tok: ExportedModel, *, whitespace: str = "all", control_tokens: Iterable[str] | None = None) -> Any:
     """The ``ModelProto`` for ``tok`` (see :func:`to_sentencepiece`)."""
     pb = sp_pb()
     v = ModelView(tok)
@@ -178,7 +175,7 @@ def _set_normalizer_specs(m: Any, v: ModelView, whitespace: str) -> None:
 
 
 def to_sentencepiece(
-    tok: Tokenizer,
+    tok: ExportedModel,
     path: PathLike,
     *,
     whitespace: str = "all",

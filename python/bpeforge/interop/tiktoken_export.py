@@ -14,15 +14,13 @@ from typing import TYPE_CHECKING, Any
 
 from .._io import open_binary, write_atomic
 from ..errors import ModelFormatError, ParameterError
-from ._common import ModelView, PathLike, _require
+from ._common import ExportedModel, ModelView, PathLike, _require
 
 if TYPE_CHECKING:  # pragma: no cover
     import tiktoken
 
-    from .._tokenizer import Tokenizer
 
-
-def _tiktoken_parts(tok: Tokenizer) -> tuple[dict[bytes, int], dict[str, int], str]:
+def _tiktoken_parts(tok: ExportedModel) -> tuple[dict[bytes, int], dict[str, int], str]:
     v = ModelView(tok)
     if v.scheme != "bytes":
         raise ParameterError("tiktoken is byte-level: only the bytes scheme exports to tiktoken (this model uses chars)")
@@ -49,7 +47,7 @@ def _tiktoken_parts(tok: Tokenizer) -> tuple[dict[bytes, int], dict[str, int], s
     return ranks, specials, pattern
 
 
-def to_tiktoken(tok: Tokenizer, path: PathLike, *, name: str | None = None) -> tuple[str, str]:
+def to_tiktoken(tok: ExportedModel, path: PathLike, *, name: str | None = None) -> tuple[str, str]:
     """Write ``tok`` as a tiktoken rank file ``path`` (``base64(token) rank``
     per line, rank = bpeforge id) plus ``path + ".json"`` with the pattern
     (``pat_str``) and the special tokens. Returns both paths; load them with
@@ -114,7 +112,7 @@ def read_sidecar(path: PathLike) -> dict[str, Any] | None:
     return meta
 
 
-def tiktoken_encoding(source: Tokenizer | PathLike, *, name: str | None = None) -> tiktoken.Encoding:
+def tiktoken_encoding(source: ExportedModel | PathLike, *, name: str | None = None) -> tiktoken.Encoding:
     """A ``tiktoken.Encoding`` from a Tokenizer or from the files
     :func:`to_tiktoken` wrote (``path`` and ``path + ".json"``)."""
     tiktoken_mod = _require("tiktoken", "tiktoken_encoding")

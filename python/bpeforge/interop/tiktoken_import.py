@@ -7,7 +7,7 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from .. import _native
+from .. import _engine
 from .._tokenizer import Tokenizer
 from ..errors import ParameterError
 from ._builder import Builder, foreign_file_errors, unreachable_tokens
@@ -79,7 +79,7 @@ def _resolve_pattern(pattern: str | None, name: str) -> str:
     table) becomes its regex."""
     if pattern is None:
         raise ParameterError(f"{name}: the pre-tokenizer pattern is unknown; pass pattern= (a regex or gpt2/cl100k_base/o200k_base)")
-    return _PRESET_PATTERNS.get(_native.preset_name(pattern) or pattern, pattern)
+    return _PRESET_PATTERNS.get(_engine.preset_name(pattern) or pattern, pattern)
 
 
 def _add_bytes(b: Builder, ranks: Mapping[bytes, int], next_id: int) -> None:
@@ -103,7 +103,7 @@ def _add_merges(b: Builder, ranks: Mapping[bytes, int]) -> None:
     algorithm makes of it with the lower ranks."""
     ordered = sorted(ranks.items(), key=lambda kv: kv[1])
     tokens = [t for t, _ in ordered]
-    splits = _native.merge_splits(tokens, [r for _, r in ordered])
+    splits = _engine.merge_splits(tokens, [r for _, r in ordered])
     for (token, rank), split in zip(ordered, splits):
         if len(token) < 2:
             continue

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from collections.abc import Sequence
 from typing import Any
 
-from .._native import __version__
+from .._engine import __version__
 
 COLORS = ("#1f6fb4", "#e8743b", "#2ca02c", "#9467bd")
 

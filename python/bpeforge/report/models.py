@@ -9,11 +9,10 @@ import warnings
 from dataclasses import dataclass
 from typing import Any, Union
 
-from .. import interop
-from .._io import model_format
 from .._load import load
 from .._tokenizer import Tokenizer
 from ..errors import ParameterError
+from ..interop import _formats
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -30,28 +29,26 @@ def load_model(source: Tokenizer | PathLike) -> tuple[Tokenizer, dict[str, Any]]
     path = os.fspath(source)
     if not os.path.exists(path):
         raise ParameterError(f"model {path}: no such file or directory")
-    fmt = model_format(path)
+    fmt = _formats.sniff(path)
     if fmt is not None:
         return _import(path, fmt)
     return load(path), {"source": path, "format": "bpeforge", "notes": []}
 
 
-def _import(path: str, fmt: str) -> tuple[Tokenizer, dict[str, Any]]:
-    fn = getattr(interop, f"from_{fmt}", None)
+def _import(path: str, fmt: _formats.ModelFormat) -> tuple[Tokenizer, dict[str, Any]]:
+    fn = fmt.load
     if fn is None:
-        raise ParameterError(f"{path}: only bpeforge models can be reported on (no importer for {fmt} models)")
+        raise ParameterError(f"{path}: only bpeforge models can be reported on (no importer for {fmt.name} models)")
     notes: list[str] = []
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        if fmt == "tiktoken":
+        try:
             tok = fn(path)
-        else:
-            try:
-                tok = fn(path)
-            except ParameterError as e:
-                if "normalizer" not in str(e):
-                    raise
-                tok = fn(path, ignore_normalizer=True)
+        except ParameterError as e:
+            # A normalizer bpeforge cannot apply: measured without it, and noted.
+            if "ignore_normalizer" not in fmt.load_options or "normalizer" not in str(e):
+                raise
+            tok = fn(path, ignore_normalizer=True)
     for w in caught:
         msg = str(w.message)
         if msg not in notes:
@@ -59,7 +56,7 @@ def _import(path: str, fmt: str) -> tuple[Tokenizer, dict[str, Any]]:
     for msg in (tok.metadata.get("import") or {}).get("notes", []):
         if not any(msg in n for n in notes):
             notes.append(msg)
-    return tok, {"source": path, "format": fmt, "notes": notes}
+    return tok, {"source": path, "format": fmt.name, "notes": notes}
 
 
 @dataclass

@@ -9,7 +9,7 @@ import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from .._native import __version__
+from .._engine import __version__
 from .draw import png
 
 if TYPE_CHECKING:  # pragma: no cover

@@ -6,7 +6,7 @@ is a character, two for a syllable of a syllabary, three for a Han
 character, so scripts of 2-3 bytes a letter are not mistaken for cheap ones
 (bytes per token would). Both the units and the ratio are the engine's own
 functions (``balance::parity::text_units`` and ``premiums_of``, through
-``_native``): a report's premium is the number training steers by
+``_engine``): a report's premium is the number training steers by
 (``max_premium``), measured on the report's sample instead of the training
 counts.
 """
@@ -16,21 +16,21 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .. import _native
+from .. import _engine
 from ..errors import ParameterError
 from .models import Model
 
 
 def text_units(lines: Sequence[str]) -> list[int]:
     """The text units of each line (the engine's ``text_units``)."""
-    return _native.text_units(list(lines))
+    return _engine.text_units(list(lines))
 
 
 def premiums(units: Sequence[int], tokens: Sequence[int], reference: int) -> list[float]:
     """Every language's premium from its text units and tokens, against the
     language at index ``reference`` (the engine's ``premiums_of``; 1.0 for a
     language without tokens)."""
-    return _native.premiums([int(u) for u in units], [int(t) for t in tokens], reference)
+    return _engine.premiums([int(u) for u in units], [int(t) for t in tokens], reference)
 
 
 def premium_reference(models: Sequence[Model], corpus_bytes: Mapping[str, int], requested: str | None) -> tuple[str, str]:

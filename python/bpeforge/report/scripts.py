@@ -1,6 +1,6 @@
 """Unicode scripts of characters and tokens, from the Unicode Script property.
 
-The property comes from the engine (``_native.script_of``: the Unicode tables
+The property comes from the engine (``_engine.script_of``: the Unicode tables
 of the Rust ``regex`` crate, the ones the pre-tokenizer's ``\\p{..}`` classes
 use), not from character names. Two choices are the report's own:
 
@@ -19,7 +19,7 @@ import functools
 import unicodedata
 from collections import Counter
 
-from .. import _native
+from .. import _engine
 
 #: Scripts written without spaces between words: tokens per word means little there.
 NO_SPACE_SCRIPTS = frozenset({"Han", "Kana", "Thai", "Khmer", "Lao", "Myanmar", "Tibetan", "Javanese", "Balinese"})
@@ -51,7 +51,7 @@ def char_script(ch: str) -> str | None:
     """
     if unicodedata.category(ch)[0] not in "LM":
         return COMMON
-    script = _native.script_of(ch)[0]
+    script = _engine.script_of(ch)[0]
     if script == "Inherited":
         return None
     if script in ("Common", "Unknown"):
