@@ -56,7 +56,7 @@ def preset_name(name: str) -> str | None:
     return _native.preset_name(name)
 
 
-#: The compression suffixes every reader decompresses (crates/core/src/input.rs).
+#: The compression suffixes every reader decompresses (crates/core/src/input/mod.rs).
 COMPRESSIONS: tuple[str, ...] = tuple(_native.COMPRESSIONS)
 
 #: The progress text formats (crates/core/src/progress.rs ``ProgressFormat::NAMES``).

@@ -9,7 +9,7 @@ use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 
 #[global_allocator]
-static ALLOC: bpeforge_core::alloc::SplitAlloc = bpeforge_core::alloc::SplitAlloc;
+static ALLOC: bpeforge_core::memory::alloc::SplitAlloc = bpeforge_core::memory::alloc::SplitAlloc;
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();

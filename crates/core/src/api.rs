@@ -10,7 +10,7 @@ pub use crate::error::{Error, ErrorKind, Result};
 // Training: from files, or from chunks fed by the caller (Python iterators,
 // Arrow data) through the same steps as files, and from the summed counts of
 // a distributed run.
-pub use crate::budget::Dropped;
+pub use crate::memory::budget::Dropped;
 pub use crate::pipeline::{count_fed, count_to_file, language_table, train_counted, train_counts_file, train_files, train_on_counts, CountPacer, CountScope, Counted};
 pub use crate::train::counts_file::CountsHeader;
 pub use crate::train::stats::ShardedCount;
@@ -27,7 +27,7 @@ pub use crate::count::{CountOutput, CountStats, WordCounts};
 pub use crate::shard::{count_shard_output, Shard};
 
 // Reading inputs.
-pub use crate::fields::{FieldSpec, Fields, OnBadRecord};
+pub use crate::input::fields::{FieldSpec, Fields, OnBadRecord};
 pub use crate::input::{read_chunks, read_range_chunks, total_size, Chunk, Layout, COMPRESSIONS};
 
 // Models, pre-tokenizers, and merge lists from rank tables.
@@ -46,5 +46,5 @@ pub use crate::observe::{BalanceRound, CountProgress, EncodeStats, FileProgress,
 pub use crate::progress::{eta_seconds, MergeEta, ProgressFormat, ProgressPrinter, TextSink};
 
 // Threads, memory and cache hints.
-pub use crate::alloc::{release_free_memory, SplitAlloc};
+pub use crate::memory::alloc::{release_free_memory, SplitAlloc};
 pub use crate::util::{check_threads, default_threads, prefetch, prefetch_ptr, threads_or_default};

@@ -5,7 +5,7 @@
 use crate::clock::{PhaseTime, Stopwatch};
 use crate::balance::{self, LangSource, LanguageTable, Tagger};
 use crate::error::{Error, Result};
-use crate::fields::LangField;
+use crate::input::fields::LangField;
 use crate::input::{read_chunks, total_size, Chunk, TextMode};
 use crate::count::{CountOutput, WordCounts};
 use crate::model::Model;
@@ -127,7 +127,7 @@ pub fn train_counts_file(path: &Path, config: &ValidConfig, observer: &mut dyn O
 fn count_files(paths: &[PathBuf], config: &ValidConfig, observer: &mut dyn Observer) -> Result<(Counted, Option<LanguageTable>)> {
     let total = total_size(paths)?;
     // A decompressor's window is outside the tables' estimates: counting leaves it room.
-    let _decoder = crate::budget::reserve(crate::input::decoder_bytes(paths));
+    let _decoder = crate::memory::budget::reserve(crate::input::decoder_bytes(paths));
     let raw = Arc::new(AtomicU64::new(0));
     let watch = Stopwatch::start(crate::util::threads_or_default(config.threads));
     let start = watch.instant();
@@ -426,7 +426,7 @@ mod tests {
         let expected = snapshot(table);
         // The budget leaves the count about 40 MiB beside this process; its
         // input buffers take 32 of them, so its 200,000 types spill.
-        let tight = config(Some(crate::budget::process_rss() + (40 << 20)));
+        let tight = config(Some(crate::memory::budget::process_rss() + (40 << 20)));
         let part = count(&tight, CountScope::Part);
         assert!(matches!(part, CountOutput::Runs(_)), "the part did not spill");
         let mut wire = vec![0; part.wire_len().unwrap()];

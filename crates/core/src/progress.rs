@@ -384,12 +384,12 @@ impl Observer for ProgressPrinter {
         self.reading("encoding", p)
     }
 
-    fn dropped_for_memory(&mut self, d: &crate::budget::Dropped, budget: u64, pretokens: u64) {
+    fn dropped_for_memory(&mut self, d: &crate::memory::budget::Dropped, budget: u64, pretokens: u64) {
         let share = d.pretokens as f64 / pretokens.max(1) as f64;
         match self.format {
             ProgressFormat::Human => self.line(&format!(
                 "memory: the merge phase would not fit max_memory {}: min_word_count raised to {}, dropping the {} rarest word types ({:.3}% of pre-tokens)",
-                crate::budget::human(budget),
+                crate::memory::budget::human(budget),
                 d.min_word_count,
                 d.types,
                 share * 100.0

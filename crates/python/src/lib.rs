@@ -31,7 +31,7 @@ use settings::TrainSettings;
 use texts::Texts;
 
 /// mimalloc for the engine's small blocks, the system allocator for its
-/// large tables (see `bpeforge_core::alloc`). Only Rust's own allocations
+/// large tables (see `bpeforge_core::memory::alloc`). Only Rust's own allocations
 /// go through it; Python objects keep Python's allocator.
 #[global_allocator]
 static ALLOC: bpeforge_core::api::SplitAlloc = bpeforge_core::api::SplitAlloc;

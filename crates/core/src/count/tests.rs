@@ -2,11 +2,11 @@
 
 use super::table::{mid_key, mid_key_bytes, short_key, MID_KEY, SHORT_KEY};
 use super::*;
-use crate::budget::{CountBudget, CountHistogram, Dropped};
+use crate::memory::budget::{CountBudget, CountHistogram, Dropped};
 use crate::error::Result;
 use crate::input::{Chunk, Layout};
 use crate::pretok::{PreTokenizer, SpecialSplitter};
-use crate::spill::SpillDir;
+use crate::memory::spill::SpillDir;
 use std::collections::HashMap;
 
 fn snapshot(c: &WordCounts) -> HashMap<Vec<u8>, u64> {
@@ -366,7 +366,7 @@ fn serialized_counts_over_the_budget_are_refused_before_they_are_made() {
     let len = output.wire_len().expect("wire length") as u64;
     // Nothing free beside what the process holds: four copies cannot fit
     // in what writing the table frees behind the cursor.
-    let held = crate::budget::process_rss();
+    let held = crate::memory::budget::process_rss();
     let err = output.wire_len_within(held, 4).expect_err("four copies over a budget the process already fills");
     assert!(err.message().contains("in their serialized form"), "{}", err.message());
     assert_eq!(output.wire_len_within(held + 8 * len + (64 << 20), 4).expect("room for them") as u64, len);

@@ -44,7 +44,7 @@ pub struct TrainConfig {
     /// `memory_budget` by its two effects: counting spills sorted runs to
     /// disk rather than grow past it (`counting::count_words_output`), and
     /// the merge phase drops the rarest word types to fit it
-    /// (`driver::fit_to_budget`); see `crate::budget`.
+    /// (`driver::fit_to_budget`); see `crate::memory::budget`.
     pub max_memory: Option<u64>,
     /// The default budget, once `memory_budget` has resolved it: shared by
     /// every copy of this config (the merge phase's, SuperBPE's second
@@ -166,14 +166,14 @@ impl TrainConfig {
     }
 
     /// The memory budget this run keeps to, in bytes: `max_memory`, or
-    /// the default (`crate::budget::default_budget`), resolved at the first
+    /// the default (`crate::memory::budget::default_budget`), resolved at the first
     /// read, when training starts (counting reads it first), and the same
     /// figure at every later read, by this config and its copies: the merge
     /// phase keeps to what counting kept to, not to a share of what is free
     /// after counting. The one place the default is resolved (a distributed
     /// run's tasks too: `ValidConfig::with_budget_share`).
     pub fn memory_budget(&self) -> u64 {
-        self.max_memory.unwrap_or_else(|| *self.default_budget.get_or_init(crate::budget::default_budget))
+        self.max_memory.unwrap_or_else(|| *self.default_budget.get_or_init(crate::memory::budget::default_budget))
     }
 
     /// Takes scheme, pre-tokenizer and special tokens from `resume_from`.
@@ -263,7 +263,7 @@ impl TrainConfig {
         self.progress_csv = Some(path);
         self
     }
-    /// The memory budget in bytes (see `crate::budget`).
+    /// The memory budget in bytes (see `crate::memory::budget`).
     pub fn max_memory(mut self, bytes: u64) -> Self {
         self.max_memory = Some(bytes);
         self

@@ -13,7 +13,7 @@ use super::checkpoint::{CheckpointRecord, InputFile};
 use super::extend::Resume;
 use super::merge::{learn_merges, Flow, Learned, MergeParams};
 use super::stats::{Corpus, MemoryBudget, MergeBreakdown, Settings, Timings, TrainStats, WordCountTable, WordTableStats};
-use crate::budget::Dropped;
+use crate::memory::budget::Dropped;
 use super::words::{self, WordBase};
 use super::{counting::POLL_SECONDS, TrainConfig};
 use crate::count::{CountStats, WordCounts};
@@ -128,7 +128,7 @@ struct Fitted {
 fn fit_to_budget(counts: &WordCounts, config: &TrainConfig) -> Result<Fitted> {
     let budget = config.memory_budget();
     // What the process holds besides the counts (freed as the word table is built).
-    let others = crate::budget::process_rss().saturating_sub(counts.table_bytes());
+    let others = crate::memory::budget::process_rss().saturating_sub(counts.table_bytes());
     let room = budget.saturating_sub(others);
     let asked = config.min_word_count.max(1);
     // A resumed checkpoint merges the word types its run merged (the
@@ -136,7 +136,7 @@ fn fit_to_budget(counts: &WordCounts, config: &TrainConfig) -> Result<Fitted> {
     // another cut would give a model equal to no straight run.
     let (chosen, dropped) = match config.resumed_min_word_count {
         Some(_) => (asked, None),
-        None => crate::budget::fit_merge_phase(&counts.histogram(), asked, room, budget, false)?,
+        None => crate::memory::budget::fit_merge_phase(&counts.histogram(), asked, room, budget, false)?,
     };
     let dropped = match (counts.memory.dropped, dropped) {
         (Some(a), Some(b)) => Some(Dropped { min_word_count: b.min_word_count, types: a.types + b.types, pretokens: a.pretokens + b.pretokens }),

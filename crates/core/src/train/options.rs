@@ -5,7 +5,7 @@
 use super::config::{LangSource, LanguageBalance, Parity, SuperBpe, TrainConfig};
 use super::validate::ValidConfig;
 use crate::error::{Error, Result};
-use crate::fields::{FieldSpec, Fields, LangField, OnBadRecord};
+use crate::input::fields::{FieldSpec, Fields, LangField, OnBadRecord};
 use crate::input::TextMode;
 use crate::model::{Model, Scheme};
 use crate::pretok::PreTokenizerChoice;

@@ -8,7 +8,7 @@ use super::driver::train_stage;
 use super::merge::TokenLimits;
 use super::stats::{SuperBpeStats, Timings, TrainStats};
 use super::{SuperBpe, TrainConfig};
-use crate::alloc::release_free_memory;
+use crate::memory::alloc::release_free_memory;
 use crate::clock::PhaseTime;
 use crate::count::WordCounts;
 use crate::error::Result;

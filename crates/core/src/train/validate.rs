@@ -5,7 +5,7 @@
 
 use super::config::{LangSource, Parity, TrainConfig};
 use crate::error::{Error, Result};
-use crate::fields::FieldSpec;
+use crate::input::fields::FieldSpec;
 use crate::input::TextMode;
 use crate::model::Scheme;
 use crate::pretok::{PreTokenizer, PreTokenizerSpec};

@@ -92,7 +92,7 @@ fn bytes_base(
             (table, pruned)
         }
     };
-    crate::alloc::release_free_memory();
+    crate::memory::alloc::release_free_memory();
     Ok(WordBase { tokens, table, alphabet: None, unk: None, pruned })
 }
 
