@@ -794,6 +794,23 @@ def test_tiktoken_import_file(mixed, tmp_path):
                  enc.encode_batch(mixed[:5000], allowed_special="all"), mixed[:5000], "from a .tiktoken file")
 
 
+@pytest.mark.parametrize("name", ["r50k_base", "p50k_base"])
+def test_tiktoken_import_takes_tiktokens_names_for_gpt2s_pattern(mixed, tmp_path, name):
+    """tiktoken's r50k_base and p50k_base use GPT-2's pattern: pattern= takes
+    their names (the engine's table lists them as the gpt2 preset's aliases)."""
+    source = _tt_source()
+    enc = tiktoken.Encoding(name, pat_str=interop.GPT2_PATTERN, mergeable_ranks=source._mergeable_ranks,
+                            special_tokens=TT_SPECIALS)
+    path = tmp_path / "ranks.tiktoken"
+    path.write_text("".join(f"{base64.b64encode(t).decode()} {r}\n" for t, r in sorted(enc._mergeable_ranks.items(),
+                                                                                       key=lambda kv: kv[1])))
+    tok = bpeforge.from_tiktoken(path, pattern=name, special_tokens=TT_SPECIALS)
+    assert tok.pretokenizer == "gpt2"
+    ours = tok.encode_batch(mixed[:3000], allowed_special="all")
+    _assert_same(ours, enc.encode_batch(mixed[:3000], allowed_special="all"), mixed[:3000], f"pattern={name!r}")
+    _assert_same_text([tok.decode(ids) for ids in ours], enc.decode_batch(ours), mixed[:3000], "decodes")
+
+
 def test_tiktoken_import_rustbpe(texts):
     """A second, independent trainer of tiktoken vocabularies (nanochat's rustbpe)."""
     rustbpe = pytest.importorskip("rustbpe")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import json
 
 import pytest
 from hypothesis import given, settings
@@ -13,6 +14,7 @@ from hypothesis import strategies as st
 
 import bpeforge
 from bpeforge import _engine, _native, cli
+from bpeforge._progress import native_progress
 from bpeforge.options import FILE_ONLY, NAMES, TrainOptions
 
 # Flags of `bpeforge train` that are not training options: what to read,
@@ -350,3 +352,27 @@ def test_a_custom_regex_that_covers_nothing_still_round_trips(sparse_regex_tok, 
 def test_regex_equal_to_a_preset_name_is_refused() -> None:
     with pytest.raises(bpeforge.ParameterError, match="preset"):
         bpeforge.Regex("gpt2")
+
+
+def test_the_engines_table_has_tiktokens_names() -> None:
+    aliases = {(alias, p["name"]) for p in _engine.PRESETS for alias in p["aliases"]}
+    assert aliases >= {("r50k_base", "gpt2"), ("p50k_base", "gpt2"), ("cl100k_base", "cl100k"), ("o200k_base", "o200k")}
+    assert all(_engine.preset_name(alias) == name for alias, name in aliases)
+
+
+def test_a_regex_crosses_to_the_engine_as_a_regex() -> None:
+    """The engine takes a tagged value: a preset's name, or {"regex": ...};
+    a regex spelled like a preset's name stays a regex, and a bare string
+    that names no preset is refused, never taken for a regex."""
+    text = "x cl100k_base y"
+    assert _engine.pretokenize(text, {"regex": "cl100k_base"}) == ["x ", "cl100k_base", " y"]
+    assert _engine.pretokenize(text, "cl100k_base") == _engine.pretokenize(text, "cl100k")
+    with pytest.raises(bpeforge.ParameterError, match=r"is not a preset .*\{\"regex\""):
+        _engine.pretokenize(text, r"\w+")
+    engine = TrainOptions(vocab_size=270).engine_options(pretokenizer={"regex": "cl100k_base"})
+    tok = bpeforge.Tokenizer(_engine.train_iterator(iter([text] * 20), _engine.train_settings(engine), native_progress(False)))
+    assert tok.pretokenizer == "cl100k_base"
+    assert json.loads(tok.to_json())["pretokenizer"] == {"type": "regex", "pattern": "cl100k_base", "isolated": True}
+    with pytest.raises(bpeforge.ParameterError, match="pretokenizer.*is not a preset"):
+        _engine.train_settings(TrainOptions().engine_options(pretokenizer=r"\w+"))
+    assert TrainOptions(pretokenizer=bpeforge.Regex(r"\w+")).engine_args()["pretokenizer"] == {"regex": r"\w+"}

@@ -20,8 +20,12 @@ from reference import CL100K_PATTERN, GPT2_PATTERN, O200K_PATTERN, SUPERWORD_PAT
 bpeforge = pytest.importorskip("bpeforge", reason="bpeforge is not built/installed (maturin develop)")
 from bpeforge import _native  # noqa: E402
 
-# The presets with a regex, from the engine's one table (crates/core/src/pretok/presets.rs PRESETS).
-SCANNED = tuple(p["name"] for p in _native.PRESETS if p["pattern"] is not None)
+# The published patterns, written out here independently of the engine.
+PUBLISHED = {"gpt2": GPT2_PATTERN, "cl100k": CL100K_PATTERN, "o200k": O200K_PATTERN, "superword": SUPERWORD_PATTERN}
+# The presets with a regex, from the engine's one table (crates/core/src/pretok/presets.rs PRESETS),
+# that tests/reference.py spells out (a new row is held to its published pattern by the
+# engine's own tests, crates/core/src/scan/tests.rs, until the reference spells it too).
+SCANNED = tuple(p["name"] for p in _native.PRESETS if p["pattern"] is not None and p["name"] in PUBLISHED)
 
 # What the patterns single out: whitespace of every kind and CRLF runs,
 # contractions in every case (and U+017F, which folds to 's'), digits of
@@ -66,10 +70,10 @@ def test_presets_come_from_the_engines_table() -> None:
     table's patterns are the published ones (tests/reference.py writes them
     out independently)."""
     table = {p["name"]: p for p in _native.PRESETS}
-    assert bpeforge.options.PRESETS == tuple(table) == ("gpt2", "cl100k", "o200k", "whitespace", "none", "superword")
-    assert SCANNED == ("gpt2", "cl100k", "o200k", "superword")
-    published = {"gpt2": GPT2_PATTERN, "cl100k": CL100K_PATTERN, "o200k": O200K_PATTERN, "superword": SUPERWORD_PATTERN}
-    assert {n: table[n]["pattern"] for n in SCANNED} == published
+    assert bpeforge.options.PRESETS == tuple(table)
+    assert {"gpt2", "cl100k", "o200k", "whitespace", "none", "superword"} <= set(table)
+    assert SCANNED == tuple(PUBLISHED)
+    assert {n: table[n]["pattern"] for n in SCANNED} == PUBLISHED
     assert (bpeforge.interop.GPT2_PATTERN, bpeforge.interop.CL100K_PATTERN, bpeforge.interop.O200K_PATTERN) == (
         GPT2_PATTERN, CL100K_PATTERN, O200K_PATTERN)
     assert bpeforge.options.DEFAULT_PRETOKENIZER in table

@@ -132,11 +132,12 @@ def presets_markdown() -> str:
     from bpeforge._engine import PRESETS
     from bpeforge.options import DEFAULT_PRETOKENIZER
 
-    out = ["| preset | what it is |", "| --- | --- |"]
+    out = ["| preset | also named | what it is |", "| --- | --- | --- |"]
     for p in PRESETS:
         name = f"`{p['name']}`" + (" (default)" if p["name"] == DEFAULT_PRETOKENIZER else "")
-        out.append(f"| {name} | {_cell(p['about'])} |")
-    out.append("| `bpeforge.Regex(pattern)` | your own regex (CLI `--pattern`) |")
+        aliases = ", ".join(f"`{a}`" for a in p["aliases"])
+        out.append(f"| {name} | {aliases} | {_cell(p['about'])} |")
+    out.append("| `bpeforge.Regex(pattern)` | | your own regex (CLI `--pattern`) |")
     return "\n".join(out)
 
 

@@ -51,12 +51,12 @@ PRESETS: tuple[dict[str, Any], ...] = tuple(_native.PRESETS)
 
 def preset_name(name: str) -> str | None:
     """The preset that ``name`` (its exact name or one of its aliases in the
-    engine's table, as the engine takes them) means, by its exact name; None
-    for a name that is no preset's."""
-    return next((p["name"] for p in PRESETS if name == p["name"] or name in p["aliases"]), None)
+    engine's table) means, by its exact name, as the engine itself looks it
+    up; None for a name that is no preset's."""
+    return _native.preset_name(name)
 
 
-#: The compression suffixes every reader decompresses (crates/core/src/input.rs).
+#: The compression suffixes every reader decompresses (crates/core/src/input/mod.rs).
 COMPRESSIONS: tuple[str, ...] = tuple(_native.COMPRESSIONS)
 
 #: The progress text formats (crates/core/src/progress.rs ``ProgressFormat::NAMES``).
@@ -171,8 +171,10 @@ def encode_arrow_file(model: NativeTokenizer, batches: Iterable[tuple[Any, ...]]
 
 # Pre-tokenizers, importers, report ---------------------------------------
 
-def pretokenize(text: str, preset: str = DEFAULT_PRETOKENIZER) -> list[str]:
-    """The pieces the pre-tokenizer ``preset`` (a preset name or a regex) cuts ``text`` into."""
+def pretokenize(text: str, preset: str | dict[str, str] = DEFAULT_PRETOKENIZER) -> list[str]:
+    """The pieces the pre-tokenizer ``preset`` cuts ``text`` into: a preset's
+    name or alias, or a custom regex tagged as ``{"regex": pattern}`` (the
+    engine never takes a name for a regex)."""
     return _native.pretokenize(text, preset)
 
 

@@ -29,7 +29,7 @@ the first bytes decide only for names that say none (``.txt``, no suffix):
 
 Compressions (a suffix after the format's: ``corpus.txt.xz``,
 ``x.jsonl.zst``): :data:`COMPRESSIONS`, the engine's own list
-(crates/core/src/input.rs ``COMPRESSIONS``), which the Python readers
+(crates/core/src/input/mod.rs ``COMPRESSIONS``), which the Python readers
 (:mod:`bpeforge._io`) and the help texts (:func:`compressions_text`) follow.
 
 Structured input is never read as plain text silently: without

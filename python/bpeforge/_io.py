@@ -3,7 +3,7 @@ Python package that does either.
 
 * :func:`open_text` opens a corpus or a line file, plain or compressed
   (the suffixes of :data:`COMPRESSIONS`, which the
-  engine's own reader, crates/core/src/input.rs, understands too), so a file
+  engine's own reader, crates/core/src/input/mod.rs, understands too), so a file
   the trainer accepts is a file the CLI and the report accept.
 * :func:`check_output` refuses, before any work, an output that could not
   be written or that is one of the inputs (by any path spelling or link);
@@ -45,7 +45,7 @@ def open_text(path: PathLike, *, errors: str = "strict") -> IO[str]:
 
 
 #: The compression suffixes every reader understands, the engine's list
-#: (crates/core/src/input.rs ``COMPRESSIONS``): the files :func:`open_binary`
+#: (crates/core/src/input/mod.rs ``COMPRESSIONS``): the files :func:`open_binary`
 #: decompresses are exactly the ones the engine does.
 COMPRESSIONS: tuple[str, ...] = _engine.COMPRESSIONS
 

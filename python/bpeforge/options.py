@@ -58,8 +58,7 @@ DEFAULT_PRETOKENIZER: str = _engine.DEFAULT_PRETOKENIZER
 #: preset is named: ``_engine.preset_name``).
 PRESETS: tuple[str, ...] = tuple(p["name"] for p in _engine.PRESETS)
 # Names people type for a preset that are none of its names (wrong case, short forms).
-_NEAR_MISSES = {"ws": "whitespace", "space": "whitespace", "spaces": "whitespace", "gpt-2": "gpt2",
-                "r50k_base": "gpt2", "p50k_base": "gpt2"}
+_NEAR_MISSES = {"ws": "whitespace", "space": "whitespace", "spaces": "whitespace", "gpt-2": "gpt2"}
 
 
 @dataclass(frozen=True)
@@ -143,12 +142,13 @@ def _presets_doc() -> str:
                      + f": {p['about']}" for p in _engine.PRESETS)
 
 
-def check_pretokenizer(v: Any) -> str:
-    """A preset's name or alias, as the engine's table names it (given as
-    the preset's exact name), or a :class:`Regex`; anything else is refused
-    with the preset it was probably meant to be."""
+def check_pretokenizer(v: Any) -> str | dict[str, str]:
+    """A preset's name or alias, as the engine's table names it, or a
+    :class:`Regex`; anything else is refused with the preset it was
+    probably meant to be. The engine's form is tagged: a preset's exact
+    name, or ``{"regex": pattern}`` (no name is ever taken for a regex)."""
     if isinstance(v, Regex):
-        return v.pattern
+        return {"regex": v.pattern}
     if not isinstance(v, str):
         raise ParameterError(f"pretokenizer must be a preset name or bpeforge.Regex(...), got {v!r}")
     preset = _engine.preset_name(v)

@@ -16,7 +16,7 @@ pub fn corpus(repeat: usize) -> Vec<u8> {
 }
 
 pub fn config(vocab_size: usize) -> TrainConfig {
-    TrainConfig::new(vocab_size, Scheme::Bytes, PreTokenizerSpec::Gpt2).threads(1)
+    TrainConfig::new(vocab_size, Scheme::Bytes, PreTokenizerSpec::GPT2).threads(1)
 }
 
 /// Word counts of `text` (one text per line), on one thread.

@@ -13,7 +13,7 @@ fn counting(c: &mut Criterion) {
     let gpt2 = common::config(1000);
     group.bench_function("gpt2", |b| b.iter(|| black_box(common::count(&text, &gpt2).len())));
     let mut ws = common::config(1000);
-    ws.pretokenizer = bpeforge_core::pretok::PreTokenizerSpec::Whitespace;
+    ws.pretokenizer = bpeforge_core::pretok::PreTokenizerSpec::WHITESPACE;
     group.bench_function("whitespace", |b| b.iter(|| black_box(common::count(&text, &ws).len())));
     group.finish();
 }

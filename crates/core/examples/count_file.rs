@@ -9,13 +9,13 @@ use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 
 #[global_allocator]
-static ALLOC: bpeforge_core::alloc::SplitAlloc = bpeforge_core::alloc::SplitAlloc;
+static ALLOC: bpeforge_core::memory::alloc::SplitAlloc = bpeforge_core::memory::alloc::SplitAlloc;
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let path = PathBuf::from(&args[1]);
     let threads: usize = args.get(2).map_or(1, |s| s.parse().unwrap());
-    let pretok = PreTokenizerSpec::from_name(args.get(3).map_or(bpeforge_core::pretok::DEFAULT_PRETOKENIZER, String::as_str));
+    let pretok = PreTokenizerSpec::named(args.get(3).map_or(bpeforge_core::pretok::DEFAULT_PRETOKENIZER, String::as_str)).expect("a preset name");
     let mut config = TrainConfig::new(32000, Scheme::Bytes, pretok);
     config.threads = threads;
     let t = std::time::Instant::now();

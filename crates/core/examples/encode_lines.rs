@@ -4,7 +4,7 @@
 use bpeforge_core::encode::{Cache, Encoder, Specials};
 
 #[global_allocator]
-static ALLOC: bpeforge_core::alloc::SplitAlloc = bpeforge_core::alloc::SplitAlloc;
+static ALLOC: bpeforge_core::memory::alloc::SplitAlloc = bpeforge_core::memory::alloc::SplitAlloc;
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();

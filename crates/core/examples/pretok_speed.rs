@@ -7,12 +7,12 @@
 use bpeforge_core::pretok::{PreTokenizer, PreTokenizerSpec};
 
 #[global_allocator]
-static ALLOC: bpeforge_core::alloc::SplitAlloc = bpeforge_core::alloc::SplitAlloc;
+static ALLOC: bpeforge_core::memory::alloc::SplitAlloc = bpeforge_core::memory::alloc::SplitAlloc;
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let text = std::fs::read_to_string(&args[1]).expect("a readable UTF-8 file");
-    let spec = PreTokenizerSpec::from_name(args.get(2).map_or(bpeforge_core::pretok::DEFAULT_PRETOKENIZER, String::as_str));
+    let spec = PreTokenizerSpec::named(args.get(2).map_or(bpeforge_core::pretok::DEFAULT_PRETOKENIZER, String::as_str)).expect("a preset name");
     let repeats: usize = args.get(3).map_or(5, |s| s.parse().expect("a number of repeats"));
     let only = args.get(4).map(String::as_str);
     let lines: Vec<&str> = text.split('\n').collect();

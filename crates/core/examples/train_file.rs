@@ -8,7 +8,7 @@ use std::path::PathBuf;
 
 
 #[global_allocator]
-static ALLOC: bpeforge_core::alloc::SplitAlloc = bpeforge_core::alloc::SplitAlloc;
+static ALLOC: bpeforge_core::memory::alloc::SplitAlloc = bpeforge_core::memory::alloc::SplitAlloc;
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
@@ -19,7 +19,7 @@ fn main() {
         Some("chars") => Scheme::Chars { unk_token: "<unk>".into(), end_of_word_suffix: None, character_coverage: 1.0, byte_fallback: false, fuse_unk: false, dummy_prefix: false, normalizer: None },
         _ => Scheme::Bytes,
     };
-    let pretok = PreTokenizerSpec::from_name(args.get(5).map_or(bpeforge_core::pretok::DEFAULT_PRETOKENIZER, String::as_str));
+    let pretok = PreTokenizerSpec::named(args.get(5).map_or(bpeforge_core::pretok::DEFAULT_PRETOKENIZER, String::as_str)).expect("a preset name");
     let mut config = TrainConfig::new(vocab, scheme, pretok);
     config.threads = threads;
     let mut obs = ProgressPrinter::new(ProgressFormat::Off);

@@ -34,7 +34,7 @@ pub use crate::progress::{ProgressFormat, ProgressPrinter, TextSink};
 // Pre-tokenizers, parity's measure (for the report), merge lists from rank
 // tables (for the importers).
 pub use crate::balance::parity::{premiums_of, text_units};
-pub use crate::pretok::{PreTokenizer, PreTokenizerSpec};
+pub use crate::pretok::{PreTokenizer, PreTokenizerChoice, PreTokenizerSpec};
 pub use crate::ranks::{merge_splits, unreachable_merges};
 
 // The lists the Python package reads from the engine.
@@ -44,5 +44,5 @@ pub use crate::pretok::{DEFAULT_PRETOKENIZER, PRESETS};
 pub use crate::train::checkpoint::RESULT_OPTIONS;
 
 // Threads, memory and cache hints.
-pub use crate::alloc::{release_free_memory, SplitAlloc};
+pub use crate::memory::alloc::{release_free_memory, SplitAlloc};
 pub use crate::util::{check_threads, prefetch, prefetch_ptr};

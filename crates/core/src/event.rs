@@ -4,7 +4,7 @@
 //! so both carry the same keys and values (`docs/guide/progress.md` lists
 //! them per phase).
 
-use crate::budget::Dropped;
+use crate::memory::budget::Dropped;
 use crate::clock::PhaseTime;
 use crate::count_stats::CountStats;
 use crate::observe::{BalanceRound, CountProgress, EncodeStats, MergeProgress, ShardProgress, StepProgress};
@@ -262,7 +262,7 @@ impl Events {
 #[cfg(test)]
 mod tests {
     use super::{Events, MergeEta};
-    use crate::budget::Dropped;
+    use crate::memory::budget::Dropped;
     use crate::observe::StepProgress;
 
     fn keys(e: &super::Event) -> Vec<String> {

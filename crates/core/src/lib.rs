@@ -28,35 +28,31 @@
 //!   caller, a chunk at a time.
 //! * [`normalize`], [`observe`]: SentencePiece's normalizers; what a caller
 //!   sees (progress reports, Ctrl-C).
-//! * [`budget`], [`input`], [`ordered`], [`pretok`]: the memory budget;
-//!   reading (compressed) inputs; work on threads fed and drained in order
-//!   by the calling thread; the pre-tokenizers and the special-token
-//!   splitter.
-//! * [`atomic`], [`fields`], [`spill`], [`util`], `scan`: atomic output
-//!   files; texts inside structured lines; sorted runs of counts on disk;
-//!   the hash map, thread counts and joins; the presets' hand-written
-//!   scanners.
-//! * [`alloc`], [`clock`], [`count_stats`], [`error`], `mem`, [`ranks`]: the
-//!   allocator; phase times; what counting saw; the one error type; huge-page
-//!   arrays; merge lists from rank tables.
+//! * [`memory`], [`input`], [`ordered`], [`pretok`]: the allocator,
+//!   huge-page arrays, sorted runs of counts on disk and the memory budget;
+//!   reading (compressed) inputs and the texts inside structured lines
+//!   ([`input::fields`]); work on threads fed and drained in order by the
+//!   calling thread; the pre-tokenizers and the special-token splitter,
+//!   with the table of presets.
+//! * [`atomic`], [`util`], `scan`: atomic output files; the hash map,
+//!   thread counts and joins; the presets' hand-written scanners.
+//! * [`clock`], [`count_stats`], [`error`], [`ranks`]: phase times; what
+//!   counting saw; the one error type; merge lists from rank tables.
 //!
 //! The contract that training and encoding follow is written out in
 //! `docs/SEMANTICS.md`; the Python tests check it against a naive trainer.
 
-pub mod alloc;
 pub mod api;
 pub mod atomic;
 pub mod balance;
-pub mod budget;
 pub mod clock;
 pub mod count;
 pub mod count_stats;
 pub mod encode;
 pub mod error;
 pub mod event;
-pub mod fields;
 pub mod input;
-mod mem;
+pub mod memory;
 pub mod model;
 pub mod normalize;
 pub mod observe;
@@ -70,7 +66,6 @@ pub mod shard;
 pub mod source;
 pub mod steps;
 pub mod sum;
-pub mod spill;
 pub mod train;
 pub mod util;
 

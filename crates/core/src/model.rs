@@ -546,7 +546,7 @@ mod tests {
     }
 
     fn bytes_model() -> Model {
-        let mut m = Model::new(Scheme::Bytes, PreTokenizerSpec::Gpt2, vec!["<|endoftext|>".into()], None);
+        let mut m = Model::new(Scheme::Bytes, PreTokenizerSpec::GPT2, vec!["<|endoftext|>".into()], None);
         // ids: 1 special token, bytes at 1..=256; 'a'=98, 'b'=99.
         m.merges = vec![(98, 99), (257, 98)];
         m.merge_counts = vec![10, 4];

@@ -84,7 +84,7 @@ pub trait Observer: Send {
     fn balancing(&mut self, _round: &BalanceRound) {}
     /// The merge phase would not fit `max_memory` (`budget` bytes): it runs
     /// with a higher `min_word_count`, dropping the rarest word types.
-    fn dropped_for_memory(&mut self, _dropped: &crate::budget::Dropped, _budget: u64, _pretokens: u64) {}
+    fn dropped_for_memory(&mut self, _dropped: &crate::memory::budget::Dropped, _budget: u64, _pretokens: u64) {}
     /// Shards done by a run spread over tasks (`bpeforge.distributed`).
     fn shards(&mut self, _p: &ShardProgress) {}
 }

@@ -5,7 +5,7 @@
 use crate::clock::{PhaseTime, Stopwatch};
 use crate::balance::{self, LangSource, LanguageTable, Tagger};
 use crate::error::{Error, Result};
-use crate::fields::LangField;
+use crate::input::fields::LangField;
 use crate::input::{read_chunks, read_range_chunks, total_size, Chunk, Layout, TextMode};
 use crate::count::{CountOutput, WordCounts};
 use crate::model::Model;
@@ -128,7 +128,7 @@ pub fn train_counts_file(path: &Path, config: &ValidConfig, observer: &mut dyn O
 fn count_files(paths: &[PathBuf], config: &ValidConfig, observer: &mut dyn Observer) -> Result<(Counted, Option<LanguageTable>)> {
     let total = total_size(paths)?;
     // A decompressor's window is outside the tables' estimates: counting leaves it room.
-    let _decoder = crate::budget::reserve(crate::input::decoder_bytes(paths));
+    let _decoder = crate::memory::budget::reserve(crate::input::decoder_bytes(paths));
     let raw = Arc::new(AtomicU64::new(0));
     let watch = Stopwatch::start(crate::util::threads_or_default(config.threads));
     let start = watch.instant();
@@ -499,7 +499,7 @@ mod tests {
     #[test]
     fn a_source_counts_as_its_chunks_fed() {
         let texts: Vec<String> = (0..20_000).map(|i| format!("w{} x{} shared", i % 1013, i % 97)).collect();
-        let mut c = TrainConfig::new(1_000, crate::model::Scheme::Bytes, crate::pretok::PreTokenizerSpec::Gpt2);
+        let mut c = TrainConfig::new(1_000, crate::model::Scheme::Bytes, crate::pretok::PreTokenizerSpec::GPT2);
         c.threads = 2;
         let config = c.validate().unwrap();
         let fed = count_fed(&config, None, Vec::new(), Stopwatch::start(2), &mut Silent, CountScope::Run, feed_of(&texts, 3)).unwrap();
@@ -519,7 +519,7 @@ mod tests {
     fn a_fed_part_that_spilled_is_left_as_its_runs() {
         let texts: Vec<String> = (0..200_000).map(|i| format!("w{i} x{} shared", i % 97)).collect();
         let config = |max_memory| {
-            let mut c = TrainConfig::new(1_000, crate::model::Scheme::Bytes, crate::pretok::PreTokenizerSpec::Gpt2);
+            let mut c = TrainConfig::new(1_000, crate::model::Scheme::Bytes, crate::pretok::PreTokenizerSpec::GPT2);
             (c.threads, c.max_memory) = (1, max_memory);
             c.validate().unwrap()
         };
@@ -532,7 +532,7 @@ mod tests {
         let expected = snapshot(table);
         // The budget leaves the count about 40 MiB beside this process; its
         // input buffers take 32 of them, so its 200,000 types spill.
-        let tight = config(Some(crate::budget::process_rss() + (40 << 20)));
+        let tight = config(Some(crate::memory::budget::process_rss() + (40 << 20)));
         let part = count(&tight, CountScope::Part);
         assert!(matches!(part, CountOutput::Runs(_)), "the part did not spill");
         let mut wire = vec![0; part.wire_len().unwrap()];

@@ -25,15 +25,18 @@
 //!   at every position), so only the forward DFA runs: no reverse scan to find
 //!   the start of each match.
 
+mod choice;
 mod presets;
+mod spec_serde;
 
 use crate::error::{Error, Result};
 use crate::scan::Scanner;
+pub use choice::PreTokenizerChoice;
 use presets::Cut;
+pub(crate) use presets::Split;
 pub use presets::{preset, preset_pattern, PresetDef, PresetRegex, PRESETS};
 use aho_corasick::{AhoCorasick, MatchKind};
 use regex_automata::{meta, Anchored, Input};
-use serde::{Deserialize, Serialize};
 
 /// The pre-tokenizer a training run uses when none is named (the one place
 /// this default is spelled; the Python API and the CLI read it from here).
@@ -44,66 +47,59 @@ use serde::{Deserialize, Serialize};
 /// marks out of `\p{L}+`: every mark is a piece of its own, and those scripts
 /// pay 2-4x the tokens of English on parallel text. Models record their
 /// pre-tokenizer, so models trained under an older default keep theirs.
-pub const DEFAULT_PRETOKENIZER: &str = "o200k";
+pub const DEFAULT_PRETOKENIZER: &str = DEFAULT_PRESET.name;
+
+/// `DEFAULT_PRETOKENIZER`'s row.
+pub const DEFAULT_PRESET: &PresetDef = &presets::O200K;
 
 /// Step limit for backtracking custom patterns, per search.
 const BACKTRACK_LIMIT: usize = 1_000_000;
 
-/// Which pre-tokenizer; stored in the model file.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "type", rename_all = "lowercase")]
+/// Which pre-tokenizer; stored in the model file as `{"type": name}` for a
+/// preset and `{"type": "regex", "pattern": ..., "isolated": ...}` for a
+/// custom regex (`spec_serde`).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum PreTokenizerSpec {
-    Gpt2,
-    Cl100k,
-    O200k,
-    Whitespace,
-    None,
+    /// A row of `PRESETS`.
+    Preset(&'static PresetDef),
     /// A custom regex. `isolated`: the text between matches is a piece too
     /// (every regex a user trains with: nothing is lost). Without it only the
     /// matches are pieces, as tiktoken and HF's `Split(Removed, invert)` cut:
     /// models imported from them, and files written before the field existed.
-    Regex {
-        pattern: String,
-        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-        isolated: bool,
-    },
-    /// SuperBPE stage 2: the matches of the `superword` pattern (`PRESETS`)
-    /// *and* the text between them are pieces (an "isolated" split).
-    Superword,
+    Regex { pattern: String, isolated: bool },
 }
 
 impl PreTokenizerSpec {
-    /// Parse a user-facing name: a preset's name (`PRESETS`), or anything
-    /// else as a regex.
-    pub fn from_name(name: &str) -> Self {
-        match preset(name) {
-            Some(p) => p.spec.clone(),
-            None => Self::Regex { pattern: name.to_string(), isolated: true },
-        }
+    /// The preset named `name` (its name or an alias, `PRESETS`).
+    pub fn named(name: &str) -> Option<Self> {
+        preset(name).map(Self::Preset)
     }
-    /// This spec's entry in `PRESETS` (None for a custom regex).
+    /// This spec's row of `PRESETS` (None for a custom regex).
     pub fn preset(&self) -> Option<&'static PresetDef> {
-        PRESETS.iter().find(|p| p.spec == *self)
+        match self {
+            Self::Preset(p) => Some(p),
+            Self::Regex { .. } => None,
+        }
     }
     /// The preset name, or the custom pattern.
     pub fn name(&self) -> &str {
         match self {
+            Self::Preset(p) => p.name,
             Self::Regex { pattern, .. } => pattern,
-            preset => preset.preset().map_or("", |p| p.name),
         }
     }
     /// The full published regex for regex-based presets, or the custom
     /// pattern (for exports).
     pub fn pattern(&self) -> Option<&str> {
         match self {
+            Self::Preset(p) => p.regex().map(|r| r.pattern),
             Self::Regex { pattern, .. } => Some(pattern),
-            preset => preset.preset().and_then(|p| p.regex.as_ref()).map(|r| r.pattern),
         }
     }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Lookahead {
+pub(crate) enum Lookahead {
     /// No `\s+(?!\S)` emulation.
     Off,
     /// Emulate for any whitespace-only match (gpt2).
@@ -121,7 +117,8 @@ enum Engine {
     Regex { re: meta::Regex, isolated: bool },
     /// A custom regex that needs backtracking (look-around); `isolated` as above.
     Backtrack(Box<fancy_regex::Regex>, bool),
-    Superword(meta::Regex),
+    /// A preset's regex whose matches and gaps are pieces (`Split::Isolated`).
+    Isolated(meta::Regex),
     /// A preset's hand-written scanner (`crate::scan`).
     Scan(Scanner),
     Whitespace,
@@ -149,32 +146,34 @@ pub fn is_split_space(c: char) -> bool {
 }
 
 impl PreTokenizer {
+    /// A preset's hand-written scanner where it has one; the regex path
+    /// otherwise.
     pub fn new(spec: PreTokenizerSpec) -> Result<Self> {
-        match spec.preset().and_then(|p| p.regex.as_ref()) {
-            Some(r) => Ok(PreTokenizer { engine: Engine::Scan(Scanner::new(r.scanner)), spec }),
+        match spec.preset().and_then(PresetDef::regex).and_then(|r| r.scanner) {
+            Some(scanner) => Ok(PreTokenizer { engine: Engine::Scan(Scanner::new(scanner)), spec }),
             None => Self::regex_reference(spec),
         }
     }
 
     /// The regex engine for any spec, the presets included (which `new`
-    /// gives to the hand-written scanners): the reference that tests and
-    /// benchmarks compare the scanners with. Not for general use.
+    /// gives to their hand-written scanners): the reference that tests and
+    /// benchmarks compare the scanners with, and what a preset without a
+    /// scanner runs on.
     #[doc(hidden)]
     pub fn regex_reference(spec: PreTokenizerSpec) -> Result<Self> {
-        if let Some(r) = spec.preset().and_then(|p| p.regex.as_ref()) {
-            let re = compile_meta(r.fast).map_err(|e| Error::parameter(e.to_string()))?;
-            let engine = match r.cut {
-                Cut::Covering(lookahead) => Engine::Dfa { re, lookahead },
-                Cut::Isolated => Engine::Superword(re),
-            };
-            return Ok(PreTokenizer { spec, engine });
-        }
         let engine = match &spec {
-            PreTokenizerSpec::Gpt2 | PreTokenizerSpec::Cl100k | PreTokenizerSpec::O200k | PreTokenizerSpec::Superword => {
-                return Err(Error::parameter(format!("pretokenizer {:?} has no regex in PRESETS", spec.name())));
-            }
-            PreTokenizerSpec::Whitespace => Engine::Whitespace,
-            PreTokenizerSpec::None => Engine::Whole,
+            PreTokenizerSpec::Preset(p) => match &p.cut {
+                Cut::Regex(r) => {
+                    let re = compile_meta(r.fast)
+                        .map_err(|e| Error::parameter(format!("pretokenizer {:?}: {e}", p.name)))?;
+                    match r.split {
+                        Split::Covering(lookahead) => Engine::Dfa { re, lookahead },
+                        Split::Isolated => Engine::Isolated(re),
+                    }
+                }
+                Cut::Whitespace => Engine::Whitespace,
+                Cut::Whole => Engine::Whole,
+            },
             PreTokenizerSpec::Regex { pattern, isolated } => {
                 if pattern.is_empty() {
                     return Err(Error::parameter(
@@ -215,7 +214,7 @@ impl PreTokenizer {
     /// Scratch space for `split_with`; one per thread.
     pub fn cache(&self) -> PreTokCache {
         PreTokCache(match &self.engine {
-            Engine::Dfa { re, .. } | Engine::Regex { re, .. } | Engine::Superword(re) => Some(re.create_cache()),
+            Engine::Dfa { re, .. } | Engine::Regex { re, .. } | Engine::Isolated(re) => Some(re.create_cache()),
             _ => None,
         })
     }
@@ -268,8 +267,8 @@ impl PreTokenizer {
                 gaps.finish(f);
                 Ok(())
             }
-            Engine::Superword(re) => {
-                split_superword(re, &mut cache, text, f);
+            Engine::Isolated(re) => {
+                split_isolated(re, &mut cache, text, f);
                 Ok(())
             }
             Engine::Scan(scanner) => {
@@ -377,11 +376,11 @@ fn split_covering<'t>(
     }
 }
 
-/// The isolated split of the `superword` pattern: matches and gaps are pieces.
-/// ` +(?!\S)` is emulated: a run of spaces followed by a non-space gives
+/// The isolated split of a preset's pattern (`superword`'s): matches and
+/// gaps are pieces. ` +(?!\S)` is emulated: a run of spaces followed by a non-space gives
 /// back its last space, and a single such space is no match at all (it stays
 /// in the gap, joining the words around it).
-fn split_superword<'t>(re: &meta::Regex, cache: &mut Option<&mut meta::Cache>, text: &'t str, f: &mut impl FnMut(&'t str)) {
+fn split_isolated<'t>(re: &meta::Regex, cache: &mut Option<&mut meta::Cache>, text: &'t str, f: &mut impl FnMut(&'t str)) {
     let mut pos = 0;
     let mut gap = 0;
     while pos < text.len() {

@@ -157,7 +157,7 @@ impl Observer for ProgressPrinter {
             o.balancing(round)
         }
     }
-    fn dropped_for_memory(&mut self, dropped: &crate::budget::Dropped, budget: u64, pretokens: u64) {
+    fn dropped_for_memory(&mut self, dropped: &crate::memory::budget::Dropped, budget: u64, pretokens: u64) {
         if let Some(o) = self.output() {
             o.dropped_for_memory(dropped, budget, pretokens)
         }
@@ -234,7 +234,7 @@ impl Observer for EventOutput {
         let e = self.events.balancing(round);
         self.send(e)
     }
-    fn dropped_for_memory(&mut self, dropped: &crate::budget::Dropped, budget: u64, pretokens: u64) {
+    fn dropped_for_memory(&mut self, dropped: &crate::memory::budget::Dropped, budget: u64, pretokens: u64) {
         let e = self.events.dropped_for_memory(dropped, budget, pretokens);
         self.send(e)
     }
@@ -438,11 +438,11 @@ impl Observer for HumanLines {
         self.reading("encoding", p)
     }
 
-    fn dropped_for_memory(&mut self, d: &crate::budget::Dropped, budget: u64, pretokens: u64) {
+    fn dropped_for_memory(&mut self, d: &crate::memory::budget::Dropped, budget: u64, pretokens: u64) {
         let share = d.pretokens as f64 / pretokens.max(1) as f64;
         self.line(&format!(
             "memory: the merge phase would not fit max_memory {}: min_word_count raised to {}, dropping the {} rarest word types ({:.3}% of pre-tokens)",
-            crate::budget::human(budget),
+            crate::memory::budget::human(budget),
             d.min_word_count,
             d.types,
             share * 100.0

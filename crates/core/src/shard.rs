@@ -178,7 +178,7 @@ mod tests {
         let langs = write(dir.path(), "t.langs", &tags);
         let balance = LanguageBalance { source: LangSource::Files(vec![langs]), temperature: 3.0, parity: None };
         let table = LanguageTable::build(std::slice::from_ref(&input), &balance).unwrap();
-        let mut config = TrainConfig::new(500, Scheme::Bytes, PreTokenizerSpec::Gpt2).balance(balance);
+        let mut config = TrainConfig::new(500, Scheme::Bytes, PreTokenizerSpec::GPT2).balance(balance);
         config = config.superbpe(SuperBpe { transition: 300, max_words: 4, colon_rule: true });
         let config = config.validate().unwrap();
         let whole = Shard { paths: vec![input.clone()], file_indices: vec![0], byte_range: None, lines_before: 0 };
@@ -213,7 +213,7 @@ mod tests {
         let langs = write(dir.path(), "short.langs", "en\nen\n");
         let balance = LanguageBalance { source: LangSource::Files(vec![langs]), temperature: 1.0, parity: None };
         let table = LanguageTable::from_lines(vec!["en".into()], vec![4], 1.0).unwrap();
-        let config = TrainConfig::new(300, Scheme::Bytes, PreTokenizerSpec::Gpt2).balance(balance).validate().unwrap();
+        let config = TrainConfig::new(300, Scheme::Bytes, PreTokenizerSpec::GPT2).balance(balance).validate().unwrap();
         let shard = Shard { paths: vec![input], file_indices: vec![0], byte_range: Some((4, 8)), lines_before: 2 };
         let err = count_shard(&shard, Some(&table), &config, &mut Silent).unwrap_err();
         assert!(err.message().contains("short.langs has only 2 line(s)"), "{}", err.message());

@@ -256,7 +256,7 @@ impl Observer for Forward<'_, '_> {
     fn balancing(&mut self, round: &BalanceRound) {
         self.with(|o| o.balancing(round))
     }
-    fn dropped_for_memory(&mut self, dropped: &crate::budget::Dropped, budget: u64, pretokens: u64) {
+    fn dropped_for_memory(&mut self, dropped: &crate::memory::budget::Dropped, budget: u64, pretokens: u64) {
         self.with(|o| o.dropped_for_memory(dropped, budget, pretokens))
     }
     fn shards(&mut self, p: &crate::observe::ShardProgress) {

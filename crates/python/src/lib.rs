@@ -22,7 +22,7 @@ mod tokenizer_base;
 mod training;
 
 /// mimalloc for the engine's small blocks, the system allocator for its
-/// large tables (see `bpeforge_core::alloc`). Only Rust's own allocations
+/// large tables (see `bpeforge_core::memory::alloc`). Only Rust's own allocations
 /// go through it; Python objects keep Python's allocator.
 #[global_allocator]
 static ALLOC: bpeforge_core::api::SplitAlloc = bpeforge_core::api::SplitAlloc;
@@ -50,6 +50,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(pretokenize::pretokenize, m)?)?;
     m.add_function(wrap_pyfunction!(pretokenize::_pretokenize_reference, m)?)?;
     m.add_function(wrap_pyfunction!(pretokenize::_pretokenize_count, m)?)?;
+    m.add_function(wrap_pyfunction!(pretokenize::preset_name, m)?)?;
     m.add_function(wrap_pyfunction!(training::train_option_names, m)?)?;
     m.add_function(wrap_pyfunction!(pretokenize::script_of, m)?)?;
     m.add_function(wrap_pyfunction!(balance::text_units, m)?)?;

@@ -3,22 +3,29 @@
 //! Unicode script of characters (the report's script figure).
 
 use crate::errors::to_pyerr;
-use bpeforge_core::api::{PreTokenizer, PreTokenizerSpec};
+use bpeforge_core::api::{Error, PreTokenizer, PreTokenizerChoice, PreTokenizerSpec, DEFAULT_PRETOKENIZER};
 use pyo3::prelude::*;
 use std::sync::{Arc, Mutex};
 
-/// The pre-tokenizer named `preset` (a preset or a custom regex), compiled
-/// once per process: building one per call made `pretokenize` run at
-/// 0.14 MB/s. `reference` picks the regex path for the presets.
-fn cached_pretokenizer(preset: &str, reference: bool) -> PyResult<Arc<PreTokenizer>> {
-    type Compiled = std::collections::HashMap<(String, bool), Arc<PreTokenizer>>;
+/// The pre-tokenizer `preset` names: a preset's name or alias (a string),
+/// or a custom regex tagged as `{"regex": pattern}` (never a bare string:
+/// no name is taken for a regex, nor a regex for a name).
+fn choice(preset: &Bound<'_, PyAny>) -> PyResult<PreTokenizerChoice> {
+    pythonize::depythonize(preset).map_err(|e| to_pyerr(Error::parameter(format!("pretokenizer: {e}"))))
+}
+
+/// The pre-tokenizer `preset` names, compiled once per process: building
+/// one per call made `pretokenize` run at 0.14 MB/s. `reference` picks the
+/// regex path for the presets.
+fn cached_pretokenizer(preset: &Bound<'_, PyAny>, reference: bool) -> PyResult<Arc<PreTokenizer>> {
+    type Compiled = std::collections::HashMap<(PreTokenizerSpec, bool), Arc<PreTokenizer>>;
     static CACHE: std::sync::OnceLock<Mutex<Compiled>> = std::sync::OnceLock::new();
     let cache = CACHE.get_or_init(Default::default);
-    let key = (preset.to_string(), reference);
+    let key = (choice(preset)?.spec(), reference);
     if let Some(p) = cache.lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
         return Ok(Arc::clone(p));
     }
-    let spec = PreTokenizerSpec::from_name(preset);
+    let spec = key.0.clone();
     let p = Arc::new(if reference { PreTokenizer::regex_reference(spec) } else { PreTokenizer::new(spec) }.map_err(to_pyerr)?);
     let mut map = cache.lock().unwrap_or_else(|e| e.into_inner());
     // Custom patterns are unbounded in number: keep the cache small.
@@ -29,27 +36,28 @@ fn cached_pretokenizer(preset: &str, reference: bool) -> PyResult<Arc<PreTokeniz
     Ok(p)
 }
 
-/// The pieces a pre-tokenizer cuts `text` into.
+/// The pieces a pre-tokenizer cuts `text` into; `preset`: a preset's name
+/// or alias, or `{"regex": pattern}`.
 #[pyfunction]
-#[pyo3(signature = (text, preset=bpeforge_core::api::DEFAULT_PRETOKENIZER))]
-pub(crate) fn pretokenize<'t>(text: &'t str, preset: &str) -> PyResult<Vec<&'t str>> {
-    cached_pretokenizer(preset, false)?.pieces(text).map_err(to_pyerr)
+#[pyo3(signature = (text, preset=None))]
+pub(crate) fn pretokenize<'t>(text: &'t str, preset: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<&'t str>> {
+    with_default(preset, |p| cached_pretokenizer(p, false))?.pieces(text).map_err(to_pyerr)
 }
 
 /// `pretokenize` on the regex path even for the presets: the reference the
 /// hand-written scanners are tested against (tests, fuzz, bench only).
 #[pyfunction]
-#[pyo3(signature = (text, preset=bpeforge_core::api::DEFAULT_PRETOKENIZER))]
-pub(crate) fn _pretokenize_reference<'t>(text: &'t str, preset: &str) -> PyResult<Vec<&'t str>> {
-    cached_pretokenizer(preset, true)?.pieces(text).map_err(to_pyerr)
+#[pyo3(signature = (text, preset=None))]
+pub(crate) fn _pretokenize_reference<'t>(text: &'t str, preset: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<&'t str>> {
+    with_default(preset, |p| cached_pretokenizer(p, true))?.pieces(text).map_err(to_pyerr)
 }
 
 /// The number of pieces, without building them as Python strings, with the
 /// GIL released: times the pre-tokenizer alone (bench/pretok.py).
 #[pyfunction]
-#[pyo3(signature = (text, preset=bpeforge_core::api::DEFAULT_PRETOKENIZER, reference=false))]
-pub(crate) fn _pretokenize_count(py: Python<'_>, text: &str, preset: &str, reference: bool) -> PyResult<usize> {
-    let p = cached_pretokenizer(preset, reference)?;
+#[pyo3(signature = (text, preset=None, reference=false))]
+pub(crate) fn _pretokenize_count(py: Python<'_>, text: &str, preset: Option<&Bound<'_, PyAny>>, reference: bool) -> PyResult<usize> {
+    let p = with_default(preset, |p| cached_pretokenizer(p, reference))?;
     py.detach(|| {
         let mut n = 0usize;
         p.split(text, &mut |_| n += 1).map(|()| n)
@@ -57,17 +65,33 @@ pub(crate) fn _pretokenize_count(py: Python<'_>, text: &str, preset: &str, refer
     .map_err(to_pyerr)
 }
 
+/// `f` of `preset`, or of the default preset's name when none is given.
+fn with_default<T>(preset: Option<&Bound<'_, PyAny>>, f: impl FnOnce(&Bound<'_, PyAny>) -> PyResult<T>) -> PyResult<T> {
+    match preset {
+        Some(p) => f(p),
+        None => Python::attach(|py| f(pyo3::types::PyString::new(py, DEFAULT_PRETOKENIZER).as_any())),
+    }
+}
+
+/// The preset a name or alias means (its exact name), or None: where
+/// Python asks the engine's table what a name is.
+#[pyfunction]
+pub(crate) fn preset_name(name: &str) -> Option<&'static str> {
+    bpeforge_core::api::PRESETS.iter().find(|p| p.is_named(name)).map(|p| p.name)
+}
+
 /// The pre-tokenizer presets (`bpeforge_core::api::PRESETS`, the one
-/// table), as a tuple of dicts: `name`, `aliases`, `about`, and `pattern`
-/// and `fast` (None for the presets without a regex).
+/// table), as a tuple of dicts: `name`, `aliases` (tiktoken's names of
+/// the encodings with its pattern, taken wherever a preset is named),
+/// `about`, and `pattern` and `fast` (None for the presets without a regex).
 pub(crate) fn presets(py: Python<'_>) -> PyResult<Bound<'_, pyo3::types::PyTuple>> {
     let items = bpeforge_core::api::PRESETS.iter().map(|p| {
         let d = pyo3::types::PyDict::new(py);
         d.set_item("name", p.name)?;
         d.set_item("aliases", pyo3::types::PyTuple::new(py, p.aliases)?)?;
         d.set_item("about", p.about)?;
-        d.set_item("pattern", p.regex.as_ref().map(|r| r.pattern))?;
-        d.set_item("fast", p.regex.as_ref().map(|r| r.fast))?;
+        d.set_item("pattern", p.regex().map(|r| r.pattern))?;
+        d.set_item("fast", p.regex().map(|r| r.fast))?;
         Ok(d)
     });
     pyo3::types::PyTuple::new(py, items.collect::<PyResult<Vec<_>>>()?)

@@ -31,8 +31,6 @@ CL100K_PATTERN = _PRESET_PATTERNS["cl100k"]
 O200K_PATTERN = _PRESET_PATTERNS["o200k"]
 SUPERWORD_PATTERN = _PRESET_PATTERNS["superword"]
 _PATTERN_PRESETS = {v: k for k, v in _PRESET_PATTERNS.items()}
-# tiktoken's names for the same patterns.
-_TIKTOKEN_NAMES = {"gpt2": "gpt2", "r50k_base": "gpt2", "cl100k_base": "cl100k", "o200k_base": "o200k"}
 
 # The `whitespace` preset's separators: Python's str.isspace(), i.e. Unicode
 # White_Space plus U+001C..U+001F (crates/core/src/pretok.rs `is_split_space`).

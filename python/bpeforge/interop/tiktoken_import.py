@@ -11,7 +11,7 @@ from .. import _engine
 from .._tokenizer import Tokenizer
 from ..errors import ParameterError
 from ._builder import Builder, foreign_file_errors, unreachable_tokens
-from ._common import _PRESET_PATTERNS, _TIKTOKEN_NAMES, _pretokenizer_for_pattern
+from ._common import _PRESET_PATTERNS, _pretokenizer_for_pattern
 from .tiktoken_export import read_rank_file, read_sidecar
 
 
@@ -75,12 +75,11 @@ def _read_source(
 
 
 def _resolve_pattern(pattern: str | None, name: str) -> str:
-    """A preset name (bpeforge's or tiktoken's) becomes its regex."""
+    """A preset's name or alias (bpeforge's or tiktoken's, from the engine's
+    table) becomes its regex."""
     if pattern is None:
         raise ParameterError(f"{name}: the pre-tokenizer pattern is unknown; pass pattern= (a regex or gpt2/cl100k_base/o200k_base)")
-    if pattern in _TIKTOKEN_NAMES:
-        return _PRESET_PATTERNS[_TIKTOKEN_NAMES[pattern]]
-    return _PRESET_PATTERNS.get(pattern, pattern)
+    return _PRESET_PATTERNS.get(_engine.preset_name(pattern) or pattern, pattern)
 
 
 def _add_bytes(b: Builder, ranks: Mapping[bytes, int], next_id: int) -> None:

@@ -179,7 +179,7 @@ impl Observer for Rounds<'_> {
     fn balancing(&mut self, round: &BalanceRound) {
         self.inner.balancing(round)
     }
-    fn dropped_for_memory(&mut self, dropped: &crate::budget::Dropped, budget: u64, pretokens: u64) {
+    fn dropped_for_memory(&mut self, dropped: &crate::memory::budget::Dropped, budget: u64, pretokens: u64) {
         self.inner.dropped_for_memory(dropped, budget, pretokens)
     }
 }
@@ -483,13 +483,13 @@ mod tests {
         #[derive(Default)]
         struct Seen(Vec<u64>);
         impl Observer for Seen {
-            fn dropped_for_memory(&mut self, d: &crate::budget::Dropped, _: u64, _: u64) {
+            fn dropped_for_memory(&mut self, d: &crate::memory::budget::Dropped, _: u64, _: u64) {
                 self.0.push(d.min_word_count);
             }
         }
         let mut seen = Seen::default();
         let mut rounds = Rounds { inner: &mut seen, counted: false };
-        rounds.dropped_for_memory(&crate::budget::Dropped { min_word_count: 3, types: 10, pretokens: 20 }, 1 << 20, 100);
+        rounds.dropped_for_memory(&crate::memory::budget::Dropped { min_word_count: 3, types: 10, pretokens: 20 }, 1 << 20, 100);
         assert_eq!(seen.0, [3]);
     }
 

@@ -6,7 +6,7 @@
 
 use crate::count::WordCounts;
 use crate::error::{Error, Result};
-use crate::fields::{bad_record, Fields, OnBadRecord};
+use crate::input::fields::{bad_record, Fields, OnBadRecord};
 use crate::input::{read_chunks, Chunk, TextMode};
 use crate::model::Model;
 use crate::observe::Observer;
@@ -458,7 +458,7 @@ mod tests {
 
     #[test]
     fn records_name_their_languages_in_first_seen_order() {
-        use crate::fields::{FieldSpec, LangField};
+        use crate::input::fields::{FieldSpec, LangField};
         let dir = tempfile::tempdir().unwrap();
         let path = write(
             dir.path(),

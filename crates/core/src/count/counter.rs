@@ -4,7 +4,7 @@
 
 use super::{Adder, WordCounts};
 use crate::error::{Error, Result};
-use crate::fields::OnBadRecord;
+use crate::input::fields::OnBadRecord;
 use crate::input::{Chunk, Layout};
 use crate::pretok::{utf8_runs, PreTokCache, PreTokenizer, Segment, SpecialSplitter};
 use std::borrow::Cow;
@@ -213,7 +213,7 @@ impl Counter<'_> {
                             out.stats.bad_records += 1;
                             Ok(())
                         }
-                        OnBadRecord::Error => Err(crate::fields::bad_record(&chunk.source, chunk.line_of(offset), &why)),
+                        OnBadRecord::Error => Err(crate::input::fields::bad_record(&chunk.source, chunk.line_of(offset), &why)),
                     };
                 }
             }

@@ -3,7 +3,7 @@
 //! visiting, merging, scaling and pruning counts.
 
 use super::table::{keyed, mid_key_bytes, Batch, Entry, Keyed, MidSlot, MidTable, ShortTable, Slot};
-use crate::budget::Dropped;
+use crate::memory::budget::Dropped;
 use crate::count_stats::CountStats;
 use crate::util::{new_map, Map};
 
@@ -314,6 +314,6 @@ fn drain_share<S: Entry>(slots: &Vec<S>, part: usize, parts: usize, mut f: impl 
             f(s);
         }
         // Only whole pages inside [start, end), which no other share reads.
-        crate::mem::release(slots, start, end);
+        crate::memory::mem::release(slots, start, end);
     }
 }

@@ -13,7 +13,7 @@
 //!   that each key's slot can be prefetched 16 pre-tokens before it is
 //!   updated (`table::Batch`): on multi-1m the table is far larger than the
 //!   caches and a probe was a cache miss per pre-token. Their memory asks
-//!   for huge pages (`mem.rs`).
+//!   for huge pages (`memory/mem.rs`).
 //! * Keys over 31 bytes (0.4% of multi-1m's pre-tokens): hashbrown with
 //!   foldhash (fast on byte strings, fixed seed, so runs are reproducible).
 //! * Each counting thread owns its regex cache (`Scratch`).

@@ -6,9 +6,9 @@
 use super::spilling::SpillDirs;
 use super::wire::{WireWriter, COUNTS_HEADER_BYTES};
 use super::{ChooseMin, CountStats, WordCounts};
-use crate::budget::human;
+use crate::memory::budget::human;
 use crate::error::{Error, Result};
-use crate::spill::{RunKey, SpillDir};
+use crate::memory::spill::{RunKey, SpillDir};
 use std::sync::Arc;
 
 /// What `count_parallel_output` counted: a table, or spilled runs.
@@ -64,7 +64,7 @@ impl CountOutput {
     /// writing it frees behind the cursor).
     pub fn wire_len_within(&self, budget: u64, copies: u64) -> Result<usize> {
         let len = self.wire_len()?;
-        let held = crate::budget::process_rss();
+        let held = crate::memory::budget::process_rss();
         let freed = match self {
             CountOutput::Table(t) => t.table_bytes(),
             CountOutput::Runs(_) => 0,

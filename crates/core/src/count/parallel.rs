@@ -10,14 +10,14 @@ use super::WordCounts;
 use crate::count_stats::CountStats;
 use crate::error::{Error, Result};
 use crate::input::Chunk;
-use crate::spill::SpillDir;
+use crate::memory::spill::SpillDir;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
 /// Runs `feed` on the caller's thread; it hands chunks to `threads` counting
 /// workers. Returns the summed counts, or the first error. With `limits`,
 /// the tables stay within the budget by spilling sorted runs to disk, and
-/// the sum is merged from them (`crate::spill`). On several threads the
+/// the sum is merged from them (`crate::memory::spill`). On several threads the
 /// counts are aggregated in shared partitions (`partitioned`), so memory
 /// does not grow with the thread count.
 pub fn count_parallel(
@@ -130,7 +130,7 @@ fn count_partitioned(
             // table passes its room within a chunk: the largest seen counts.
             let largest = local_peak.fetch_max(local.table_bytes(), Ordering::Relaxed).max(local.table_bytes());
             let rooms = shared.thread_room(threads, most).max(largest) * threads as u64;
-            let measured = l.budget.process.saturating_sub(crate::budget::resident_now()).saturating_add(shared.held());
+            let measured = l.budget.process.saturating_sub(crate::memory::budget::resident_now()).saturating_add(shared.held());
             shared.flush_within(local, total.saturating_sub(rooms).min(measured), &|| dirs.open())?;
         } else {
             shared.flush(local);
@@ -143,7 +143,7 @@ fn count_partitioned(
     // before the thread ends (mimalloc would keep an ended thread's blocks).
     let finish = |local: &mut WordCounts| {
         shared.flush(local);
-        crate::alloc::release_free_memory();
+        crate::memory::alloc::release_free_memory();
     };
     let leftovers = count_on_threads(counter, threads, &fresh, &keep_within, Some(&finish), feed)?;
     let mut stats = CountStats::default();

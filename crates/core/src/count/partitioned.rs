@@ -14,7 +14,7 @@
 //! holds one table per thread nor a big final sum beside them.
 //!
 //! Under a budget (`CountBudget`) the partitions are written to disk as one
-//! sorted run (`crate::spill`) when they and the threads' rooms would pass
+//! sorted run (`crate::memory::spill`) when they and the threads' rooms would pass
 //! it, and the runs are merged at the end as before.
 //!
 //! At the end the partitions are concatenated, each freed as it is copied,
@@ -24,7 +24,7 @@
 use super::table::{growth_bytes, Batch, Entry, MidSlot, Slot, Table};
 use super::{CountStats, SpillDirs, WordCounts};
 use crate::error::Result;
-use crate::spill::SpillDir;
+use crate::memory::spill::SpillDir;
 use std::hash::BuildHasher;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard};
@@ -224,8 +224,8 @@ impl Partitions {
         let shorts: usize = parts.iter().map(|p| p.short.len).sum();
         let mids: usize = parts.iter().map(|p| p.mid.len).sum();
         let longs: usize = parts.iter().map(|p| p.long.len()).sum();
-        let mut short: Vec<Slot> = crate::mem::vec_with_capacity(shorts);
-        let mut mid: Vec<MidSlot> = crate::mem::vec_with_capacity(mids);
+        let mut short: Vec<Slot> = crate::memory::mem::vec_with_capacity(shorts);
+        let mut mid: Vec<MidSlot> = crate::memory::mem::vec_with_capacity(mids);
         let mut out = WordCounts::new();
         out.long.reserve(longs);
         for part in parts {
@@ -380,7 +380,7 @@ impl Shared {
             self.spill(&*dirs()?)?;
             // What the tables held goes back to the system, not to the
             // allocator's cache, so the process's memory follows them.
-            crate::alloc::release_free_memory();
+            crate::memory::alloc::release_free_memory();
             growth = self.growth(local);
             if !self.main.reserve(growth, room(self)) {
                 return local.spill(&*dirs()?);

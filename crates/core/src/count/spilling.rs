@@ -3,10 +3,10 @@
 
 use super::table::{keyed, mid_key_bytes, Batch, Keyed, MidTable, ShortTable};
 use super::WordCounts;
-use crate::budget::{CountBudget, CountHistogram, Dropped};
+use crate::memory::budget::{CountBudget, CountHistogram, Dropped};
 use crate::count_stats::CountStats;
 use crate::error::Result;
-use crate::spill::{RunKey, SpillDir};
+use crate::memory::spill::{RunKey, SpillDir};
 
 /// Keeping counting within a memory budget: table sizes, spilling to
 /// sorted runs, merging runs and thread tables with a low peak.
@@ -79,7 +79,7 @@ impl WordCounts {
                     f(&b[..b[15] as usize], s.count);
                 }
             }
-            crate::mem::release(&slots, start, end);
+            crate::memory::mem::release(&slots, start, end);
         }
         drop(slots);
         for s in mid.entries() {

@@ -246,7 +246,7 @@ impl<S: Entry> Table<S> {
     pub fn with_capacity(cap: usize) -> Self {
         let cap = cap.max(MIN_CAPACITY).next_power_of_two();
         Table {
-            slots: crate::mem::filled_vec(cap, S::default()),
+            slots: crate::memory::mem::filled_vec(cap, S::default()),
             len: 0,
             limit: cap / 4 * 3,
             max_slots: usize::MAX,
@@ -358,7 +358,7 @@ impl<S: Entry> Table<S> {
         }
         let cap = self.slots.len();
         self.slots.truncate(w);
-        crate::mem::release(&self.slots, w, cap);
+        crate::memory::mem::release(&self.slots, w, cap);
         self.slots
     }
 

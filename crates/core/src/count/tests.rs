@@ -2,11 +2,11 @@
 
 use super::table::{mid_key, mid_key_bytes, short_key, MID_KEY, SHORT_KEY};
 use super::*;
-use crate::budget::{CountBudget, CountHistogram, Dropped};
+use crate::memory::budget::{CountBudget, CountHistogram, Dropped};
 use crate::error::Result;
 use crate::input::{Chunk, Layout};
 use crate::pretok::{PreTokenizer, SpecialSplitter};
-use crate::spill::SpillDir;
+use crate::memory::spill::SpillDir;
 use std::collections::HashMap;
 
 fn snapshot(c: &WordCounts) -> HashMap<Vec<u8>, u64> {
@@ -127,8 +127,8 @@ fn spilled_counts_equal_the_in_memory_count() {
             text.into_bytes()
         })
         .collect();
-    let pre = PreTokenizer::new(PreTokenizerSpec::Gpt2).unwrap();
-    let stage2 = PreTokenizer::new(PreTokenizerSpec::Superword).unwrap();
+    let pre = PreTokenizer::new(PreTokenizerSpec::GPT2).unwrap();
+    let stage2 = PreTokenizer::new(PreTokenizerSpec::SUPERWORD).unwrap();
     let specials = SpecialSplitter::new(&[]).unwrap();
     for superword in [false, true] {
         let counter = plain_counter(&pre, &specials, true, superword.then_some(&stage2));
@@ -184,7 +184,7 @@ fn spilled_counts_equal_the_in_memory_count() {
 /// line (chars scheme).
 #[test]
 fn a_chunk_counts_as_its_lines_do() {
-    let pre = PreTokenizer::new(crate::pretok::PreTokenizerSpec::Gpt2).unwrap();
+    let pre = PreTokenizer::new(crate::pretok::PreTokenizerSpec::GPT2).unwrap();
     let specials = SpecialSplitter::new(&["<s>".to_string()]).unwrap();
     let valid = "héllo wörld<s>日本語 text\r\n\nπ = 3.14 <s>\nend".as_bytes().to_vec();
     let mut invalid = valid.clone();
@@ -325,8 +325,8 @@ fn total_bytes(m: &HashMap<Vec<u8>, u64>) -> Vec<u8> {
 fn spilled_counts_are_written_from_their_runs() {
     let text: String = (0..30_000).map(|i| format!("w{} x{}{}", i % 7_919, i % 13, if i % 11 == 0 { "\n" } else { " " })).collect();
     let chunks: Vec<Vec<u8>> = text.as_bytes().chunks(8_192).map(|c| c.to_vec()).collect();
-    let pre = PreTokenizer::new(crate::pretok::PreTokenizerSpec::Gpt2).unwrap();
-    let stage2 = PreTokenizer::new(crate::pretok::PreTokenizerSpec::Superword).unwrap();
+    let pre = PreTokenizer::new(crate::pretok::PreTokenizerSpec::GPT2).unwrap();
+    let stage2 = PreTokenizer::new(crate::pretok::PreTokenizerSpec::SUPERWORD).unwrap();
     let specials = SpecialSplitter::new(&[]).unwrap();
     for superword in [false, true] {
         let counter = plain_counter(&pre, &specials, true, superword.then_some(&stage2));
@@ -366,7 +366,7 @@ fn serialized_counts_over_the_budget_are_refused_before_they_are_made() {
     let len = output.wire_len().expect("wire length") as u64;
     // Nothing free beside what the process holds: four copies cannot fit
     // in what writing the table frees behind the cursor.
-    let held = crate::budget::process_rss();
+    let held = crate::memory::budget::process_rss();
     let err = output.wire_len_within(held, 4).expect_err("four copies over a budget the process already fills");
     assert!(err.message().contains("in their serialized form"), "{}", err.message());
     assert_eq!(output.wire_len_within(held + 8 * len + (64 << 20), 4).expect("room for them") as u64, len);

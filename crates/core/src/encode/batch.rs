@@ -318,7 +318,7 @@ mod tests {
 
     #[test]
     fn flat_batches_match_single_encodes_on_any_thread_count() {
-        let mut m = Model::new(crate::model::Scheme::Bytes, PreTokenizerSpec::Gpt2, vec![], None);
+        let mut m = Model::new(crate::model::Scheme::Bytes, PreTokenizerSpec::GPT2, vec![], None);
         let (a, b, sp) = (b'a' as u32, b'b' as u32, b' ' as u32);
         m.merges = vec![(a, b), (sp, 256), (256, 256)];
         let enc = Encoder::new(m).unwrap();

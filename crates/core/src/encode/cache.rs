@@ -31,7 +31,7 @@
 //! the pool of batch caches keeps (see `CachePool`).
 
 use super::key::{PieceKey, KEY_MAX};
-use crate::mem::HugeTable;
+use crate::memory::mem::HugeTable;
 use crate::util::prefetch;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};

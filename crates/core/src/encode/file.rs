@@ -23,7 +23,7 @@ use super::cache::Pooled;
 use super::{Cache, Encoder, Specials};
 use crate::atomic::{persist, temp_beside};
 use crate::error::{Error, Result};
-use crate::fields::{FieldSpec, Fields, OnBadRecord};
+use crate::input::fields::{FieldSpec, Fields, OnBadRecord};
 use crate::input::{read_chunks, total_size, Chunk, TextMode};
 use crate::model::Scheme;
 use crate::observe::{CountProgress, EncodeStats, Observer, Silent};

@@ -140,7 +140,7 @@ mod tests {
         let chars = matches!(scheme, Scheme::Chars { .. });
         let specials = if chars { vec!["<unk>".to_string()] } else { vec!["<s>".to_string()] };
         let alphabet = chars.then(|| ["a", "b", "c", " "].map(String::from).to_vec());
-        let mut m = Model::new(scheme, PreTokenizerSpec::Gpt2, specials, alphabet);
+        let mut m = Model::new(scheme, PreTokenizerSpec::GPT2, specials, alphabet);
         let base = |ch: u8| if chars { 1 + b"abc ".iter().position(|&x| x == ch).unwrap() as u32 } else { 1 + ch as u32 };
         let (a, b, c) = (base(b'a'), base(b'b'), base(b'c'));
         let first = m.base_start() as u32 + m.base_len() as u32;

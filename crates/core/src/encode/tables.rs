@@ -18,7 +18,7 @@
 //! (`cache`) also on huge pages.
 
 use super::key::PieceKey;
-use crate::mem::HugeTable;
+use crate::memory::mem::HugeTable;
 use crate::util::prefetch;
 
 const EMPTY: u64 = u64::MAX;

@@ -130,7 +130,7 @@ const SPACE_SYMBOL: char = '\u{2581}';
 /// (`x ▁` encodes as `x`, `▁` alone as nothing).
 pub fn words(spec: &PreTokenizerSpec, normalizer: Option<Normalizer>) -> (PreTokenizerSpec, Option<Normalizer>) {
     match (spec, normalizer) {
-        (PreTokenizerSpec::Whitespace, Some(n)) => {
+        (spec, Some(n)) if *spec == PreTokenizerSpec::WHITESPACE => {
             let spec = PreTokenizerSpec::Regex { pattern: "[^ ]+".to_string(), isolated: false };
             (spec, Some(Normalizer { trims_end: true, ..n }))
         }
@@ -166,7 +166,7 @@ mod tests {
 
     #[test]
     fn whitespace_words_trim_trailing_spaces_and_space_marks_as_sentencepiece() {
-        let (spec, n) = words(&PreTokenizerSpec::Whitespace, Some(nmt_nfkc()));
+        let (spec, n) = words(&PreTokenizerSpec::WHITESPACE, Some(nmt_nfkc()));
         assert!(matches!(spec, PreTokenizerSpec::Regex { .. }));
         let n = n.unwrap();
         assert_eq!(n.normalize("x \u{2581} \u{2581}".as_bytes()), "x");
@@ -174,7 +174,7 @@ mod tests {
         // (nmt_nfkc's table itself maps `▁` to a space.)
         assert_eq!(n.normalize("\u{2581}a\u{2581}b".as_bytes()), " a b");
         // Spaces kept (any other pre-tokenizer): nothing is trimmed.
-        let (_, kept) = words(&PreTokenizerSpec::None, Some(nmt_nfkc()));
+        let (_, kept) = words(&PreTokenizerSpec::NONE, Some(nmt_nfkc()));
         assert_eq!(kept.unwrap().normalize("x \u{2581}".as_bytes()), "x  ");
     }
 

@@ -32,8 +32,8 @@ const CASES: &[&str] = &[
 
 #[test]
 fn presets_equal_published_regexes() {
-    for p in PRESETS.iter().filter(|p| p.regex.as_ref().is_some_and(|r| r.cut != Cut::Isolated)) {
-        let (spec, pat) = (p.spec.clone(), p.regex.as_ref().unwrap().pattern);
+    for p in PRESETS.iter().filter(|p| p.regex().is_some_and(|r| r.split != Split::Isolated)) {
+        let (spec, pat) = (PreTokenizerSpec::Preset(p), p.regex().unwrap().pattern);
         for text in CASES {
             assert_eq!(ours(spec.clone(), text), fancy_pieces(pat, text), "{spec:?} on {text:?}");
         }
@@ -53,7 +53,7 @@ fn superword_equals_isolated_split_of_the_published_pattern() {
     ];
     for text in cases {
         let expected = crate::scan::tests::fancy_isolated(&re, text);
-        let got = ours(PreTokenizerSpec::Superword, text);
+        let got = ours(PreTokenizerSpec::SUPERWORD, text);
         assert_eq!(got, expected, "{text:?}");
         assert_eq!(got.concat(), text);
     }
@@ -62,24 +62,57 @@ fn superword_equals_isolated_split_of_the_published_pattern() {
 /// The table agrees with the model files' names (serde) and with itself.
 #[test]
 fn preset_table_names_are_the_serde_tags() {
-    for p in &PRESETS {
-        let tag = serde_json::to_value(&p.spec).unwrap()["type"].as_str().unwrap().to_string();
-        assert_eq!(tag, p.name);
-        assert_eq!(PreTokenizerSpec::from_name(p.name), p.spec);
-        assert_eq!(p.spec.name(), p.name);
+    for &p in PRESETS {
+        let spec = PreTokenizerSpec::Preset(p);
+        let json = serde_json::to_value(&spec).unwrap();
+        assert_eq!(json, serde_json::json!({"type": p.name}));
+        assert_eq!(serde_json::from_value::<PreTokenizerSpec>(json).unwrap(), spec);
+        assert_eq!(PreTokenizerSpec::named(p.name), Some(spec.clone()));
+        assert_eq!(spec.name(), p.name);
         for alias in p.aliases {
-            assert_eq!(PreTokenizerSpec::from_name(alias), p.spec);
+            assert_eq!(PreTokenizerSpec::named(alias), Some(spec.clone()));
+            // A model file stores the exact name.
+            assert!(serde_json::from_value::<PreTokenizerSpec>(serde_json::json!({"type": alias})).is_err());
         }
-        assert_eq!(p.spec.pattern(), p.regex.as_ref().map(|r| r.pattern));
-        assert!(PreTokenizer::new(p.spec.clone()).is_ok());
-        assert!(PreTokenizer::regex_reference(p.spec.clone()).is_ok());
+        assert_eq!(spec.pattern(), p.regex().map(|r| r.pattern));
+        assert!(PreTokenizer::new(spec.clone()).is_ok());
+        assert!(PreTokenizer::regex_reference(spec.clone()).is_ok());
     }
     assert!(preset(DEFAULT_PRETOKENIZER).is_some());
+    let custom = PreTokenizerSpec::Regex { pattern: r"\w+".into(), isolated: true };
+    let json = serde_json::to_value(&custom).unwrap();
+    assert_eq!(json, serde_json::json!({"type": "regex", "pattern": r"\w+", "isolated": true}));
+    assert_eq!(serde_json::from_value::<PreTokenizerSpec>(json).unwrap(), custom);
+    let imported = serde_json::json!({"type": "regex", "pattern": "x"});
+    assert_eq!(serde_json::from_value::<PreTokenizerSpec>(imported).unwrap(), PreTokenizerSpec::Regex { pattern: "x".into(), isolated: false });
+    let err = serde_json::from_value::<PreTokenizerSpec>(serde_json::json!({"type": "bogus"})).unwrap_err().to_string();
+    assert!(err.contains("unknown pretokenizer type \"bogus\"") && err.contains("gpt2, cl100k"), "{err}");
+}
+
+/// Across the seam a name is a preset (its name or an alias) and a regex
+/// is tagged: a regex spelled like a preset's name is a regex, and a bare
+/// string that names no preset is refused, not taken for a regex.
+#[test]
+fn a_choice_is_a_preset_or_a_tagged_regex() {
+    let read = |v: serde_json::Value| serde_json::from_value::<PreTokenizerChoice>(v).map(|c| c.spec());
+    assert_eq!(read(serde_json::json!("o200k_base")).unwrap(), PreTokenizerSpec::O200K);
+    assert_eq!(read(serde_json::json!({"preset": "cl100k"})).unwrap(), PreTokenizerSpec::CL100K);
+    assert_eq!(
+        read(serde_json::json!({"regex": "cl100k_base"})).unwrap(),
+        PreTokenizerSpec::Regex { pattern: "cl100k_base".into(), isolated: true }
+    );
+    let err = read(serde_json::json!(r"\w+")).unwrap_err().to_string();
+    assert!(err.contains("is not a preset") && err.contains("{\"regex\""), "{err}");
+    assert!(read(serde_json::json!({"regex": "a", "preset": "gpt2"})).is_err());
+    assert!(read(serde_json::json!({"pattern": "a"})).is_err());
+    for choice in [PreTokenizerChoice::Preset(&presets::GPT2), PreTokenizerChoice::Regex("gpt2".into())] {
+        assert_eq!(serde_json::from_value::<PreTokenizerChoice>(serde_json::to_value(&choice).unwrap()).unwrap(), choice);
+    }
 }
 
 #[test]
 fn presets_cover_text() {
-    for spec in [PreTokenizerSpec::Gpt2, PreTokenizerSpec::Cl100k, PreTokenizerSpec::O200k] {
+    for spec in PRESETS.iter().filter(|p| p.regex().is_some_and(|r| r.split != Split::Isolated)).map(|&p| PreTokenizerSpec::Preset(p)) {
         for text in CASES {
             assert_eq!(ours(spec.clone(), text).concat(), *text);
         }
@@ -88,9 +121,9 @@ fn presets_cover_text() {
 
 #[test]
 fn whitespace_and_none() {
-    assert_eq!(ours(PreTokenizerSpec::Whitespace, " a  b\u{1c}c\n"), vec!["a", "b", "c"]);
-    assert_eq!(ours(PreTokenizerSpec::None, "a b"), vec!["a b"]);
-    assert!(ours(PreTokenizerSpec::None, "").is_empty());
+    assert_eq!(ours(PreTokenizerSpec::WHITESPACE, " a  b\u{1c}c\n"), vec!["a", "b", "c"]);
+    assert_eq!(ours(PreTokenizerSpec::NONE, "a b"), vec!["a b"]);
+    assert!(ours(PreTokenizerSpec::NONE, "").is_empty());
 }
 
 #[test]
@@ -126,4 +159,30 @@ fn utf8_runs_keep_every_byte() {
     })
     .unwrap();
     assert_eq!(out, vec![Ok("ab".into()), Err(vec![0xff, 0xfe]), Ok("cd".into()), Err(vec![0xe2, 0x82])]);
+}
+
+/// A regex row without a scanner, as a new preset starts: a row and nothing
+/// else (it is no preset of `PRESETS`, so no model can name it).
+const WORDS_DIGIT_PAIRS: PresetDef = PresetDef {
+    name: "words-digit-pairs",
+    aliases: &[],
+    about: "letters, digits two at a time, other runs",
+    cut: Cut::Regex(PresetRegex {
+        pattern: r" ?\p{L}+|\p{N}{1,2}| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+",
+        fast: r" ?\p{L}+|\p{N}{1,2}| ?[^\s\p{L}\p{N}]+|\s+",
+        split: Split::Covering(Lookahead::AnyWhitespace),
+        scanner: None,
+    }),
+};
+
+#[test]
+fn a_row_without_a_scanner_runs_on_the_regex_path() {
+    let spec = PreTokenizerSpec::Preset(&WORDS_DIGIT_PAIRS);
+    let p = PreTokenizer::new(spec.clone()).unwrap();
+    assert!(matches!(p.engine, Engine::Dfa { .. }), "{p:?}");
+    for text in CASES {
+        assert_eq!(ours(spec.clone(), text), fancy_pieces(WORDS_DIGIT_PAIRS.regex().unwrap().pattern, text), "{text:?}");
+        assert_eq!(ours(spec.clone(), text).concat(), *text);
+    }
+    assert_eq!(spec.pattern(), WORDS_DIGIT_PAIRS.regex().map(|r| r.pattern));
 }

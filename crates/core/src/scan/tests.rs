@@ -3,7 +3,7 @@
 //! which runs the look-ahead itself), on seeded random text drawn over every
 //! Unicode general category plus the characters the patterns single out.
 
-use crate::pretok::{utf8_runs, PreTokenizer, PreTokenizerSpec, PRESETS};
+use crate::pretok::{utf8_runs, PreTokenizer, PreTokenizerSpec, PresetRegex, Split, PRESETS};
 use regex_syntax::hir::{Class, HirKind};
 
 /// splitmix64: small, seeded, reproducible.
@@ -133,38 +133,36 @@ fn scaled(n: usize) -> usize {
     }
 }
 
-/// Every preset with a regex (`PRESETS`), and its published pattern.
-fn all() -> Vec<(PreTokenizerSpec, &'static str)> {
-    let all: Vec<_> = PRESETS
-        .iter()
-        .filter_map(|p| p.regex.as_ref().map(|r| (PreTokenizerSpec::from_name(p.name), r.pattern)))
-        .collect();
-    assert_eq!(all.len(), 4);
-    all
+/// Every row of `PRESETS` with a regex: its spec and its regexes.
+fn all() -> Vec<(PreTokenizerSpec, &'static PresetRegex)> {
+    PRESETS.iter().filter_map(|&p| p.regex().map(|r| (PreTokenizerSpec::Preset(p), r))).collect()
 }
 
-/// Scanner, regex path and backtracking oracle on `texts`.
+/// What `PreTokenizer::new` runs (the scanner where the row has one, the
+/// regex path otherwise), the regex path and the backtracking oracle on
+/// `texts`, for every regex row of the table.
 fn check_all(texts: impl Iterator<Item = String>, oracle_every: usize) {
     let engines: Vec<_> = all()
         .iter()
-        .map(|(spec, pat)| {
+        .map(|(spec, r)| {
             (
                 spec.clone(),
+                r.split,
                 PreTokenizer::new(spec.clone()).unwrap(),
                 PreTokenizer::regex_reference(spec.clone()).unwrap(),
-                fancy_regex::Regex::new(pat).unwrap(),
+                fancy_regex::Regex::new(r.pattern).unwrap(),
             )
         })
         .collect();
     for (n, text) in texts.enumerate() {
-        for (spec, scan, reference, oracle) in &engines {
+        for (spec, split, scan, reference, oracle) in &engines {
             let got = pieces(scan, &text);
             assert_eq!(got, pieces(reference, &text), "{spec:?} scanner vs regex path on {text:?}");
             assert_eq!(got.concat(), text, "{spec:?} does not cover {text:?}");
             if n % oracle_every == 0 {
-                let expected = match spec {
-                    PreTokenizerSpec::Superword => fancy_isolated(oracle, &text),
-                    _ => fancy_matches(oracle, &text),
+                let expected = match split {
+                    Split::Isolated => fancy_isolated(oracle, &text),
+                    Split::Covering(_) => fancy_matches(oracle, &text),
                 };
                 assert_eq!(got, expected, "{spec:?} scanner vs published pattern on {text:?}");
             }
@@ -172,11 +170,14 @@ fn check_all(texts: impl Iterator<Item = String>, oracle_every: usize) {
     }
 }
 
+/// A row with a scanner runs on it, a row without one on the regex path.
 #[test]
-fn presets_use_the_scanners() {
-    for (spec, _) in all() {
+fn presets_use_their_scanners() {
+    let rows = all();
+    assert!(rows.iter().filter(|(_, r)| r.scanner.is_some()).count() >= 4);
+    for (spec, r) in rows {
         let p = PreTokenizer::new(spec.clone()).unwrap();
-        assert!(format!("{p:?}").contains("Scan"), "{spec:?}: {p:?}");
+        assert_eq!(format!("{p:?}").contains("Scan"), r.scanner.is_some(), "{spec:?}: {p:?}");
         let r = PreTokenizer::regex_reference(spec.clone()).unwrap();
         assert!(!format!("{r:?}").contains("Scan"), "{spec:?}: {r:?}");
     }

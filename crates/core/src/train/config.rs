@@ -40,12 +40,16 @@ pub struct TrainConfig {
     /// Write (merge index, pair count, elapsed seconds) rows here, live.
     pub progress_csv: Option<PathBuf>,
     /// The memory budget in bytes, as given (`max_memory`; None: the
-    /// default, resolved only by `memory_budget`). Read through
+    /// default, resolved once by `memory_budget`). Read through
     /// `memory_budget` by its two effects: counting spills sorted runs to
     /// disk rather than grow past it (`counting::count_words_output`), and
     /// the merge phase drops the rarest word types to fit it
-    /// (`driver::fit_to_budget`); see `crate::budget`.
+    /// (`driver::fit_to_budget`); see `crate::memory::budget`.
     pub max_memory: Option<u64>,
+    /// The default budget, once `memory_budget` has resolved it: shared by
+    /// every copy of this config (the merge phase's, SuperBPE's second
+    /// stage), so the whole run keeps to the figure read when it started.
+    default_budget: std::sync::Arc<std::sync::OnceLock<u64>>,
     /// The result-changing options as given (`checkpoint::RESULT_OPTIONS`),
     /// which a checkpoint records; empty for Rust callers of the builder.
     pub run_options: serde_json::Map<String, serde_json::Value>,
@@ -154,6 +158,7 @@ impl TrainConfig {
             balance: None,
             progress_csv: None,
             max_memory: None,
+            default_budget: Default::default(),
             run_options: Default::default(),
             from_checkpoint: Default::default(),
             resumed_min_word_count: None,
@@ -161,11 +166,14 @@ impl TrainConfig {
     }
 
     /// The memory budget this run keeps to, in bytes: `max_memory`, or
-    /// the default (`crate::budget::default_budget`). The one place the
-    /// default is resolved (a distributed run's tasks too:
-    /// `ValidConfig::with_budget_share`).
+    /// the default (`crate::memory::budget::default_budget`), resolved at the first
+    /// read, when training starts (counting reads it first), and the same
+    /// figure at every later read, by this config and its copies: the merge
+    /// phase keeps to what counting kept to, not to a share of what is free
+    /// after counting. The one place the default is resolved (a distributed
+    /// run's tasks too: `ValidConfig::with_budget_share`).
     pub fn memory_budget(&self) -> u64 {
-        self.max_memory.unwrap_or_else(crate::budget::default_budget)
+        self.max_memory.unwrap_or_else(|| *self.default_budget.get_or_init(crate::memory::budget::default_budget))
     }
 
     /// Takes scheme, pre-tokenizer and special tokens from `resume_from`.

@@ -72,7 +72,7 @@ pub(crate) fn count_words_output<'c>(
     let pre = PreTokenizer::new(words)?;
     let specials = SpecialSplitter::new(&config.all_special_tokens())?;
     let stage2 = match &config.superbpe {
-        Some(_) => Some(PreTokenizer::new(PreTokenizerSpec::Superword)?),
+        Some(_) => Some(PreTokenizer::new(PreTokenizerSpec::SUPERWORD)?),
         None => None,
     };
     let counter = Counter {
@@ -88,13 +88,13 @@ pub(crate) fn count_words_output<'c>(
     // `max_memory`'s first effect: the budget less what the process holds
     // now (Python, the input's buffers); counting keeps within the rest.
     let budget = config.memory_budget();
-    let held = crate::budget::process_rss() + crate::budget::reserved();
-    crate::budget::check_floor(budget, held, threads, final_counts)?;
+    let held = crate::memory::budget::process_rss() + crate::memory::budget::reserved();
+    crate::memory::budget::check_floor(budget, held, threads, final_counts)?;
     let room = budget.saturating_sub(held);
     let asked = config.min_word_count.max(1);
-    let choose = move |h: &crate::budget::CountHistogram, held: u64| crate::budget::fit_merge_phase(h, asked, room.saturating_sub(held), budget, true);
+    let choose = move |h: &crate::memory::budget::CountHistogram, held: u64| crate::memory::budget::fit_merge_phase(h, asked, room.saturating_sub(held), budget, true);
     let limits = CountLimits {
-        budget: crate::budget::CountBudget::new(room, threads, budget),
+        budget: crate::memory::budget::CountBudget::new(room, threads, budget),
         choose_min: if final_counts { Some(&choose) } else { None },
     };
     let out = count_parallel_output(&counter, threads, Some(&limits), |sink| feed(sink, observer))?;

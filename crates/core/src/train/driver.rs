@@ -13,7 +13,7 @@ use super::checkpoint::{CheckpointRecord, InputFile};
 use super::extend::Resume;
 use super::merge::{learn_merges, Flow, Learned, MergeParams};
 use super::stats::{Corpus, MemoryBudget, MergeBreakdown, Settings, Timings, TrainStats, WordCountTable, WordTableStats};
-use crate::budget::Dropped;
+use crate::memory::budget::Dropped;
 use super::words::{self, WordBase};
 use super::{counting::POLL_SECONDS, TrainConfig};
 use crate::count::{CountStats, WordCounts};
@@ -128,7 +128,7 @@ struct Fitted {
 fn fit_to_budget(counts: &WordCounts, config: &TrainConfig) -> Result<Fitted> {
     let budget = config.memory_budget();
     // What the process holds besides the counts (freed as the word table is built).
-    let others = crate::budget::process_rss().saturating_sub(counts.table_bytes());
+    let others = crate::memory::budget::process_rss().saturating_sub(counts.table_bytes());
     let room = budget.saturating_sub(others);
     let asked = config.min_word_count.max(1);
     // A resumed checkpoint merges the word types its run merged (the
@@ -136,7 +136,7 @@ fn fit_to_budget(counts: &WordCounts, config: &TrainConfig) -> Result<Fitted> {
     // another cut would give a model equal to no straight run.
     let (chosen, dropped) = match config.resumed_min_word_count {
         Some(_) => (asked, None),
-        None => crate::budget::fit_merge_phase(&counts.histogram(), asked, room, budget, false)?,
+        None => crate::memory::budget::fit_merge_phase(&counts.histogram(), asked, room, budget, false)?,
     };
     let dropped = match (counts.memory.dropped, dropped) {
         (Some(a), Some(b)) => Some(Dropped { min_word_count: b.min_word_count, types: a.types + b.types, pretokens: a.pretokens + b.pretokens }),
@@ -403,7 +403,7 @@ mod tests {
     }
 
     fn config(vocab_size: usize) -> TrainConfig {
-        TrainConfig::new(vocab_size, Scheme::Bytes, PreTokenizerSpec::Gpt2).min_frequency(1).threads(1)
+        TrainConfig::new(vocab_size, Scheme::Bytes, PreTokenizerSpec::GPT2).min_frequency(1).threads(1)
     }
 
     fn train(c: WordCounts, config: &TrainConfig) -> Result<Model> {
@@ -481,5 +481,22 @@ mod tests {
         }
         let err = train_from_counts(corpus(), &config(264).validate().unwrap(), &mut Stop, serde_json::json!([]), PhaseTime::default()).unwrap_err();
         assert_eq!(err.kind(), ErrorKind::Interrupted);
+    }
+
+    /// The default budget is resolved once, when training starts: after
+    /// the process has grown (as counting makes it grow), the merge phase's
+    /// copy of the config (`fit_to_budget`'s) reads the figure counting read,
+    /// not a share of what is free by then.
+    #[test]
+    fn the_default_budget_is_resolved_once_when_training_starts() {
+        let config = config(300).validate().unwrap();
+        assert_eq!(config.max_memory, None);
+        let counting = config.memory_budget();
+        let grown = vec![1u8; 512 << 20];
+        std::hint::black_box(&grown);
+        let merge_phase = (*config).clone().min_word_count(3);
+        assert_eq!(merge_phase.memory_budget(), counting);
+        assert_eq!(config.memory_budget(), counting);
+        drop(grown);
     }
 }

@@ -5,10 +5,10 @@
 use super::config::{LangSource, LanguageBalance, Parity, SuperBpe, TrainConfig};
 use super::validate::ValidConfig;
 use crate::error::{Error, Result};
-use crate::fields::{FieldSpec, Fields, LangField, OnBadRecord};
+use crate::input::fields::{FieldSpec, Fields, LangField, OnBadRecord};
 use crate::input::TextMode;
 use crate::model::{Model, Scheme};
-use crate::pretok::PreTokenizerSpec;
+use crate::pretok::PreTokenizerChoice;
 use std::path::PathBuf;
 
 /// The training options as one flat record: exactly the keys of the dict the
@@ -21,7 +21,8 @@ use std::path::PathBuf;
 pub struct TrainOptions {
     pub vocab_size: usize,
     pub scheme: String,
-    pub pretokenizer: String,
+    /// A preset by its name (or an alias), or `{"regex": pattern}`.
+    pub pretokenizer: PreTokenizerChoice,
     pub special_tokens: Vec<String>,
     pub min_frequency: u64,
     pub max_token_length: Option<usize>,
@@ -86,7 +87,7 @@ impl Default for TrainOptions {
         TrainOptions {
             vocab_size: 32000,
             scheme: "bytes".into(),
-            pretokenizer: crate::pretok::DEFAULT_PRETOKENIZER.into(),
+            pretokenizer: PreTokenizerChoice::Preset(crate::pretok::DEFAULT_PRESET),
             special_tokens: Vec::new(),
             min_frequency: 2,
             max_token_length: None,
@@ -192,7 +193,7 @@ impl TrainOptions {
             }
         }
         let threads = crate::util::check_threads(self.threads)?;
-        let mut config = TrainConfig::new(self.vocab_size, scheme, PreTokenizerSpec::from_name(&self.pretokenizer))
+        let mut config = TrainConfig::new(self.vocab_size, scheme, self.pretokenizer.spec())
             .special_tokens(self.special_tokens)
             .min_frequency(self.min_frequency)
             .max_token_length(self.max_token_length)
@@ -299,7 +300,7 @@ impl TrainOptions {
             }
         };
         differ("scheme", self.scheme != default.scheme, py_str(&self.scheme), py_str(scheme));
-        differ("pretokenizer", self.pretokenizer != default.pretokenizer, py_str(&self.pretokenizer), py_str(model.pretokenizer.name()));
+        differ("pretokenizer", self.pretokenizer != default.pretokenizer, py_str(self.pretokenizer.name()), py_str(model.pretokenizer.name()));
         differ("special_tokens", self.special_tokens != default.special_tokens, py_list(&self.special_tokens), py_list(&specials));
         differ("character_coverage", self.character_coverage != default.character_coverage, py_float(self.character_coverage), py_float(coverage));
         differ("end_of_word_suffix", self.end_of_word_suffix != default.end_of_word_suffix, py_opt(&self.end_of_word_suffix), py_opt(&eow));

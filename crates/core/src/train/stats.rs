@@ -52,8 +52,8 @@ pub struct MemoryBudget {
 }
 
 impl MemoryBudget {
-    pub fn new(max_memory: Option<u64>, spilled: &crate::count::CountMemory, dropped: Option<crate::budget::Dropped>, asked: u64, pretokens: u64) -> Self {
-        let d = dropped.unwrap_or(crate::budget::Dropped { min_word_count: asked, types: 0, pretokens: 0 });
+    pub fn new(max_memory: Option<u64>, spilled: &crate::count::CountMemory, dropped: Option<crate::memory::budget::Dropped>, asked: u64, pretokens: u64) -> Self {
+        let d = dropped.unwrap_or(crate::memory::budget::Dropped { min_word_count: asked, types: 0, pretokens: 0 });
         MemoryBudget {
             max_memory,
             spill_runs: spilled.spill_runs,

@@ -5,7 +5,7 @@
 
 use super::config::{LangSource, Parity, TrainConfig};
 use crate::error::{Error, Result};
-use crate::fields::FieldSpec;
+use crate::input::fields::FieldSpec;
 use crate::input::TextMode;
 use crate::model::Scheme;
 use crate::pretok::{PreTokenizer, PreTokenizerSpec};
@@ -211,7 +211,7 @@ impl TrainConfig {
                 if s.is_empty() {
                     return Err(Error::parameter("end_of_word_suffix must not be empty (use None for the ▁ prefix)"));
                 }
-                if self.pretokenizer != PreTokenizerSpec::Whitespace {
+                if self.pretokenizer != PreTokenizerSpec::WHITESPACE {
                     return Err(Error::parameter(format!(
                         "end_of_word_suffix needs pretokenizer=\"whitespace\" (got {:?}): words must be whitespace-separated to end them",
                         self.pretokenizer.name()
@@ -265,7 +265,7 @@ impl TrainConfig {
         if self.resume_from.is_some() {
             return Err(Error::parameter("superbpe_transition cannot be combined with resume_from"));
         }
-        if self.pretokenizer == PreTokenizerSpec::Superword {
+        if self.pretokenizer == PreTokenizerSpec::SUPERWORD {
             return Err(Error::parameter("superbpe_transition: stage 1 needs a word-level pre-tokenizer such as \"gpt2\""));
         }
         Ok(())

@@ -30,7 +30,7 @@ pub(crate) struct WordBase {
 /// merge loop, where the peak memory is, no longer needs them).
 pub(crate) fn build(counts: WordCounts, config: &TrainConfig, specials: &[String], resume: &Resume) -> Result<WordBase> {
     let tokens: Vec<Vec<u8>> = specials.iter().map(|s| s.as_bytes().to_vec()).collect();
-    let whitespace = config.pretokenizer == PreTokenizerSpec::Whitespace;
+    let whitespace = config.pretokenizer == PreTokenizerSpec::WHITESPACE;
     match &config.scheme {
         Scheme::Bytes => bytes_base(counts, config, tokens, whitespace, resume),
         Scheme::Chars { end_of_word_suffix, character_coverage, unk_token, .. } => {
@@ -92,7 +92,7 @@ fn bytes_base(
             (table, pruned)
         }
     };
-    crate::alloc::release_free_memory();
+    crate::memory::alloc::release_free_memory();
     Ok(WordBase { tokens, table, alphabet: None, unk: None, pruned })
 }
 

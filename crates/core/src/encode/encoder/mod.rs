@@ -69,9 +69,9 @@ impl Encoder {
         let triples: Vec<(u32, u32, u32)> = model.merges.iter().enumerate().map(|(k, &(a, b))| (a, b, k as u32)).collect();
         let pair_table = PairRanks::new(&triples);
         let (whitespace, suffix) = match &model.scheme {
-            Scheme::Bytes => (model.pretokenizer == PreTokenizerSpec::Whitespace, None),
+            Scheme::Bytes => (model.pretokenizer == PreTokenizerSpec::WHITESPACE, None),
             Scheme::Chars { end_of_word_suffix, .. } => {
-                (model.pretokenizer == PreTokenizerSpec::Whitespace, end_of_word_suffix.clone())
+                (model.pretokenizer == PreTokenizerSpec::WHITESPACE, end_of_word_suffix.clone())
             }
         };
         let shown = shown_tokens(&model, &raw);

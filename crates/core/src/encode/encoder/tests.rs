@@ -21,7 +21,7 @@ fn byte_fallback_and_fused_unknowns() {
             normalizer: None,
         };
         let alphabet = vec!["\u{2581}".to_string(), "a".to_string()];
-        Encoder::new(Model::new(scheme, PreTokenizerSpec::Whitespace, specials, Some(alphabet))).unwrap()
+        Encoder::new(Model::new(scheme, PreTokenizerSpec::WHITESPACE, specials, Some(alphabet))).unwrap()
     };
     let ids = |enc: &Encoder, text: &str| enc.encode(text.as_bytes(), &Specials::Ordinary, None).unwrap();
     // "a é€": ▁ a ▁ é(2 bytes) €(3 bytes); ▁ and a are ids 257 and 258.
@@ -45,7 +45,7 @@ fn seeded_caches_give_the_ids_encoding_without_a_cache_gives() {
         Encoder::new(m).unwrap()
     };
     let texts = ["ab abc ba abab", " ab ab  cab", "abcabc a b c", "ba ba ba", ""];
-    for pretok in [PreTokenizerSpec::Gpt2, PreTokenizerSpec::Whitespace] {
+    for pretok in [PreTokenizerSpec::GPT2, PreTokenizerSpec::WHITESPACE] {
         let enc = model(pretok.clone());
         let mut cache = enc.new_cache();
         // Where pieces are looked up whole, a token's piece is in the cache before any text.
@@ -64,7 +64,7 @@ fn seeded_caches_give_the_ids_encoding_without_a_cache_gives() {
 #[test]
 fn long_and_short_paths_agree() {
     // Merges over "ab" repeated: (a,b) -> 256, (256,256) -> 257, ...
-    let mut m = Model::new(Scheme::Bytes, PreTokenizerSpec::None, vec![], None);
+    let mut m = Model::new(Scheme::Bytes, PreTokenizerSpec::NONE, vec![], None);
     let a = b'a' as u32;
     let b = b'b' as u32;
     m.merges = vec![(a, b), (256, 256), (257, 257), (a, a)];
@@ -89,7 +89,7 @@ fn long_and_short_paths_agree() {
 fn split_encoding_equals_whole_encoding() {
     // Merges that make tokens across spaces and punctuation, over a small
     // alphabet, so texts have both joinable and unjoinable byte pairs.
-    let mut m = Model::new(Scheme::Bytes, PreTokenizerSpec::None, vec!["<s>".into()], None);
+    let mut m = Model::new(Scheme::Bytes, PreTokenizerSpec::NONE, vec!["<s>".into()], None);
     let id = |c: u8| 1 + c as u32;
     let t = |k: u32| 257 + k;
     m.merges = vec![

@@ -129,7 +129,7 @@ fn learn(
     // The records were pushed one by one (their number was unknown); the
     // loop reads them at random, so they move to memory advised for huge
     // pages (see `mem`): 4 KiB pages made nearly every visit a TLB miss.
-    let mut advised: Vec<WordRec> = crate::mem::vec_with_capacity(recs.len());
+    let mut advised: Vec<WordRec> = crate::memory::mem::vec_with_capacity(recs.len());
     advised.extend_from_slice(&recs);
     drop(recs);
     let words = Words { recs: advised, starts, big };

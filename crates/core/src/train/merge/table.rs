@@ -56,7 +56,7 @@ impl Symbols {
     /// Switches to `u32` symbols (a symbol id of `NARROW_IDS` or more).
     pub(super) fn widen(&mut self) {
         if let Symbols::Narrow(v) = self {
-            let mut wide: Vec<u32> = crate::mem::vec_with_capacity(v.capacity().max(v.len()));
+            let mut wide: Vec<u32> = crate::memory::mem::vec_with_capacity(v.capacity().max(v.len()));
             wide.extend(v.iter().map(|&s| s as u32));
             *self = Symbols::Wide(wide);
         }
@@ -133,7 +133,7 @@ impl WordTable {
     /// A table with room for `symbols` symbols in all (no regrowth).
     pub fn with_capacity(symbols: usize) -> Self {
         // Huge pages: the loop reads the symbols at random (see `mem`).
-        let syms = Symbols::Narrow(crate::mem::vec_with_capacity(symbols));
+        let syms = Symbols::Narrow(crate::memory::mem::vec_with_capacity(symbols));
         let mut table = WordTable { syms, recs: Vec::new(), starts: Starts::default(), big: Vec::new() };
         table.starts.push(&mut table.recs, 0);
         table
@@ -218,8 +218,8 @@ impl WordTable {
         if words > MAX_WORDS {
             return Err(too_many_words());
         }
-        let mut syms = crate::mem::zeroed_u16(symbols);
-        let mut recs = crate::mem::filled_vec(words + 1, WordRec::default());
+        let mut syms = crate::memory::mem::zeroed_u16(symbols);
+        let mut recs = crate::memory::mem::filled_vec(words + 1, WordRec::default());
         // Hand each part its own slices (through a lock taken once each).
         let mut writers = Vec::with_capacity(sizes.len());
         let (mut sym_rest, mut rec_rest, mut base) = (&mut syms[..], &mut recs[..words], 0usize);

@@ -4,7 +4,7 @@
 //!
 //! How the budget is kept:
 //! * Counting on one thread: the table may use `worker_table`; past it the
-//!   table is written to disk as a sorted run and emptied (`crate::spill`).
+//!   table is written to disk as a sorted run and emptied (`crate::memory::spill`).
 //!   On several threads the word types are held once, in shared partitions
 //!   (`count::partitioned`), beside small thread tables whose rooms together
 //!   are at most a quarter of the budget; when the partitions and the rooms
@@ -43,7 +43,8 @@ pub const MERGE_FIXED_BYTES: u64 = 48 << 20;
 /// progress, each up to 5 MB).
 const INPUT_BYTES_PER_THREAD: u64 = 16 << 20;
 
-/// The default budget: `DEFAULT_SHARE` of the memory available now.
+/// The default budget: `DEFAULT_SHARE` of the memory available now (a run
+/// reads it once, when it starts: `TrainConfig::memory_budget`).
 pub fn default_budget() -> u64 {
     let available = match (mem_available(), cgroup_room()) {
         (Some(a), Some(c)) => a.min(c),
@@ -120,7 +121,7 @@ pub fn reserved() -> u64 {
 /// Freed memory the allocator still holds is handed back first (see
 /// `alloc::release_free_memory`), so that what is measured is what is in use.
 pub fn process_rss() -> u64 {
-    crate::alloc::release_free_memory();
+    crate::memory::alloc::release_free_memory();
     resident_now()
 }
 

@@ -6,8 +6,10 @@
 //! chunks in flight, except that a single text longer than a chunk is kept
 //! whole (a 50 MB line becomes a 50 MB chunk).
 
+pub mod fields;
+
 use crate::error::{Error, Result};
-use crate::fields::Fields;
+use crate::input::fields::Fields;
 use std::fs::File;
 use std::io::{BufReader, Read};
 use std::path::{Path, PathBuf};
