@@ -190,8 +190,10 @@ def _json_fields(head: bytes) -> tuple[str, ...] | None:
 
 
 #: How each interface spells the options named in messages.
-PYTHON_NAMES = {"text_field": "text_field=", "text_column": "text_column=", "separator": 'separator="\\n"', "documents": "documents=True"}
-CLI_NAMES = {"text_field": "--text-field FIELD", "text_column": "--text-column COLUMN", "separator": "--separator '\\n'", "documents": "--documents"}
+PYTHON_NAMES = {"text_field": "text_field=", "text_column": "text_column=", "separator": 'separator="\\n"',
+                "documents": "documents=True"}
+CLI_NAMES = {"text_field": "--text-field FIELD", "text_column": "--text-column COLUMN",
+             "separator": "--separator '\\n'", "documents": "--documents"}
 
 
 def plan(files: list[str], *, text_field: str | None, text_column: str | None = None,
