@@ -248,3 +248,17 @@ def test_a_column_run_checks_its_null_row_rule(files) -> None:
     with pytest.raises(ParameterError, match=r"on_bad_record must be .*'ignore'"):
         bpeforge.train(files["parquet"], text_column="text", on_bad_record="ignore", vocab_size=VOCAB,
                        progress=False)
+
+
+def test_counting_names_what_it_cannot_read(files, tmp_path) -> None:
+    # A counts file is counted by the engine from line files: a column name,
+    # or a Parquet file, is refused before any counting, never read as text.
+    with pytest.raises(ParameterError, match="text_column="):
+        bpeforge.count(files["plain"], tmp_path / "a.counts", text_column="text", progress=False)
+    with pytest.raises(ParameterError, match=r"x\.parquet.*Parquet"):
+        bpeforge.count(files["parquet"], tmp_path / "b.counts", text_column="text", progress=False)
+    r = bpeforge_cli("count", str(files["parquet"]), "--text-column", "text", "-o", str(tmp_path / "c.counts"))
+    assert r.returncode == 1 and "x.parquet" in r.stderr and "--text-column" in r.stderr, r.stderr
+    assert not any(tmp_path.iterdir())
+    header = bpeforge.count(files["jsonl"], tmp_path / "d.counts", text_field="text", progress=False)
+    assert header["options"]["text_field"] == "text"

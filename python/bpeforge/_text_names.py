@@ -98,3 +98,15 @@ def for_training(files: Sequence[str], options: Any, names: dict[str, str] | Non
     return resolve(files, text_field=options.text_field, text_column=options.text_column,
                    lang_field=options.lang_field, lang_column=options.lang_column, raw_text=raw, names=names,
                    quiet=options.from_checkpoint)
+
+
+def for_counting(files: Sequence[str], options: Any) -> TextNames:
+    """:func:`for_training` for a counts file (``bpeforge.count``): the
+    engine counts line files only, so Parquet/Arrow input is refused,
+    naming the file, before anything is counted."""
+    names = for_training(files, options)
+    if names.kind == "columnar":
+        f = detect(files[0])
+        raise ParameterError(f"{f.path} is {f.name}: a counts file is counted from line files (plain, compressed, "
+                             "JSON lines); train on Parquet/Arrow input with text_column= instead")
+    return names

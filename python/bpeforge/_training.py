@@ -379,6 +379,7 @@ def count(files: PathLike | Sequence[PathLike], output: PathLike, *, progress: P
     """
     made = TrainOptions(**options)
     names = paths(files)
+    _text_names.for_counting(names, made)
     check_output(os.fspath(output), "counts file", inputs=names)
     header = _engine.count_to_file(names, made.settings(), native_progress(progress), os.fspath(output))
     result: dict[str, Any] = json.loads(header)
