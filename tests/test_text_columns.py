@@ -262,3 +262,17 @@ def test_counting_names_what_it_cannot_read(files, tmp_path) -> None:
     assert not any(tmp_path.iterdir())
     header = bpeforge.count(files["jsonl"], tmp_path / "d.counts", text_field="text", progress=False)
     assert header["options"]["text_field"] == "text"
+
+
+def test_distributed_train_takes_the_columns_and_the_old_spelling(files, balanced_model, ray_instance) -> None:
+    from bpeforge import distributed
+
+    kw = dict(temperature=3.0, vocab_size=VOCAB, shard_bytes=2_000, progress=False)
+    new = _no_warning(distributed.train, [files["parquet"]], text_column="text", lang_column="lang", **kw)
+    with pytest.warns(DeprecationWarning) as caught:
+        old = distributed.train([files["parquet"]], text_field="text", lang_field="lang", **kw)
+    assert sorted("text_column=" in str(w.message) for w in caught) == [False, True]
+    assert sorted("lang_column=" in str(w.message) for w in caught) == [False, True]
+    assert _comparable(new) == _comparable(old) == _comparable(balanced_model)
+    with pytest.raises(ParameterError, match="lang_column="):
+        distributed.train([files["jsonl"]], text_field="text", lang_column="lang", **kw)
