@@ -126,7 +126,7 @@ def main() -> None:
         rows = {
             "plain lines": lambda th: bpeforge.train(plain, threads=th, **opts),
             "JSONL.zst": lambda th: bpeforge.train(jsonl, text_field="text", threads=th, **opts),
-            "Parquet (zstd)": lambda th: bpeforge.train(parquet, text_field="text", threads=th, **opts),
+            "Parquet (zstd)": lambda th: bpeforge.train(parquet, text_column="text", threads=th, **opts),
             "train_from_dataset": lambda th: bpeforge.train_from_dataset(ds, threads=th, **opts),
         }
         if a.balanced:
@@ -136,7 +136,7 @@ def main() -> None:
             rows = {
                 "plain lines": lambda th: bpeforge.train(plain, langs=[side], threads=th, **bal),
                 "JSONL.zst": lambda th: bpeforge.train(jsonl, text_field="text", lang_field="lang", threads=th, **bal),
-                "Parquet (zstd)": lambda th: bpeforge.train(parquet, text_field="text", lang_field="lang", threads=th,
+                "Parquet (zstd)": lambda th: bpeforge.train(parquet, text_column="text", lang_column="lang", threads=th,
                                                             **bal),
                 "train_from_dataset": lambda th: bpeforge.train_from_dataset(ds, lang_column="lang", threads=th,
                                                                              **bal),

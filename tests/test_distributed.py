@@ -349,9 +349,9 @@ def test_lang_field_on_ray_equals_local(records, run):
 
 @pytest.mark.parametrize("run", sorted(STRUCTURED_RUNS))
 def test_parquet_and_arrow_on_ray_equal_local(records, run):
-    kw = dict(STRUCTURED_RUNS[run], text_field="text", progress=False)
+    kw = dict(STRUCTURED_RUNS[run], text_column="text", progress=False)
     if run != "plain":
-        kw["lang_field"] = "lang"
+        kw["lang_column"] = "lang"
     files = [records["a"], records["b"], records["arrow"]]
     local = bpeforge.train(files, **kw)
     # Small shards: the Parquet files are cut into runs of row groups.
@@ -361,7 +361,7 @@ def test_parquet_and_arrow_on_ray_equal_local(records, run):
 
 
 def test_parquet_bad_rows_on_ray_as_locally(records):
-    kw = dict(vocab_size=400, text_field="text", progress=False)
+    kw = dict(vocab_size=400, text_column="text", progress=False)
     with pytest.raises(bpeforge.InputError, match=r"bad\.parquet, row group 2, row 51: the text is null"):
         distributed.train([records["bad"]], shard_bytes=2_000, **kw)
     local = bpeforge.train([records["bad"]], on_bad_record="skip", **kw)
@@ -371,17 +371,18 @@ def test_parquet_bad_rows_on_ray_as_locally(records):
     with pytest.raises(bpeforge.ParameterError, match="not both"):
         distributed.train([records["a"], records["jsonl"]], **kw)
     with pytest.raises(bpeforge.InputError, match="no column 'body'"):
-        distributed.train([records["a"]], vocab_size=400, text_field="body", progress=False)
+        distributed.train([records["a"]], vocab_size=400, text_column="body", progress=False)
 
 
 def test_encode_structured_inputs_on_ray_equals_encode_file(records, tmp_path):
     tok = bpeforge.train([records["jsonl"]], vocab_size=600, text_field="text", progress=False)
     for path, shard_bytes in ((records["jsonl"], 20_000), (records["a"], 1_000), (records["arrow"], 1_000)):
         out = tmp_path / path.name
+        name = {"text_field": "text"} if path.suffix == ".jsonl" else {"text_column": "text"}
         manifest = distributed.encode(tok, [path], out, format="npy", shard_bytes=shard_bytes, progress=False,
-                                      text_field="text")
+                                      **name)
         whole = tmp_path / f"{path.name}.npy"
-        tok.encode_file(path, whole, format="npy", text_field="text")
+        tok.encode_file(path, whole, format="npy", **name)
         ids, offsets = distributed.load_encoded(out)
         assert np.array_equal(ids, np.load(whole)) and np.array_equal(offsets, np.load(f"{whole}.offsets.npy"))
         # JSON lines split into byte ranges; a Parquet/Arrow file is one shard.

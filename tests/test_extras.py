@@ -119,7 +119,7 @@ def test_missing_numpy_is_one_line_naming_the_extra(monkeypatch) -> None:
 
 
 @pytest.mark.parametrize("module, extra, call", [
-    ("pyarrow", "arrow", lambda p: bpeforge.train(p, text_field="text", progress=False)),
+    ("pyarrow", "arrow", lambda p: bpeforge.train(p, text_column="text", progress=False)),
     ("tqdm.auto", "tqdm", lambda p: bpeforge.TqdmProgress()),
 ])
 def test_each_missing_package_names_its_extra(module, extra, call, monkeypatch, tmp_path) -> None:

@@ -207,7 +207,7 @@ def test_parquet_and_arrow_train_the_plain_model(texts, plain, tmp_path, kind, t
     else:
         path = tmp_path / "c.parquet"
         pa.parquet.write_table(table, path, row_group_size=300)  # several row groups, streamed
-    tok = bpeforge.train(path, text_field="text", vocab_size=VOCAB, progress=False, threads=threads)
+    tok = bpeforge.train(path, text_column="text", vocab_size=VOCAB, progress=False, threads=threads)
     assert _model(tok) == plain
 
 
@@ -217,7 +217,7 @@ def test_parquet_lang_column_equals_the_side_file(tagged, tmp_path) -> None:
     path = tmp_path / "c.parquet"
     pa.parquet.write_table(pa.table({"text": texts, "lang": langs}), path, row_group_size=500)
     expected = _side_file_model(tagged, tmp_path, temperature=3.0)
-    tok = bpeforge.train(path, text_field="text", lang_field="lang", temperature=3.0, vocab_size=VOCAB,
+    tok = bpeforge.train(path, text_column="text", lang_column="lang", temperature=3.0, vocab_size=VOCAB,
                          progress=False)
     assert _model(tok) == expected
 
@@ -229,24 +229,24 @@ def test_parquet_errors_name_the_file_and_row_group(tmp_path) -> None:
     texts[1234] = None
     pa.parquet.write_table(pa.table({"text": texts}), good, row_group_size=1000)
     with pytest.raises(bpeforge.InputError, match=r"good\.parquet, row group 1, row 235: the text is null"):
-        bpeforge.train(good, text_field="text", vocab_size=300, progress=False)
-    tok = bpeforge.train(good, text_field="text", on_bad_record="skip", vocab_size=300, progress=False)
+        bpeforge.train(good, text_column="text", vocab_size=300, progress=False)
+    tok = bpeforge.train(good, text_column="text", on_bad_record="skip", vocab_size=300, progress=False)
     assert tok.metadata["corpus"]["bad_records"] == 1 and tok.metadata["corpus"]["texts"] == 1999
     with pytest.raises(bpeforge.InputError, match=r"good\.parquet: no column 'body' \(its columns: text\)"):
-        bpeforge.train(good, text_field="body", vocab_size=300, progress=False)
+        bpeforge.train(good, text_column="body", vocab_size=300, progress=False)
     truncated = tmp_path / "truncated.parquet"
     truncated.write_bytes(good.read_bytes()[: good.stat().st_size // 2])
     out = tmp_path / "model.json"
     with pytest.raises(bpeforge.InputError, match=r"truncated\.parquet"):
-        bpeforge.train(truncated, text_field="text", vocab_size=300, progress=False)
-    assert cli.main(["train", str(truncated), "--text-field", "text", "--vocab-size", "300", "-q", "-o",
+        bpeforge.train(truncated, text_column="text", vocab_size=300, progress=False)
+    assert cli.main(["train", str(truncated), "--text-column", "text", "--vocab-size", "300", "-q", "-o",
                      str(out)]) == 1
     assert not out.exists()
     ints = tmp_path / "ints.parquet"
     pa.parquet.write_table(pa.table({"text": list(range(10))}), ints)
     with pytest.raises(bpeforge.InputError, match="column 'text' is int64, not a string column"):
-        bpeforge.train(ints, text_field="text", vocab_size=300, progress=False)
-    with pytest.raises(bpeforge.ParameterError, match="text_field"):
+        bpeforge.train(ints, text_column="text", vocab_size=300, progress=False)
+    with pytest.raises(bpeforge.ParameterError, match="text_column"):
         bpeforge.train(good, vocab_size=300, progress=False)
 
 
@@ -335,7 +335,7 @@ def test_encode_file_reads_parquet_and_arrow_columns(texts, tmp_path, fmt) -> No
     tok.encode_file(plain_src, expected, format=fmt)
     for src in (pq_path, ipc_path):
         out = tmp_path / f"{src.name}.{fmt}"
-        stats = tok.encode_file(src, out, format=fmt, text_field="text")
+        stats = tok.encode_file(src, out, format=fmt, text_column="text")
         assert stats["lines"] == len(texts)
         assert out.read_bytes() == expected.read_bytes()
         if fmt != "ids":
@@ -345,14 +345,14 @@ def test_encode_file_reads_parquet_and_arrow_columns(texts, tmp_path, fmt) -> No
     bad = tmp_path / "bad.parquet"
     pa.parquet.write_table(pa.table({"text": [*texts[:400], None]}), bad, row_group_size=300)
     with pytest.raises(bpeforge.InputError, match=r"bad\.parquet, row group 1, row 101: the text is null"):
-        tok.encode_file(bad, tmp_path / f"bad.{fmt}", format=fmt, text_field="text")
+        tok.encode_file(bad, tmp_path / f"bad.{fmt}", format=fmt, text_column="text")
     assert not (tmp_path / f"bad.{fmt}").exists() and not (tmp_path / f"bad.{fmt}.offsets.npy").exists()
-    with pytest.raises(bpeforge.ParameterError, match="text_field"):
+    with pytest.raises(bpeforge.ParameterError, match="text_column"):
         tok.encode_file(pq_path, tmp_path / "x.ids")
     with pytest.raises(bpeforge.InputError, match="no column 'body'"):
-        tok.encode_file(pq_path, tmp_path / "x.ids", text_field="body")
+        tok.encode_file(pq_path, tmp_path / "x.ids", text_column="body")
     tok.save(tmp_path / "m.json")
     via_cli = tmp_path / f"cli.{fmt}"
-    assert cli.main(["encode", "-m", str(tmp_path / "m.json"), str(pq_path), "--text-field", "text", "-q",
+    assert cli.main(["encode", "-m", str(tmp_path / "m.json"), str(pq_path), "--text-column", "text", "-q",
                      "--format", fmt, "-o", str(via_cli)]) == 0
     assert via_cli.read_bytes() == expected.read_bytes()

@@ -130,18 +130,29 @@ def test_a_record_cut_by_the_sniff_window_does_not_decide(tmp_path) -> None:
 # ---- Python ------------------------------------------------------------------------
 
 
+COLUMNAR_KEYS = ("parquet", "parquet_as_txt", "arrow")
+
+
+def _text_name(key: str) -> dict[str, str]:
+    """How a file's text is named: a JSON lines field, or a Parquet/Arrow column."""
+    return {"text_column": "text"} if key in COLUMNAR_KEYS else {"text_field": "text"}
+
+
+
+
 @pytest.mark.parametrize("key", ["jsonl", "jsonl_zst", "ndjson_gz", "json_in_txt", "parquet", "parquet_as_txt",
                                  "arrow"])
 def test_train_refuses_structured_input_without_text_field(files, key) -> None:
-    with pytest.raises(ParameterError, match=r"give text_field=") as e:
+    (name,) = _text_name(key)
+    with pytest.raises(ParameterError, match=rf"give {name}=") as e:
         bpeforge.train(files[key], vocab_size=VOCAB, progress=False)
-    assert str(files[key]) in str(e.value) and "--text-field" not in str(e.value)
+    assert str(files[key]) in str(e.value) and "--text-" not in str(e.value)
 
 
 @pytest.mark.parametrize("key", ["jsonl", "jsonl_zst", "ndjson_gz", "json_in_txt", "parquet", "parquet_as_txt",
                                  "arrow"])
 def test_with_text_field_every_format_gives_the_plain_model(files, plain_model, key) -> None:
-    assert bpeforge.train(files[key], text_field="text", vocab_size=VOCAB, progress=False) == plain_model
+    assert bpeforge.train(files[key], **_text_name(key), vocab_size=VOCAB, progress=False) == plain_model
 
 
 def test_json_lines_as_raw_text_when_asked(files) -> None:
@@ -154,7 +165,7 @@ def test_encode_file_refuses_and_reads_structured_input(files, plain_model, tmp_
         plain_model.encode_file(files["jsonl_zst"], tmp_path / "ids.txt")
     plain_model.encode_file(files["plain"], tmp_path / "plain.txt")
     for key in ("jsonl_zst", "parquet_as_txt"):
-        plain_model.encode_file(files[key], tmp_path / f"{key}.txt", text_field="text")
+        plain_model.encode_file(files[key], tmp_path / f"{key}.txt", **_text_name(key))
         assert (tmp_path / f"{key}.txt").read_text() == (tmp_path / "plain.txt").read_text()
 
 
@@ -169,12 +180,14 @@ def test_mixing_columnar_and_line_files_is_refused(files) -> None:
 
 @pytest.mark.parametrize("key", ["jsonl_zst", "parquet", "json_in_txt"])
 def test_cli_train_and_encode_refuse_naming_the_flag(files, plain_model, key, tmp_path) -> None:
+    (name,) = _text_name(key)
+    flag = "--" + name.replace("_", "-")
     r = bpeforge_cli("train", str(files[key]), "--vocab-size", str(VOCAB), "-o", str(tmp_path / "m.json"))
-    assert r.returncode == 1 and "--text-field" in r.stderr and "text_field=" not in r.stderr, r.stderr
+    assert r.returncode == 1 and flag in r.stderr and f"{name}=" not in r.stderr, r.stderr
     assert not (tmp_path / "m.json").exists()
     plain_model.save(tmp_path / "model.json")
     r = bpeforge_cli("encode", "-m", str(tmp_path / "model.json"), str(files[key]), "-o", str(tmp_path / "ids"))
-    assert r.returncode == 1 and "--text-field" in r.stderr and "text_field=" not in r.stderr, r.stderr
+    assert r.returncode == 1 and flag in r.stderr and f"{name}=" not in r.stderr, r.stderr
     assert len(r.stderr.strip().splitlines()) == 1
 
 
@@ -207,7 +220,7 @@ def test_cli_train_with_text_field_equals_plain(files, plain_model, tmp_path) ->
     assert bpeforge.load(out) == plain_model
 
 
-def test_report_reads_parquet_and_json_lines_with_text_field(files, plain_model, tmp_path) -> None:
+def test_report_reads_parquet_and_json_lines_with_their_names(files, plain_model, tmp_path) -> None:
     pytest.importorskip("matplotlib")
     from bpeforge.report import build_report
 
@@ -215,16 +228,16 @@ def test_report_reads_parquet_and_json_lines_with_text_field(files, plain_model,
     plain_model.save(model)
     for key in ("parquet", "jsonl_zst"):
         r = bpeforge_cli("report", "-m", str(model), "-i", str(files[key]), "-o", str(tmp_path / "rep"))
-        assert r.returncode == 1 and "--text-field" in r.stderr, r.stderr
+        assert r.returncode == 1 and "--" + next(iter(_text_name(key))).replace("_", "-") in r.stderr, r.stderr
         assert not (tmp_path / "rep").exists()
     kw = dict(sample=0, curve_points=2, curve_lines=50)
     plain = build_report(plain_model, str(files["plain"]), **kw)
     for key in ("parquet", "jsonl_zst", "parquet_as_txt"):
-        rep = build_report(plain_model, str(files[key]), text_field="text", **kw)
+        rep = build_report(plain_model, str(files[key]), **_text_name(key), **kw)
         assert rep.corpus["sampled_lines"] == plain.corpus["sampled_lines"] == len(TEXTS)
         assert rep.models[0]["bytes_per_token"] == plain.models[0]["bytes_per_token"]
     out = tmp_path / "rep"
-    r = bpeforge_cli("report", "-m", str(model), "-i", str(files["parquet"]), "--text-field", "text",
+    r = bpeforge_cli("report", "-m", str(model), "-i", str(files["parquet"]), "--text-column", "text",
                      "-o", str(out), "--sample", "0", "--curve-points", "2", "--curve-lines", "50")
     assert r.returncode == 0, r.stderr
     assert json.loads((out / "report.json").read_text())["corpus"]["sampled_lines"] == len(TEXTS)
@@ -234,7 +247,7 @@ def test_help_names_every_input_format() -> None:
     for command in ("train", "encode", "report"):
         r = bpeforge_cli(command, "--help")
         text = " ".join(r.stdout.split())
-        for word in ("JSON lines", "Parquet", "Arrow", ".zst", "--text-field"):
+        for word in ("JSON lines", "Parquet", "Arrow", ".zst", "--text-field", "--text-column"):
             assert word in text, (command, word)
 
 
@@ -251,7 +264,7 @@ def test_parquet_progress_names_the_file_and_has_a_total_and_eta(tmp_path) -> No
     for p in paths:
         pq.write_table(pa.table({"text": texts}), p, row_group_size=1000)
     events: list = []
-    bpeforge.train(paths, text_field="text", vocab_size=300, progress=events.append)
+    bpeforge.train(paths, text_column="text", vocab_size=300, progress=events.append)
     live = [e for e in events if e.phase == "counting" and not e.finished]
     assert live, "counting 7 MB of Parquet gave no live event"
     for e in live:
@@ -259,7 +272,7 @@ def test_parquet_progress_names_the_file_and_has_a_total_and_eta(tmp_path) -> No
         assert e.info["file"] in map(str, paths) and e.info["files"] == 2
     expected = 2 * sum(len(t.encode("utf-8")) for t in texts)
     assert abs(live[-1].total - expected) / expected < 0.1  # the metadata's estimate of the text bytes
-    r = subprocess.run([sys.executable, "-m", "bpeforge", "train", *map(str, paths), "--text-field", "text",
+    r = subprocess.run([sys.executable, "-m", "bpeforge", "train", *map(str, paths), "--text-column", "text",
                         "--vocab-size", "300", "--progress", "human", "-o", str(tmp_path / "m.json")],
                        capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 import bpeforge
 from bpeforge import _engine, _native, cli
 from bpeforge._progress import native_progress
-from bpeforge.options import FILE_ONLY, NAMES, TrainOptions
+from bpeforge.options import ENGINE_NAMES, FILE_ONLY, NAMES, TrainOptions
 
 # Flags of `bpeforge train` that are not training options: what to read,
 # where to write, how to report, where to run.
@@ -61,8 +61,10 @@ def test_the_typed_overload_repeats_the_signature(fn) -> None:
 
 
 def test_engine_takes_the_same_option_names() -> None:
-    assert sorted(_native.train_option_names()) == sorted(NAMES)
-    assert sorted(TrainOptions().engine_args()) == sorted(NAMES)
+    assert sorted(_native.train_option_names()) == sorted(ENGINE_NAMES)
+    assert sorted(TrainOptions().engine_args()) == sorted(ENGINE_NAMES)
+    # The columns of Parquet/Arrow input are read in Python (pyarrow).
+    assert set(NAMES) - set(ENGINE_NAMES) == {"text_column", "lang_column"}
 
 
 def test_every_option_is_documented_in_train() -> None:
@@ -200,7 +202,7 @@ def samples(tmp_path) -> dict[str, tuple[list[str], object]]:
 
 
 def test_samples_cover_every_option(samples) -> None:
-    assert set(samples) == set(NAMES)
+    assert set(samples) == set(ENGINE_NAMES)
 
 
 def test_every_train_flag_is_an_option_or_a_known_cli_flag() -> None:
@@ -253,14 +255,14 @@ def _run_cli(argv: list[str], monkeypatch, entry: str, corpus: str | None = None
     return seen
 
 
-@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("name", ENGINE_NAMES)
 def test_cli_option_reaches_the_engine(name, samples, monkeypatch) -> None:
     flags, expected = samples[name]
     engine = _run_cli(flags, monkeypatch, "train_files")
     assert engine[name] == expected
     # and nothing changed that the flags did not ask for
     defaults = TrainOptions().engine_args()
-    assert {k for k in NAMES if engine[k] != defaults[k]} == \
+    assert {k for k in ENGINE_NAMES if engine[k] != defaults[k]} == \
         {k for k, (f, _) in samples.items() if set(f) <= set(flags)} | COMPANIONS.get(name, set())
 
 
@@ -268,7 +270,7 @@ def test_cli_option_reaches_the_engine(name, samples, monkeypatch) -> None:
 COMPANIONS = {"file_languages": {"temperature"}, "lang_field": {"temperature"}}
 
 
-@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("name", ENGINE_NAMES)
 def test_cli_option_reaches_the_engine_with_ray(name, samples, json_sample, monkeypatch,
                                                 ray_instance) -> None:
     flags, expected = samples[name]

@@ -7,7 +7,7 @@ batch size whatever the file size. Bad rows (a null text, a null or empty
 language) are errors naming the file, row group and row, or are skipped and
 counted with ``on_bad_record="skip"``, as for JSON lines.
 
-A language column (``lang_field`` / ``lang_column``) is read in a first
+A language column (``lang_column``) is read in a first
 pass over that column only (the weights need every language's share before
 counting); the model equals the texts as plain lines with a ``langs`` file.
 """
@@ -201,23 +201,22 @@ class _Rows:
         return list(counts), list(counts.values())
 
 
-def column_texts(path: str, text_field: str) -> Iterator[str]:
-    """The ``text_field`` column of one Parquet/Arrow file as Python strings
+def column_texts(path: str, text_column: str) -> Iterator[str]:
+    """The ``text_column`` column of one Parquet/Arrow file as Python strings
     (for readers that need ``str``: the report); a null text is an error
     naming file, row group and row."""
-    rows = _Rows(text_field, None, "error", None)
-    for where, first_row, table in _Source([path], [text_field]):
+    rows = _Rows(text_column, None, "error", None)
+    for where, first_row, table in _Source([path], [text_column]):
         text, _ = rows.clean(where, first_row, table)
-        for chunk in _strings(text, text_field, where):
+        for chunk in _strings(text, text_column, where):
             yield from chunk.to_pylist()
 
 
 class Columns(NamedTuple):
     """What Python reads of Arrow data for a training run: the text column
-    (``text_field``, which names a column here where the engine's names a
-    JSON lines field; or ``text_column``), the language column
-    (``lang_field`` or ``lang_column``) and the ``on_bad_record`` rule for
-    null rows, which Python applies to the batches."""
+    (``text_column``), the language column (``lang_column``) and the
+    ``on_bad_record`` rule for null rows, which Python applies to the
+    batches."""
 
     text: str
     lang: str | None
@@ -227,10 +226,10 @@ class Columns(NamedTuple):
         return _Rows(self.text, self.lang, self.on_bad_record, languages)
 
 
-def columns_of(options: Any) -> Columns:
-    """The columns a training run on Parquet/Arrow files reads: ``text_field``
-    and ``lang_field`` name columns here (:func:`check_files` checked them)."""
-    return Columns(options.text_field, options.lang_field, options.on_bad_record)
+def columns_of(options: Any, names: Any) -> Columns:
+    """The columns a training run on Parquet/Arrow files reads (``names``:
+    :func:`bpeforge._text_names.for_training`)."""
+    return Columns(names.text_column, names.lang_column, options.on_bad_record)
 
 
 def engine_changes(lang: str | None) -> dict[str, Any]:
@@ -286,37 +285,39 @@ def _train(make_source: Any, inputs: list[str], columns: Columns, options: Any, 
     return _engine.train_arrow(rows.batches(make_source()), settings, progress, inputs, languages, files)
 
 
-def check_files(files: list[str], options: Any) -> list[str]:
-    """Checks Parquet/Arrow inputs (what they are: :func:`_input_formats.plan`)
-    and their options; returns the column names to read (the text column,
-    then the language column if any)."""
-    if _input_formats.plan(files, text_field=options.text_field) != "columnar":
+def check_files(files: list[str], options: Any, names: Any) -> list[str]:
+    """Checks Parquet/Arrow inputs (``names``: what they are and the columns
+    that apply, :func:`bpeforge._text_names.for_training`) and their
+    options; returns the column names to read (the text column, then the
+    language column if any)."""
+    if names.kind != "columnar" or names.text_column is None:
         raise ParameterError(f"{files[0]} is not a Parquet/Arrow file")
     options.refuse(TEXT_FILE_ONLY, "for Parquet/Arrow input", "texts are rows of a column")
-    text, lang = options.text_field, options.lang_field
+    text, lang = names.text_column, names.lang_column
     for f in files:
         if not os.path.isfile(f):
             raise _input_formats.missing_file_error(f)
     return [text] + ([lang] if lang and lang != text else [])
 
 
-def train_files(files: list[str], options: Any, progress: str) -> Any:
-    """``bpeforge.train`` on Parquet/Arrow files."""
-    names = check_files(files, options)
-    columns = columns_of(options)
-    return _train(lambda: _Source(files, names), files, columns, options, progress, text_bytes(files, columns.text))
+def train_files(files: list[str], options: Any, names: Any, progress: str) -> Any:
+    """``bpeforge.train`` on Parquet/Arrow files (``names``: their columns,
+    :func:`bpeforge._text_names.for_training`)."""
+    read = check_files(files, options, names)
+    columns = columns_of(options, names)
+    return _train(lambda: _Source(files, read), files, columns, options, progress, text_bytes(files, columns.text))
 
 
 def encode_files(tok: Any, files: list[str], dst: str, format: str, threads: int | None, rules: tuple[Any, Any],
-                 progress: str, text_field: str | None) -> tuple:
-    """``Tokenizer.encode_file`` on Parquet/Arrow files: the ``text_field``
+                 progress: str, text_column: str) -> tuple:
+    """``Tokenizer.encode_file`` on Parquet/Arrow files: the ``text_column``
     column, row ``i`` of the output for row ``i`` of the input (a null text
     is an error naming file, row group and row)."""
-    if _input_formats.plan(files, text_field=text_field) != "columnar" or text_field is None:
+    if _input_formats.plan(files, text_field=None, text_column=text_column) != "columnar":
         raise ParameterError(f"{files[0]} is not a Parquet/Arrow file")
-    rows = _Rows(text_field, None, "error", None)
-    total = sum(size for _, size in text_bytes(files, text_field)) or None
-    return _engine.encode_arrow_file(tok._native, rows.batches(_Source(files, [text_field])), dst, format, threads,
+    rows = _Rows(text_column, None, "error", None)
+    total = sum(size for _, size in text_bytes(files, text_column)) or None
+    return _engine.encode_arrow_file(tok._native, rows.batches(_Source(files, [text_column])), dst, format, threads,
                                      *rules, progress, total)
 
 

@@ -32,10 +32,11 @@ Compressions (a suffix after the format's: ``corpus.txt.xz``,
 (crates/core/src/input/mod.rs ``COMPRESSIONS``), which the Python readers
 (:mod:`bpeforge._io`) and the help texts (:func:`compressions_text`) follow.
 
-Structured input is never read as plain text silently: without
-``text_field`` a JSON lines, Parquet or Arrow file is refused, with a message
-naming the parameter (``text_field=``; the CLI shows ``--text-field``) and
-the string fields its first record (or its schema) has. To train on the JSON
+Structured input is never read as plain text silently: a JSON lines file
+without ``text_field``, or a Parquet or Arrow file without ``text_column``,
+is refused, with a message naming the parameter (``text_field=``; the CLI
+shows ``--text-field``) and the string fields its first record (or its
+schema) has. To train on the JSON
 text itself, ask for it: ``separator="\\n"`` (``--separator``) or
 ``documents=True`` reads any file as raw text.
 """
@@ -97,8 +98,9 @@ def compressions_text(sep: str = " ") -> str:
 
 
 #: INPUT in every command's --help, from the lists above.
-INPUT_HELP = (f"text file, one text per line; or JSON lines ({', '.join(JSON_LINES_SUFFIXES[:2])}), Parquet "
-              f"({PARQUET_SUFFIXES[0]}) or Arrow ({', '.join(ARROW_SUFFIXES[:2])}) with --text-field; "
+INPUT_HELP = (f"text file, one text per line; or JSON lines ({', '.join(JSON_LINES_SUFFIXES[:2])}) with "
+              "--text-field, Parquet "
+              f"({PARQUET_SUFFIXES[0]}) or Arrow ({', '.join(ARROW_SUFFIXES[:2])}) with --text-column; "
               f"{compressions_text()} compression ok. A file whose name or content says JSON lines, Parquet or "
               "Arrow is never read as plain text")
 
@@ -188,20 +190,25 @@ def _json_fields(head: bytes) -> tuple[str, ...] | None:
 
 
 #: How each interface spells the options named in messages.
-PYTHON_NAMES = {"text_field": "text_field=", "separator": 'separator="\\n"', "documents": "documents=True"}
-CLI_NAMES = {"text_field": "--text-field FIELD", "separator": "--separator '\\n'", "documents": "--documents"}
+PYTHON_NAMES = {"text_field": "text_field=", "text_column": "text_column=", "separator": 'separator="\\n"',
+                "documents": "documents=True"}
+CLI_NAMES = {"text_field": "--text-field FIELD", "text_column": "--text-column COLUMN",
+             "separator": "--separator '\\n'", "documents": "--documents"}
 
 
-def plan(files: list[str], *, text_field: str | None, raw_text: bool | None = None,
-         names: dict[str, str] | None = None) -> str:
+def plan(files: list[str], *, text_field: str | None, text_column: str | None = None,
+         raw_text: bool | None = None, names: dict[str, str] | None = None) -> str:
     """The format of a run over ``files``: ``"text"`` (the engine reads lines:
     plain, JSON lines with ``text_field``, TSV with ``columns``) or
     ``"columnar"`` (pyarrow reads Parquet/Arrow). Refuses, naming the file,
     why it is structured and the option to give:
 
-    * a JSON lines, Parquet or Arrow file without ``text_field`` (unless
-      ``raw_text``: the caller asked for raw text with ``documents`` or
-      ``separator``, and JSON lines are then read as text, as asked);
+    * a JSON lines file without ``text_field`` (unless ``raw_text``: the
+      caller asked for raw text with ``documents`` or ``separator``, and
+      JSON lines are then read as text, as asked);
+    * a Parquet or Arrow file without ``text_column`` (or ``text_field``,
+      its older spelling: :mod:`bpeforge._text_names` says which name
+      applies to which file);
     * Parquet/Arrow files mixed with line files.
 
     ``raw_text`` is None where the caller has no way to read JSON lines as
@@ -219,13 +226,15 @@ def plan(files: list[str], *, text_field: str | None, raw_text: bool | None = No
         other = next(f for f in formats if not f.columnar)
         raise ParameterError(f"give either Parquet/Arrow files or line files, not both ({other.path} is "
                              f"{other.name}; {columnar[0].path} is {columnar[0].name}: {columnar[0].reason})")
-    if text_field is None:
+    if text_field is None and text_column is None:
         for f in formats:
             if f.columnar:
                 columns = _string_columns(f)
                 hint = f"; its string columns: {', '.join(columns)}" if columns else ""
-                raise ParameterError(f"{f.path} is {f.name} ({f.reason}): give {names['text_field']} "
+                raise ParameterError(f"{f.path} is {f.name} ({f.reason}): give {names['text_column']} "
                                      f"(the name of the text column{hint})")
+    if text_field is None:
+        for f in formats:
             if f.kind == JSON_LINES and not raw_text:
                 hint = f"; its records' string fields: {', '.join(f.fields)}" if f.fields else ""
                 as_text = "" if raw_text is None else \
@@ -254,14 +263,6 @@ def _string_columns(f: InputFormat) -> list[str]:
         return [field.name for field in schema if pa.types.is_string(field.type) or pa.types.is_large_string(field.type)]
     except Exception:  # noqa: BLE001 - a hint only: the reader reports what is wrong with the file
         return []
-
-
-def plan_training(files: list[str], options: Any, names: dict[str, str] | None = None) -> str:
-    """:func:`plan` for a training run's :class:`bpeforge.TrainOptions`:
-    ``documents``, ``separator`` or ``columns`` say how to cut raw text, so
-    a JSON lines file is then read as the text it is, as asked."""
-    raw = bool(options.documents) or options.separator is not None or options.columns is not None
-    return plan(files, text_field=options.text_field, raw_text=raw, names=names)
 
 
 def is_columnar(path: str | os.PathLike[str]) -> bool:

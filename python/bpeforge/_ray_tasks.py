@@ -137,7 +137,7 @@ _MODEL_CACHE: dict[str, Tokenizer] = {}
 
 def _encode_task(
     model_json: str, src: str, byte_range: list[int] | None, dst: str, format: str,
-    threads: int, allowed: Any, disallowed: Any, text_field: str | None,
+    threads: int, allowed: Any, disallowed: Any, text_field: str | None, text_column: str | None,
 ) -> dict[str, Any]:
     tok = _MODEL_CACHE.get(model_json)
     if tok is None:
@@ -145,7 +145,7 @@ def _encode_task(
         tok = _MODEL_CACHE[model_json] = Tokenizer.from_json(model_json)
     os.makedirs(os.path.dirname(dst), exist_ok=True)
     kw = {"format": format, "threads": threads, "allowed_special": allowed, "disallowed_special": disallowed,
-          "text_field": text_field}
+          "text_field": text_field, "text_column": text_column}
     if byte_range is None:
         return tok.encode_file(src, dst, **kw)
     if _compressed(src):

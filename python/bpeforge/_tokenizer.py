@@ -18,7 +18,7 @@ from collections.abc import Collection, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Literal, Union, overload
 
-from . import _arrow, _engine, _input_formats
+from . import _arrow, _engine, _text_names
 from ._extras import require
 from .errors import ParameterError
 from ._byte_tokens import is_byte_token
@@ -26,7 +26,7 @@ from ._bytelevel import token_text
 from ._io import check_output
 from ._offsets import token_offsets
 from ._progress import Progress, native_progress
-from .options import DEFAULT_PRETOKENIZER, Regex, _text_field, check_pretokenizer, paths
+from .options import DEFAULT_PRETOKENIZER, Regex, _str, _text_field, check_pretokenizer, paths
 
 
 # ``encode``'s defaults, shown in its signature. A call that passes no
@@ -309,6 +309,7 @@ class Tokenizer(_engine.TokenizerBase):
         disallowed_special: SpecialSet = "all",
         progress: bool | str = False,
         text_field: str | None = None,
+        text_column: str | None = None,
     ) -> dict[str, Any]:
         """Stream a corpus of any size (plain or compressed, one text per line)
         into ids, with bounded memory, on all cores.
@@ -318,11 +319,12 @@ class Tokenizer(_engine.TokenizerBase):
         error naming file and line, and a blank line is an empty text, so
         row ``i`` of the output is always line ``i`` of the input. Parquet
         and Arrow files (``.parquet``, ``.arrow``, ...; needs pyarrow) are
-        read the same way: ``text_field`` names the text column, and row
-        ``i`` of the output is row ``i`` of the input (a null text is an
-        error naming file, row group and row). A JSON lines, Parquet or
-        Arrow file (by name or content, as for :func:`train`) without
-        ``text_field`` is refused: it is never encoded as plain text.
+        read by column: ``text_column="text"`` names the text column, and
+        row ``i`` of the output is row ``i`` of the input (a null text is an
+        error naming file, row group and row). A JSON lines file without
+        ``text_field``, or a Parquet or Arrow file without ``text_column``
+        (by name or content, as for :func:`train`), is refused: it is never
+        encoded as plain text.
         ``dst`` must not be one of the inputs (the same file by any path
         spelling or link is refused).
 
@@ -353,14 +355,17 @@ class Tokenizer(_engine.TokenizerBase):
             check_output(os.fspath(dst) + ".offsets.npy", "offsets", inputs=paths(src))
         allowed, disallowed = self._rules(allowed_special, disallowed_special) if self._specials else (None, None)
         files = paths(src)
-        if _input_formats.plan(files, text_field=text_field) == "columnar":
+        names = _text_names.resolve(files, text_field=_text_field(text_field),
+                                    text_column=_str("text_column", none_ok=True)(text_column))
+        if names.kind == "columnar":
+            assert names.text_column is not None  # resolve() refuses columns without one
             lines, tokens, nbytes, seconds, id_bytes = _arrow.encode_files(
                 self, files, os.fspath(dst), format, threads, (allowed, disallowed), native_progress(progress),
-                _text_field(text_field))
+                names.text_column)
         else:
             lines, tokens, nbytes, seconds, id_bytes = self._native.encode_file(
                 files, os.fspath(dst), format, threads, allowed, disallowed, native_progress(progress),
-                _text_field(text_field),
+                names.text_field,
             )
         return {"lines": lines, "tokens": tokens, "bytes": nbytes, "seconds": seconds, "id_bytes": id_bytes}
 

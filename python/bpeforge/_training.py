@@ -12,7 +12,7 @@ import os
 from collections.abc import Iterable, Sequence
 from typing import Any, Literal, Union, overload
 
-from . import _arrow, _engine, _input_formats
+from . import _arrow, _engine, _input_formats, _text_names
 from ._io import check_output
 from ._progress import Progress, native_progress
 from ._sizes import DEFAULT_VOCAB_SIZE, VOCAB_SIZES_DOC, at_sizes, check_sizes, plan_sizes, run_size
@@ -47,6 +47,7 @@ def train(
     documents: bool = False,
     separator: str | None = None,
     text_field: str | None = None,
+    text_column: str | None = None,
     columns: Sequence[int] | None = None,
     on_bad_record: Literal["error", "skip"] = "error",
     min_word_count: int = 1,
@@ -59,6 +60,7 @@ def train(
     langs: PathLike | Sequence[PathLike] | None = None,
     file_languages: Sequence[str] | None = None,
     lang_field: str | None = None,
+    lang_column: str | None = None,
     temperature: float = 1.0,
     max_premium: float | None = None,
     balance_rounds: int = 1,
@@ -100,6 +102,7 @@ def train(  # type: ignore[misc]
     documents: bool = False,
     separator: str | None = None,
     text_field: str | None = None,
+    text_column: str | None = None,
     columns: Sequence[int] | None = None,
     on_bad_record: Literal["error", "skip"] = "error",
     min_word_count: int = 1,
@@ -112,6 +115,7 @@ def train(  # type: ignore[misc]
     langs: PathLike | Sequence[PathLike] | None = None,
     file_languages: Sequence[str] | None = None,
     lang_field: str | None = None,
+    lang_column: str | None = None,
     temperature: float = 1.0,
     max_premium: float | None = None,
     balance_rounds: int = 1,
@@ -130,7 +134,7 @@ def train(  # type: ignore[misc]
     Structured lines: ``text_field="text"`` reads JSON lines (the text is that
     field of each record), ``columns=[1, 2]`` reads tab-separated columns.
     Parquet and Arrow files (``.parquet``, ``.arrow``, ``.feather``) are read
-    with pyarrow: ``text_field`` names the text column (and ``lang_field``
+    with pyarrow: ``text_column`` names the text column (and ``lang_column``
     the language column); their string buffers go to the engine without a
     Python object per row. Hugging Face datasets: :func:`train_from_dataset`.
 
@@ -174,11 +178,11 @@ def train(  # type: ignore[misc]
                            max_token_length=max_token_length, threads=threads, character_coverage=character_coverage,
                            end_of_word_suffix=end_of_word_suffix, unk_token=unk_token, byte_fallback=byte_fallback,
                            fuse_unk=fuse_unk, normalizer=normalizer, documents=documents, separator=separator,
-                           text_field=text_field, columns=columns, on_bad_record=on_bad_record,
+                           text_field=text_field, text_column=text_column, columns=columns, on_bad_record=on_bad_record,
                            min_word_count=min_word_count, resume_from=resume_from, checkpoint_path=checkpoint_path,
                            checkpoint_every=checkpoint_every, superbpe_transition=superbpe_transition,
                            superbpe_max_words=superbpe_max_words, superbpe_colon_rule=superbpe_colon_rule,
-                           langs=langs, file_languages=file_languages, lang_field=lang_field,
+                           langs=langs, file_languages=file_languages, lang_field=lang_field, lang_column=lang_column,
                            temperature=temperature, max_premium=max_premium, balance_rounds=balance_rounds,
                            premium_reference=premium_reference, balance_min_lines=balance_min_lines,
                            balance_max_lift=balance_max_lift, balance_held_apart=balance_held_apart,
@@ -215,7 +219,7 @@ def train_from_dataset(
     The text column's Arrow buffers go to the engine in batches of
     ``batch_size`` rows, with no Python object per row; worker threads count
     earlier batches meanwhile. ``lang_column`` balances languages (as
-    ``lang_field`` does for files; a first pass reads that column alone).
+    ``lang_column`` does for Parquet files; a first pass reads that column alone).
     A row whose text (or language) is null is an error, or skipped and
     counted with ``on_bad_record="skip"``. The model equals training on the
     same texts as plain lines.
@@ -235,12 +239,12 @@ def train_from_dataset(
     given = [k for k in ("text_field", "lang_field") if k in options]
     if given:
         raise ParameterError(f"{', '.join(given)}: give text_column=/lang_column= for a dataset")
-    # The columns are the options' text and language fields, as for a
+    # The columns are the options' text and language columns, as for a
     # Parquet file: the engine checks the options with them, when made.
     sizes = plan_sizes(vocab_sizes, "vocab_size" in options)
     if sizes is not None:
         options["vocab_size"] = run_size(sizes, None)
-    opts = TrainOptions(**options, text_field=text_column, lang_field=lang_column)
+    opts = TrainOptions(**options, text_column=text_column, lang_column=lang_column)
     opts.refuse(_arrow.TEXT_FILE_ONLY, "for a dataset", "texts are rows of a column")
     check_sizes(opts, sizes)
     tok = Tokenizer(_arrow.train_from_dataset(ds, text_column, lang_column, batch_size, opts,
@@ -375,6 +379,7 @@ def count(files: PathLike | Sequence[PathLike], output: PathLike, *, progress: P
     """
     made = TrainOptions(**options)
     names = paths(files)
+    _text_names.for_counting(names, made)
     check_output(os.fspath(output), "counts file", inputs=names)
     header = _engine.count_to_file(names, made.settings(), native_progress(progress), os.fspath(output))
     result: dict[str, Any] = json.loads(header)
@@ -425,8 +430,9 @@ def train_files(files: list[str], options: TrainOptions, progress: str) -> Token
     """:func:`train` with its options made: Parquet/Arrow files through
     pyarrow (:mod:`bpeforge._arrow`), any other file read by the engine.
     The command line calls it with the options it made from its flags."""
-    if _input_formats.plan_training(files, options) == "columnar":
-        return Tokenizer(_arrow.train_files(files, options, progress))
+    names = _text_names.for_training(files, options)
+    if names.kind == "columnar":
+        return Tokenizer(_arrow.train_files(files, options, names, progress))
     return Tokenizer(_engine.train_files(files, options.settings(), progress))
 
 

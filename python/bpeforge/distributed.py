@@ -21,7 +21,7 @@ Shards:
   ``documents=True`` and ``separator=...`` never cut a file;
 * a Parquet file is cut into runs of row groups of about ``shard_bytes``
   (uncompressed) for training, and an Arrow file is one shard; for
-  encoding, each Parquet/Arrow file is one shard (``text_field`` names the
+  encoding, each Parquet/Arrow file is one shard (``text_column`` names the
   column, as in :meth:`bpeforge.Tokenizer.encode_file`).
 
 Where things run: input paths (and language files) are made absolute against
@@ -44,9 +44,7 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal, overload
 
-from . import _arrow, _engine
-from ._input_formats import plan_training
-from ._input_formats import plan as _input_plan
+from . import _arrow, _engine, _text_names
 from ._io import write_atomic
 from ._load import load
 from ._progress import Progress, native_progress
@@ -214,12 +212,13 @@ def train_with(inputs: list[str], opts: TrainOptions, *, address: str | None, sh
     _check_task_settings(shard_bytes, num_cpus_per_task)
     # Parquet/Arrow files: shards are runs of row groups, read with pyarrow
     # on the workers (Python applies the text and language columns).
-    arrow = plan_training(inputs, opts) == "columnar"
+    text_names = _text_names.for_training(inputs, opts)
+    arrow = text_names.kind == "columnar"
     abs_inputs = _abspaths(inputs)
-    names = _arrow.check_files(abs_inputs, opts) if arrow else None
-    columns = _arrow.columns_of(opts) if arrow else None
-    engine = _arrow.engine_options(opts, opts.lang_field) if arrow else opts.engine_options()
-    settings = opts.settings(**_arrow.engine_changes(opts.lang_field)) if arrow else opts.settings()
+    names = _arrow.check_files(abs_inputs, opts, text_names) if arrow else None
+    columns = _arrow.columns_of(opts, text_names) if arrow else None
+    engine = _arrow.engine_options(opts, text_names.lang_column) if arrow else opts.engine_options()
+    settings = opts.settings(**_arrow.engine_changes(text_names.lang_column)) if arrow else opts.settings()
     prog = native_progress(progress)
     ray = _connect(address)
     start = time.perf_counter()
@@ -292,6 +291,7 @@ def encode(
     disallowed_special: SpecialSet = "all",
     progress: Progress = True,
     text_field: str | None = None,
+    text_column: str | None = None,
 ) -> dict[str, Any]:
     """Encode a corpus across a Ray cluster into sharded id files.
 
@@ -317,9 +317,10 @@ def encode(
     :func:`train`; paths and ``output_dir`` are resolved against the driver's
     working directory and used by the workers (shared storage on a cluster).
     Special tokens as in ``encode_file`` and ``Tokenizer.encode``: their text
-    is an error unless ``allowed_special`` names them. ``text_field`` as in
-    ``encode_file``: JSON lines (split into byte ranges like plain text) or
-    the text column of Parquet/Arrow files (each file one shard).
+    is an error unless ``allowed_special`` names them. ``text_field`` and
+    ``text_column`` as in ``encode_file``: the field of JSON lines (split
+    into byte ranges like plain text) or the text column of Parquet/Arrow
+    files (each file one shard).
     """
     # Why this function is long: most of it is its signature and docstring;
     # the body is the driver's few steps (check, plan, one task per shard,
@@ -329,7 +330,8 @@ def encode(
     _check_task_settings(shard_bytes, num_cpus_per_task)
     if format not in _EXTENSIONS:
         raise ParameterError(f"format must be 'ids', 'npy' or 'bin', got {format!r}")
-    _input_plan(inputs, text_field=text_field)  # structured input needs its text field, as locally
+    # Structured input needs its text field or column, as locally.
+    text = _text_names.resolve(inputs, text_field=text_field, text_column=text_column)
     if tok.special_tokens:
         tok._rules(allowed_special, disallowed_special)  # checked here, before any task starts
     out_dir = os.path.abspath(os.fspath(output_dir))
@@ -355,7 +357,8 @@ def encode(
             "offsets": f"{name}.offsets.npy" if format != "ids" else None,
         })
         refs.append(task.remote(model_ref, s["paths"][0], s["byte_range"], os.path.join(out_dir, name),
-                                format, threads, allowed_special, disallowed_special, text_field))
+                                format, threads, allowed_special, disallowed_special, text.text_field,
+                                text.text_column))
     sizes = [s["bytes"] for s in shards]
     stats = _gather(refs, sizes, _engine.shard_reporter(prog, "encoding", len(refs), sum(sizes)))
     id_bytes = None

@@ -334,6 +334,10 @@ class Opt:
     flags setting one option; None: set by the CLI itself."""
     files_only: bool = False
     """Only for file input (not :func:`bpeforge.train_from_iterator`)."""
+    engine: bool = True
+    """An option of the engine's ``TrainOptions``; False: read in Python
+    (the columns of Parquet/Arrow input, which pyarrow reads:
+    :func:`_engine_form`)."""
 
 
 def opt(default: Any, doc: str, check: Callable[[Any], Any], **kw: Any) -> Any:
@@ -342,6 +346,9 @@ def opt(default: Any, doc: str, check: Callable[[Any], Any], **kw: Any) -> Any:
 
 # Reusable CLI shapes.
 _INT = {"type": int}
+#: What ``on_bad_record`` may be (the engine's rule for JSON lines and TSV;
+#: Python applies it to the null rows of Parquet/Arrow columns).
+ON_BAD_RECORD = ("error", "skip")
 
 
 @dataclass(frozen=True)
@@ -414,24 +421,26 @@ class TrainOptions:
     separator: str | None = opt(None, 'texts are cut at this string instead of at newlines.',
                                 _str("separator", none_ok=True), files_only=True,
                                 cli={"help": "texts are separated by this string instead of newlines"})
-    text_field: str | None = opt(None, 'where each text is in structured input. JSON lines (plain or compressed): '
-                                 'each line is a JSON object and its text is this field; a dotted path reaches '
-                                 'nested fields (``"meta.body"``); parsed in the engine on every counting thread. '
-                                 "Parquet/Arrow files: the text column, read with pyarrow.", _text_field,
-                                 files_only=True,
+    text_field: str | None = opt(None, 'JSON lines (plain or compressed): each line is a JSON object and its text '
+                                 'is this field; a dotted path reaches nested fields (``"meta.body"``); parsed in '
+                                 "the engine on every counting thread. (For Parquet/Arrow files: ``text_column``.)",
+                                 _text_field, files_only=True,
                                  cli={"metavar": "FIELD", "help": "JSON lines: the text is this field "
-                                                                  "(dotted path for nested fields); Parquet/Arrow: "
-                                                                  "the text column"})
+                                                                  "(dotted path for nested fields)"})
+    text_column: str | None = opt(None, "Parquet/Arrow files: the text column, read with pyarrow (a null row is "
+                                  "an error, or skipped with ``on_bad_record=\"skip\"``).",
+                                  _str("text_column", none_ok=True), files_only=True, engine=False,
+                                  cli={"metavar": "COLUMN", "help": "Parquet/Arrow: the text column"})
     columns: Sequence[int] | None = opt(None, "tab-separated lines: these columns (counted from 1) are texts, "
                                         "e.g. ``[1, 2]`` for both sides of a parallel corpus.", _columns,
                                         files_only=True,
                                         cli={"metavar": "N,M", "help": "tab-separated lines: train on these "
                                                                        "columns (from 1), e.g. 1,2 for bitext"})
-    on_bad_record: str = opt("error", 'with ``text_field`` or ``columns``: a line without its text (malformed '
+    on_bad_record: str = opt("error", 'with ``text_field``, ``text_column`` or ``columns``: a line without its text (malformed '
                              'JSON, a missing or non-string field, a missing column) is an error naming file '
                              'and line (``"error"``), or skipped and counted in the metadata as '
                              '``corpus.bad_records`` (``"skip"``).', _str("on_bad_record"),
-                             files_only=True, cli={"choices": ["error", "skip"]})
+                             files_only=True, cli={"choices": list(ON_BAD_RECORD)})
     min_word_count: int = opt(1, "drop word types seen fewer times than this after counting (1 keeps all): "
                               "less memory and merge time on huge corpora, at the cost of merges that only "
                               "rare words would get.", _int("min_word_count"),
@@ -481,14 +490,18 @@ class TrainOptions:
                                                     "help": "the language of each INPUT (repeat per input), "
                                                             "instead of --langs"})
     lang_field: str | None = opt(None, "language-balanced training without a side file: each record's language "
-                                 "is this field (JSON lines with ``text_field``; a dotted path) or column "
-                                 "(Parquet/Arrow; :func:`bpeforge.train_from_dataset`'s ``lang_column``). The "
-                                 "model equals the texts as lines with a ``langs`` file of the same tags.",
+                                 "is this field (JSON lines with ``text_field``; a dotted path). The model equals "
+                                 "the texts as lines with a ``langs`` file of the same tags.",
                                  _str("lang_field", none_ok=True), files_only=True,
                                  cli={"metavar": "FIELD", "help": "language balancing: each record's language is "
-                                                                  "this field (JSON lines, Parquet), instead of "
-                                                                  "--langs"})
-    temperature: float = opt(1.0, "with ``langs``, ``file_languages`` or ``lang_field``: each language's share "
+                                                                  "this field (JSON lines), instead of --langs"})
+    lang_column: str | None = opt(None, "as ``lang_field``, for Parquet/Arrow files (with ``text_column``): each "
+                                  "row's language is this column (:func:`bpeforge.train_from_dataset` takes the "
+                                  "same ``lang_column``).", _str("lang_column", none_ok=True), files_only=True,
+                                  engine=False,
+                                  cli={"metavar": "COLUMN", "help": "language balancing: each row's language is "
+                                                                    "this column (Parquet/Arrow)"})
+    temperature: float = opt(1.0, "with ``langs``, ``file_languages``, ``lang_field`` or ``lang_column``: each language's share "
                              "of lines p "
                              "becomes p^(1/T) (normalised): low-resource languages weigh more, and no line is "
                              "dropped (every word type keeps a count of at least 1).",
@@ -584,13 +597,15 @@ class TrainOptions:
         # choices, the rules between options) by making the settings: a bad
         # value fails here, before any work starts, and the settings made
         # are the ones the run takes (a resumed model file is parsed once).
-        engine = EngineOptions(**{name: record.check(getattr(self, name)) for name, record in _records()})
+        engine = EngineOptions(**_engine_form({name: record.check(getattr(self, name))
+                                               for name, record in _records()}))
         settings = self._make_settings(engine)
         # A resumed checkpoint gives the options left at their defaults:
         # this record then says what the run really is.
         taken = settings.from_checkpoint
         for name, value in taken.items():
             object.__setattr__(self, name, value)
+        object.__setattr__(self, "_from_checkpoint", frozenset(taken))
         object.__setattr__(self, "_engine", dataclasses.replace(engine, **taken) if taken else engine)
         object.__setattr__(self, "_settings", settings)
 
@@ -607,7 +622,15 @@ class TrainOptions:
         return options
 
     def _make_settings(self, engine: Any) -> _engine.TrainSettings:
-        return _engine.train_settings(engine, self.__dict__.get("_explicit"))
+        explicit = self.__dict__.get("_explicit")
+        if explicit is not None:
+            explicit = sorted({_ENGINE_NAME.get(name, name) for name in explicit})
+        return _engine.train_settings(engine, explicit)
+
+    @property
+    def from_checkpoint(self) -> frozenset[str]:
+        """The options a resumed checkpoint gave (left unset by the caller)."""
+        return self.__dict__.get("_from_checkpoint", frozenset())
 
     def engine_options(self, **changes: Any) -> Any:
         """The options in the engine's form (``changes`` replaced: a
@@ -657,12 +680,39 @@ def _records() -> list[tuple[str, Opt]]:
 
 
 NAMES = tuple(name for name, _ in _records())
+#: The options the engine takes (the Rust core's ``TrainOptions``, by the
+#: same names): all but those read in Python (``Opt.engine``).
+ENGINE_NAMES = tuple(name for name, record in _records() if record.engine)
+#: The engine's option that each option read in Python stands for: a run
+#: over Parquet/Arrow files reads its columns in Python and hands the
+#: engine the rows, with each row's language when ``lang_column`` is given
+#: (the engine's ``lang_field``: records that name their language).
+_ENGINE_NAME = {"text_column": "text_field", "lang_column": "lang_field"}
 
-#: The options in the engine's form (each :class:`Opt`'s ``check`` result),
-#: one field per option of the Rust core's ``TrainOptions``, by the same
-#: names: ``_engine.TrainSettings`` reads it field by field. (Made from the
-#: option list, so type checkers see it as ``Any``.)
-EngineOptions = dataclasses.make_dataclass("EngineOptions", [(name, Any) for name in NAMES], frozen=True)
+
+def _engine_form(values: dict[str, Any]) -> dict[str, Any]:
+    """The engine's options from every option's checked value: a language
+    column is the engine's ``lang_field`` (the rows name their language);
+    the text column is read in Python and never reaches the engine, and
+    with it ``on_bad_record`` is Python's rule for null rows, so the engine
+    refuses no record itself (the options of the Arrow run itself:
+    ``_arrow.engine_changes``)."""
+    engine = {name: values[name] for name in ENGINE_NAMES}
+    if engine["lang_field"] is None:
+        engine["lang_field"] = values["lang_column"]
+    if values["text_column"] is not None:
+        rule = engine["on_bad_record"]
+        if rule not in ON_BAD_RECORD:
+            raise ParameterError(f"on_bad_record must be {' or '.join(map(repr, ON_BAD_RECORD))}, got {rule!r}")
+        engine["on_bad_record"] = "error"
+    return engine
+
+
+#: The options in the engine's form (:func:`_engine_form`), one field per
+#: option of the Rust core's ``TrainOptions``, by the same names:
+#: ``_engine.TrainSettings`` reads it field by field. (Made from the option
+#: list, so type checkers see it as ``Any``.)
+EngineOptions = dataclasses.make_dataclass("EngineOptions", [(name, Any) for name in ENGINE_NAMES], frozen=True)
 EngineOptions.__module__ = __name__
 #: Options that need file input.
 FILE_ONLY = frozenset(name for name, r in _records() if r.files_only)

@@ -23,7 +23,7 @@ from . import inspect as _inspect
 from . import train as _train
 from . import truncate as _truncate
 from ._clock import command_started
-from ._common import _Parser, cli_wording
+from ._common import _Parser, cli_wording, warnings_on_stderr
 from .interop import _add_interop_commands
 from .report import _add_report_command
 from .train import DEFAULT_MODEL_SUFFIX, _interrupted, default_model_path
@@ -52,7 +52,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     args.command_started, args.command_entered = started, entered
     try:
-        return int(args.func(args))
+        with warnings_on_stderr():
+            return int(args.func(args))
     except KeyboardInterrupt:
         print(_interrupted(args), file=sys.stderr)
         return 130

@@ -4,9 +4,11 @@ CLI terms (flags, not Python parameters), text input and output helpers."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import re
 import io
 import sys
+import warnings
 from collections.abc import Callable, Iterator
 from typing import IO, Any
 
@@ -115,6 +117,29 @@ def cli_wording(message: str) -> str:
     message = _ASSIGNMENT.sub(assignment, message)
     message = _LEADING_NAME.sub(lambda m: _FLAGS.get(m.group(1), m.group(1)), message)
     return _BARE_NAME.sub(lambda m: _FLAGS.get(m.group(1), m.group(1)), message)
+
+
+@contextlib.contextmanager
+def warnings_on_stderr() -> Iterator[None]:
+    """An older spelling of a parameter (the library's
+    ``RenamedParameterWarning``) is one ``bpeforge: warning:`` line on
+    stderr, in the flags' words; other warnings are shown as Python shows
+    them."""
+    from .._text_names import RenamedParameterWarning
+
+    shown = warnings.showwarning
+
+    def show(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+             file: Any = None, line: str | None = None) -> None:
+        if issubclass(category, RenamedParameterWarning):
+            print(f"bpeforge: warning: {cli_wording(str(message))}", file=sys.stderr)
+        else:
+            shown(message, category, filename, lineno, file, line)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("default", RenamedParameterWarning)
+        warnings.showwarning = show
+        yield
 
 
 def _open_text(path: str | None) -> IO[str]:

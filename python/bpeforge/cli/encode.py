@@ -14,7 +14,7 @@ from typing import IO, Any
 
 
 from .._flat_ids import flat_blocks, offsets_path
-from .._input_formats import plan as input_plan
+from .. import _text_names
 from .._io import check_output
 from .._load import load
 from .._progress import FORMATS as PROGRESS_FORMATS
@@ -36,8 +36,9 @@ def _special_rules(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def cmd_encode(args: argparse.Namespace) -> int:
-    if args.text_field is not None and args.dropout:
-        raise ParameterError("--text-field is read by the file encoder: not with --dropout")
+    for flag, value in (("--text-field", args.text_field), ("--text-column", args.text_column)):
+        if value is not None and args.dropout:
+            raise ParameterError(f"{flag} is read by the file encoder: not with --dropout")
     if args.ray is not None:  # --ray [ADDRESS]: bpeforge.distributed
         return _encode_on_ray(args)
     if getattr(args, "more_inputs", None):
@@ -50,12 +51,16 @@ def cmd_encode(args: argparse.Namespace) -> int:
             check_output(offsets_path(args.output), "offsets", inputs=sources + [args.model])
     if args.format != "ids" and to_stdout:
         raise ParameterError("--format npy/bin needs an --output file (the offsets go beside it)")
-    if sources:
-        input_plan(sources, text_field=args.text_field)  # structured input needs --text-field
+    text_field, text_column = args.text_field, args.text_column
+    if sources:  # structured input needs --text-field or --text-column
+        names = _text_names.resolve(sources, text_field=text_field, text_column=text_column)
+        text_field, text_column = names.text_field, names.text_column
     tok = load(args.model)
     kw = _special_rules(args)
-    if args.text_field is not None:
-        kw["text_field"] = args.text_field
+    if text_field is not None:
+        kw["text_field"] = text_field
+    if text_column is not None:
+        kw["text_column"] = text_column
     if args.dropout:
         return _encode_with_dropout(tok, args, kw)
     # Every other path runs the engine's file encoder, so line numbers,
@@ -122,7 +127,8 @@ def _encode_on_ray(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     manifest = distributed.encode(tok, inputs, args.output, format=args.format, address=address,
                                   num_cpus_per_task=args.threads or 1, shard_bytes=_shard_bytes(args),
-                                  progress="off" if args.quiet else args.progress, text_field=args.text_field, **kw)
+                                  progress="off" if args.quiet else args.progress, text_field=args.text_field,
+                                  text_column=args.text_column, **kw)
     wall = time.perf_counter() - t0
     if not args.quiet:
         print(f"encoded {manifest['lines']} lines, {manifest['bytes'] / 1e6:.1f} MB -> {manifest['tokens']} tokens "
@@ -210,8 +216,10 @@ def add_commands(sub: Any) -> None:
                    help="ids: a line of ids per line; npy/bin: flat ids (uint16 up to 65,536 ids, else uint32: "
                         "the model's id_dtype, as in Python) + OUTPUT.offsets.npy")
     e.add_argument("--text-field", metavar="FIELD", default=None,
-                   help="JSON lines: each line's text is this field (dotted path for nested fields); "
-                        "Parquet/Arrow: the text column. Needed for those formats")
+                   help="JSON lines: each line's text is this field (dotted path for nested fields); needed "
+                        "for JSON lines")
+    e.add_argument("--text-column", metavar="COLUMN", default=None,
+                   help="Parquet/Arrow: the text column; needed for those formats")
     e.add_argument("--dropout", type=float, default=0.0, help="BPE-dropout probability (default 0: exact)")
     e.add_argument("--seed", type=int, default=None, help="seed for --dropout")
     e.add_argument("--progress", choices=PROGRESS_FORMATS, default="auto")

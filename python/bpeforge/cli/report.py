@@ -31,6 +31,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         labels=[args.label or "", args.compare_label or ""],
         threads=args.threads,
         text_field=args.text_field,
+        text_column=args.text_column,
         per_language=args.lines_per_language,
         premium_reference=args.premium_reference,
         **_parallel_report_args(args),
@@ -61,7 +62,9 @@ def _add_report_command(sub: Any) -> None:
                    help="bpeforge model (or a SentencePiece .model, Hugging Face tokenizer.json, .tiktoken)")
     r.add_argument("--input", "-i", required=True, help=INPUT_HELP)
     r.add_argument("--text-field", metavar="FIELD", default=None,
-                   help="JSON lines: each record's text field; Parquet/Arrow: the text column (needed for those)")
+                   help="JSON lines: each record's text field (needed for JSON lines)")
+    r.add_argument("--text-column", metavar="COLUMN", default=None,
+                   help="Parquet/Arrow: the text column (needed for those)")
     r.add_argument("--langs", default=None, metavar="LANGFILE",
                    help="language tag of each corpus line (line-aligned): adds the per-language figures")
     r.add_argument("--compare", default=None, metavar="MODEL", help="a second model, drawn beside the first")

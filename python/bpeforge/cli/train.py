@@ -14,7 +14,7 @@ from typing import Any
 
 from pathlib import Path
 
-from .. import _engine, sample_corpus
+from .. import _engine, _text_names, sample_corpus
 from .._io import check_output
 from .._tokenizer import Tokenizer
 from .._progress import FORMATS as PROGRESS_FORMATS
@@ -303,6 +303,7 @@ def cmd_count(args: argparse.Namespace) -> int:
     ``bpeforge train --counts``."""
     check_output(args.output, "counts file", inputs=args.inputs)
     options = options_from_cli(args)
+    _text_names.for_counting(args.inputs, options)
     progress = "off" if args.quiet else args.progress
     started = time.perf_counter()
     header = _engine.count_to_file(args.inputs, options.settings(), native_progress(progress), args.output)

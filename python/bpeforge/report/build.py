@@ -48,6 +48,7 @@ def build_report(
     labels: Sequence[str] | None = None,
     threads: int | None = None,
     text_field: str | None = None,
+    text_column: str | None = None,
     parallel: PathLike | Iterable[str] | None = None,
     parallel_reference: str = DEFAULT_REFERENCE,
     per_language: int = DEFAULT_PER_LANGUAGE,
@@ -59,8 +60,8 @@ def build_report(
         model, compare: a model file (bpeforge, SentencePiece ``.model``, Hugging
             Face ``tokenizer.json``, ``.tiktoken``) or a :class:`bpeforge.Tokenizer`.
         corpus: a text file (compressed as for :func:`bpeforge.train`), one text per line, a
-            JSON lines, Parquet or Arrow file (with ``text_field``), or a
-            sequence of str.
+            JSON lines file (with ``text_field``), a Parquet or Arrow file
+            (with ``text_column``), or a sequence of str.
         langs: language tags, one per corpus line (a file or a sequence); adds
             the per-language figures and table, measured on a second sample
             stratified by language: up to ``per_language`` lines of each
@@ -83,9 +84,10 @@ def build_report(
             languages).
         labels: names of the models in the figures (default: file names).
         threads: encoding threads (None: all cores).
-        text_field: the field (JSON lines) or column (Parquet/Arrow) holding
-            each text; such a corpus is refused without it, never measured
-            as plain text (the rules: the user guide's *Input formats* page).
+        text_field, text_column: the field (JSON lines) or the column
+            (Parquet/Arrow) holding each text; such a corpus is refused
+            without it, never measured as plain text (the rules: the user
+            guide's *Input formats* page).
         parallel: a parallel set (``key<TAB>language<TAB>text`` lines: a file,
             plain or compressed, or a sequence of str): adds the
             ``parallel_premium`` figure and the parallel table, each
@@ -109,7 +111,7 @@ def build_report(
     with _timed(timings, "load_models"):
         models = _load_models([model] + ([compare] if compare is not None else []), labels)
     with _timed(timings, "sample"):
-        drawn = sample_corpus(corpus, langs, sample, seed, text_field, per_language)
+        drawn = sample_corpus(corpus, langs, sample, seed, text_field, per_language, text_column)
         lines, tags, corpus_info = drawn.lines, drawn.tags, drawn.info
         stats = line_stats(lines)
         corpus_info.update(sample_bytes=int(stats["bytes"].sum()), sample_chars=int(stats["chars"].sum()),

@@ -57,8 +57,8 @@ def _reservoir_add(sample: list[Any], item: Any, n: int, k: int, rng: random.Ran
         sample[j] = item
 
 
-def _iter_lines(source: PathLike | Iterable[str], what: str,
-                text_field: str | None = None) -> tuple[Iterator[str], str, Any]:
+def _iter_lines(source: PathLike | Iterable[str], what: str, text_field: str | None = None,
+                text_column: str | None = None) -> tuple[Iterator[str], str, Any]:
     if isinstance(source, (str, os.PathLike)):
         path = os.fspath(source)
         if not os.path.exists(path):
@@ -67,8 +67,9 @@ def _iter_lines(source: PathLike | Iterable[str], what: str,
             handle = open_text(path, errors="replace")
             return (strip_eol(x) for x in handle), path, handle
         # The corpus is read as training reads it (plain, JSON lines,
-        # Parquet/Arrow): structured input without text_field is refused.
-        texts, handle = read_texts(path, text_field, errors="replace")
+        # Parquet/Arrow): structured input without text_field (JSON lines)
+        # or text_column (Parquet/Arrow) is refused.
+        texts, handle = read_texts(path, text_field, text_column, errors="replace")
         return texts, path, handle
     if isinstance(source, (bytes, bytearray)):
         raise ParameterError(f"{what} must be a path or a sequence of str")
@@ -93,25 +94,26 @@ class Sample:
 
 def sample_lines(
     corpus: PathLike | Iterable[str], langs: PathLike | Iterable[str] | None, k: int, seed: int,
-    text_field: str | None = None,
+    text_field: str | None = None, text_column: str | None = None,
 ) -> tuple[list[str], list[str] | None, dict[str, Any]]:
     """A uniform random sample of k non-empty lines (reservoir; all when k <= 0),
     with the language tag of each line when ``langs`` is given. A corpus
-    file that is JSON lines, Parquet or Arrow needs ``text_field``."""
-    s = sample_corpus(corpus, langs, k, seed, text_field)
+    file that is JSON lines needs ``text_field``, Parquet or Arrow
+    ``text_column``."""
+    s = sample_corpus(corpus, langs, k, seed, text_field, text_column=text_column)
     return s.lines, s.tags, s.info
 
 
 def sample_corpus(
     corpus: PathLike | Iterable[str], langs: PathLike | Iterable[str] | None, k: int, seed: int,
-    text_field: str | None = None, per_language: int = 0,
+    text_field: str | None = None, per_language: int = 0, text_column: str | None = None,
 ) -> Sample:
     """One pass over the corpus: a uniform random sample of k non-empty lines
     (reservoir; all when k <= 0) and, with ``langs``, up to ``per_language``
     lines of each language (a reservoir per language, so a language's sampled
     lines do not depend on the size of the others; all its lines when
     ``per_language`` <= 0), both seeded by ``seed``."""
-    lines_it, cname, h1 = _iter_lines(corpus, "corpus", text_field)
+    lines_it, cname, h1 = _iter_lines(corpus, "corpus", text_field, text_column)
     langs_it, lname, h2 = (None, None, None) if langs is None else _iter_lines(langs, "language file")
     rng = random.Random(seed)
     lang_rng = random.Random(seed + 1)

@@ -41,8 +41,8 @@ pub struct TrainOptions {
     pub documents: bool,
     pub separator: Option<String>,
     /// JSON lines: the text is this field of each record (dotted path).
-    /// (Python's `text_field` also names a Parquet/Arrow column; that
-    /// column is read in Python, and an Arrow run leaves this unset.)
+    /// (A Parquet/Arrow column is Python's `text_column`, read in Python;
+    /// an Arrow run leaves this unset.)
     pub text_field: Option<String>,
     /// Tab-separated lines: these columns (1-based) are texts.
     pub columns: Option<Vec<usize>>,
@@ -60,7 +60,9 @@ pub struct TrainOptions {
     pub superbpe_colon_rule: bool,
     pub langs: Option<Vec<PathBuf>>,
     pub file_languages: Option<Vec<String>>,
-    /// Each record's language is this field (JSON lines) or column (Arrow).
+    /// Each record's language is this field (JSON lines), or, in an Arrow
+    /// run, the name of the column (Python's `lang_column`) whose ids come
+    /// with the rows.
     pub lang_field: Option<String>,
     pub temperature: f64,
     pub max_premium: Option<f64>,
