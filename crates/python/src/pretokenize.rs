@@ -31,7 +31,7 @@ fn cached_pretokenizer(preset: &str, reference: bool) -> PyResult<Arc<PreTokeniz
 
 /// The pieces a pre-tokenizer cuts `text` into.
 #[pyfunction]
-#[pyo3(signature = (text, preset=bpeforge_core::api::DEFAULT_PRETOKENIZER))]
+#[pyo3(signature = (text, preset=bpeforge_core::api::LISTS.default_pretokenizer))]
 pub(crate) fn pretokenize<'t>(text: &'t str, preset: &str) -> PyResult<Vec<&'t str>> {
     cached_pretokenizer(preset, false)?.pieces(text).map_err(to_pyerr)
 }
@@ -39,7 +39,7 @@ pub(crate) fn pretokenize<'t>(text: &'t str, preset: &str) -> PyResult<Vec<&'t s
 /// `pretokenize` on the regex path even for the presets: the reference the
 /// hand-written scanners are tested against (tests, fuzz, bench only).
 #[pyfunction]
-#[pyo3(signature = (text, preset=bpeforge_core::api::DEFAULT_PRETOKENIZER))]
+#[pyo3(signature = (text, preset=bpeforge_core::api::LISTS.default_pretokenizer))]
 pub(crate) fn _pretokenize_reference<'t>(text: &'t str, preset: &str) -> PyResult<Vec<&'t str>> {
     cached_pretokenizer(preset, true)?.pieces(text).map_err(to_pyerr)
 }
@@ -47,7 +47,7 @@ pub(crate) fn _pretokenize_reference<'t>(text: &'t str, preset: &str) -> PyResul
 /// The number of pieces, without building them as Python strings, with the
 /// GIL released: times the pre-tokenizer alone (bench/pretok.py).
 #[pyfunction]
-#[pyo3(signature = (text, preset=bpeforge_core::api::DEFAULT_PRETOKENIZER, reference=false))]
+#[pyo3(signature = (text, preset=bpeforge_core::api::LISTS.default_pretokenizer, reference=false))]
 pub(crate) fn _pretokenize_count(py: Python<'_>, text: &str, preset: &str, reference: bool) -> PyResult<usize> {
     let p = cached_pretokenizer(preset, reference)?;
     py.detach(|| {
@@ -57,11 +57,11 @@ pub(crate) fn _pretokenize_count(py: Python<'_>, text: &str, preset: &str, refer
     .map_err(to_pyerr)
 }
 
-/// The pre-tokenizer presets (`bpeforge_core::api::PRESETS`, the one
+/// The pre-tokenizer presets (`bpeforge_core::api::LISTS.presets`, the one
 /// table), as a tuple of dicts: `name`, `aliases`, `about`, and `pattern`
 /// and `fast` (None for the presets without a regex).
 pub(crate) fn presets(py: Python<'_>) -> PyResult<Bound<'_, pyo3::types::PyTuple>> {
-    let items = bpeforge_core::api::PRESETS.iter().map(|p| {
+    let items = bpeforge_core::api::LISTS.presets.iter().map(|p| {
         let d = pyo3::types::PyDict::new(py);
         d.set_item("name", p.name)?;
         d.set_item("aliases", pyo3::types::PyTuple::new(py, p.aliases)?)?;
