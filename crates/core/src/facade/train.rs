@@ -178,3 +178,75 @@ pub fn language_table(paths: &[PathBuf], config: &ValidConfig) -> Result<(Vec<St
         None => Err(Error::parameter("language_table needs langs, file_languages or lang_field")),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::input::{Chunk, Layout};
+    use crate::observe::Silent;
+    use crate::train::TrainConfig;
+    use std::sync::Arc;
+
+    /// Texts handed over a batch at a time.
+    struct Batches<'t>(std::slice::Chunks<'t, String>);
+
+    impl Source for Batches<'_> {
+        fn next_chunk(&mut self, _: &mut dyn Observer) -> Result<Option<Chunk>> {
+            Ok(self.0.next().map(|batch| {
+                let (mut data, mut ends) = (Vec::new(), Vec::new());
+                for t in batch {
+                    data.extend_from_slice(t.as_bytes());
+                    ends.push(data.len());
+                }
+                Chunk { data, layout: Layout::Ends(ends), source: Arc::from("<batches>"), first_line: 1, langs: Vec::new() }
+            }))
+        }
+    }
+
+    fn wire(part: Part, config: &ValidConfig) -> Vec<u8> {
+        let mut out = vec![0; part.wire_len(config).unwrap()];
+        part.write_wire(&mut out).unwrap();
+        out
+    }
+
+    /// Every request trains the same merges on the same texts: a file, the
+    /// texts fed, and parts of them counted from a file, from a shard and
+    /// from fed texts, summed (in memory or one at a time).
+    #[test]
+    fn every_request_trains_the_same_merges_on_the_same_texts() {
+        let texts: Vec<String> = (0..6_000).map(|i| format!("w{} x{} shared", i % 613, i % 97)).collect();
+        let dir = std::env::temp_dir().join(format!("bpeforge-facade-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let (head, tail) = (dir.join("head.txt"), dir.join("tail.txt"));
+        std::fs::write(&head, texts[..3_000].join("\n") + "\n").unwrap();
+        std::fs::write(&tail, texts[3_000..].join("\n") + "\n").unwrap();
+        let both = [head.clone(), tail.clone()];
+        let mut c = TrainConfig::new(400, crate::model::Scheme::Bytes, crate::pretok::PreTokenizerSpec::Gpt2);
+        c.threads = 2;
+        let config = c.validate().unwrap();
+        let inputs = ["<texts>".to_string()];
+        let merges = |on: TrainOn| on.train(&config, &mut Silent).unwrap().merges;
+
+        let expected = merges(TrainOn::Files(&both));
+        let fed = Fed::count_plain(&mut Batches(texts.chunks(1_000)), &config, &mut Silent).unwrap();
+        assert_eq!(merges(TrainOn::Fed { fed, inputs: &inputs }), expected, "fed texts");
+
+        let of_files = CountOf::Files { paths: std::slice::from_ref(&head), byte_range: None }.count(&config, &mut Silent).unwrap();
+        let shard = CountOf::Shard { paths: vec![tail.clone()], file_indices: vec![1], byte_range: None, lines_before: 0, languages: None };
+        let of_shard = shard.count(&config, &mut Silent).unwrap();
+        let parts = [wire(of_files, &config), wire(of_shard, &config)];
+        assert_eq!(merges(TrainOn::Parts { parts: &parts, weights: None, inputs: &inputs }), expected, "parts from files and a shard");
+
+        let mut source = Batches(texts[3_000..].chunks(1_000));
+        let of_source = CountOf::Source { source: &mut source, languages: None }.count(&config, &mut Silent).unwrap();
+        let mut sum = CountSum::default();
+        sum.add(&parts[0], None).unwrap();
+        sum.add(&wire(of_source, &config), None).unwrap();
+        let on = TrainOn::Sum { sum: &mut sum, languages: None, lang_bytes: None, sharded: None, inputs: &inputs };
+        assert_eq!(merges(on), expected, "a sum with a part from fed texts");
+
+        let bad = TrainOn::Parts { parts: &parts, weights: Some(&[1.0]), inputs: &inputs }.train(&config, &mut Silent);
+        assert!(bad.is_err_and(|e| e.to_string().contains("weights: 1 weight(s) for 2 part(s)")));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
