@@ -1,10 +1,12 @@
 //! The core as programs built on it see it: the Python bindings
 //! (`crates/python`) use this module and nothing else of the crate, as
 //! tiktoken's `py.rs` uses `CoreBPE`. Each name is re-exported from the one
-//! module that defines it; `tests/module_map.rs` checks that the bindings
-//! name nothing else, and `tests/test_engine_api_size.py` that the names
-//! stay few. The pipelines are the core's (`facade`: one typed request per
-//! job): the bindings convert types, release the GIL and map errors.
+//! module that defines it, or is one of the `facade`'s requests or groups
+//! (a group is one module path: `progress::Event`); `tests/module_map.rs`
+//! checks that the bindings name nothing else, and
+//! `tests/test_engine_api_size.py` that the names stay at most 30. The
+//! pipelines are the core's (the facade takes one typed request per job):
+//! the bindings convert types, release the GIL and map errors.
 
 // Errors: one type, whose kinds map to Python's exception classes.
 pub use crate::error::{Error, ErrorKind};
