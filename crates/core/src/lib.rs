@@ -7,6 +7,9 @@
 //!
 //! * [`api`]: the core as programs built on it (the Python bindings) see
 //!   it, re-exported from the modules below.
+//! * [`facade`]: one typed request per job (what to train on, what to count,
+//!   what to encode), the engine's lists, and the groups of types a caller
+//!   implements or reads; each request assembles its pipeline below.
 //! * [`shard`], [`sum`]: one shard of a distributed count (a Ray task),
 //!   counted exactly as the pipeline counts those texts; the driver's sum
 //!   of the shards' tables, trained on as the pipeline trains.
@@ -51,6 +54,7 @@ pub mod count_stats;
 pub mod encode;
 pub mod error;
 pub mod event;
+pub mod facade;
 pub mod input;
 pub mod memory;
 pub mod model;

@@ -24,7 +24,7 @@ pub(crate) fn specials_rule(enc: &Encoder, allowed: Option<Vec<usize>>, disallow
 }
 
 pub(crate) fn check_threads(threads: Option<usize>) -> PyResult<usize> {
-    bpeforge_core::api::check_threads(threads).map_err(to_pyerr)
+    bpeforge_core::api::machine::check_threads(threads).map_err(to_pyerr)
 }
 
 pub(crate) fn check_dropout(dropout: Option<f64>) -> PyResult<Option<f64>> {

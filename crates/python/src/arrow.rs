@@ -8,9 +8,11 @@ use crate::args::{check_threads, specials_rule};
 use crate::errors::to_pyerr;
 use crate::progress::{finish, PyObserver};
 use crate::settings::TrainSettings;
-use crate::shards::{wire_bytes, RETURNED_COPIES};
+use crate::shards::wire_bytes;
 use crate::tokenizer::NativeTokenizer;
-use bpeforge_core::api::{self, encode_source, Chunk, CountScope, Error, IdFormat, Layout, Observer, Source};
+use bpeforge_core::api::feed::{Chunk, Layout, Source};
+use bpeforge_core::api::progress::Observer;
+use bpeforge_core::api::{CountOf, EncodeFrom, Error, Fed, IdFormat, TrainOn};
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyIterator, PyString};
@@ -98,7 +100,7 @@ impl<'py> ArrowBatches<'py> {
     }
 
     /// The call's result: what Python raised while pulling wins.
-    fn result<T>(&mut self, result: api::Result<T>) -> PyResult<api::Result<T>> {
+    fn result<T>(&mut self, result: Result<T, Error>) -> PyResult<Result<T, Error>> {
         match (result, self.error.take()) {
             (Err(_), Some(e)) => Err(e),
             (result, _) => Ok(result),
@@ -107,7 +109,7 @@ impl<'py> ArrowBatches<'py> {
 }
 
 impl Source for ArrowBatches<'_> {
-    fn next_chunk(&mut self, _: &mut dyn Observer) -> api::Result<Option<Chunk>> {
+    fn next_chunk(&mut self, _: &mut dyn Observer) -> Result<Option<Chunk>, Error> {
         let Some(item) = self.iter.next() else { return Ok(None) };
         match item.and_then(|b| b.extract::<Batch>()).and_then(chunk_of) {
             Ok((chunk, skipped)) => {
@@ -149,15 +151,13 @@ pub fn train_arrow(
 ) -> PyResult<NativeTokenizer> {
     let config = &settings.config;
     let mut observer = PyObserver::new(progress)?;
-    let table = api::fed_languages(config, languages).map_err(to_pyerr)?;
     let mut source = ArrowBatches::new(batches, files.unwrap_or_default())?;
-    let counted = api::count_source(config, table.as_ref(), CountScope::Run, &mut source, observer.engine());
+    let counted = Fed::count(&mut source, languages, config, observer.engine());
     let counted = match source.result(counted)? {
         Ok(c) => c,
         Err(e) => return finish(Err(e), observer),
     };
-    let inputs = serde_json::json!(inputs);
-    let result = py.detach(|| api::train_counted(counted, config, table.as_ref(), inputs, observer.engine()));
+    let result = py.detach(|| TrainOn::Fed { fed: counted, inputs: &inputs }.train(config, observer.engine()));
     NativeTokenizer::from_model(finish(result, observer)?)
 }
 
@@ -175,13 +175,13 @@ pub fn count_arrow_shard<'py>(
 ) -> PyResult<(Bound<'py, PyBytes>, Vec<u64>)> {
     let config = &settings.config;
     let mut observer = PyObserver::new(progress)?;
-    let table = api::fed_languages(config, languages).map_err(to_pyerr)?;
     let mut source = ArrowBatches::new(batches, Vec::new())?;
-    let counted = api::count_source(config, table.as_ref(), CountScope::Part, &mut source, observer.engine());
+    let counted = CountOf::Source { source: &mut source, languages }.count(config, observer.engine());
     let counted = source.result(counted)?;
     // Counts that spilled are written from their runs (see `shards::wire_bytes`).
-    let (counts, lang_bytes) = finish(counted, observer)?.into_parts();
-    let len = py.detach(|| counts.wire_len_within(config.memory_budget(), RETURNED_COPIES)).map_err(to_pyerr)?;
+    let mut counts = finish(counted, observer)?;
+    let lang_bytes = std::mem::take(&mut counts.lang_bytes);
+    let len = py.detach(|| counts.wire_len(config)).map_err(to_pyerr)?;
     Ok((wire_bytes(py, counts, len)?, lang_bytes))
 }
 
@@ -261,7 +261,7 @@ pub fn encode_arrow_file(
     // Batches are pulled under the GIL, as for training from Arrow data;
     // bad rows were refused in Python (a null text is an error here).
     let mut source = ArrowBatches::new(batches, Vec::new())?;
-    let result = encode_source(&tok.enc, &dst, format, &rule, threads, observer.engine(), &mut source, total);
+    let result = EncodeFrom::Source { source: &mut source, total }.encode(&tok.enc, &dst, format, &rule, threads, observer.engine());
     let result = source.result(result)?;
     let s = finish(result, observer)?;
     Ok((s.lines, s.tokens, s.bytes, s.seconds, s.id_bytes))

@@ -22,7 +22,7 @@
 //! changes took 5-7% less time on o200k_base, 3% on cl100k_base and 2% on a
 //! trained 32k vocabulary.
 
-use bpeforge_core::api::{prefetch, prefetch_ptr};
+use bpeforge_core::api::delivery::{prefetch, prefetch_ptr};
 use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::{PyInt, PyList};

@@ -25,7 +25,7 @@ mod training;
 /// large tables (see `bpeforge_core::memory::alloc`). Only Rust's own allocations
 /// go through it; Python objects keep Python's allocator.
 #[global_allocator]
-static ALLOC: bpeforge_core::api::SplitAlloc = bpeforge_core::api::SplitAlloc;
+static ALLOC: bpeforge_core::api::machine::SplitAlloc = bpeforge_core::api::machine::SplitAlloc;
 
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -58,11 +58,12 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<tokenizer::NativeTokenizer>()?;
     m.add_class::<settings::TrainSettings>()?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
-    m.add("DEFAULT_PRETOKENIZER", bpeforge_core::api::DEFAULT_PRETOKENIZER)?;
-    m.add("RESULT_OPTIONS", pyo3::types::PyTuple::new(m.py(), bpeforge_core::api::RESULT_OPTIONS)?)?;
+    let lists = &bpeforge_core::api::LISTS;
+    m.add("DEFAULT_PRETOKENIZER", lists.default_pretokenizer)?;
+    m.add("RESULT_OPTIONS", pyo3::types::PyTuple::new(m.py(), lists.result_options)?)?;
     m.add("PRESETS", pretokenize::presets(m.py())?)?;
-    m.add("PROGRESS_FORMATS", pyo3::types::PyTuple::new(m.py(), bpeforge_core::api::ProgressFormat::NAMES)?)?;
+    m.add("PROGRESS_FORMATS", pyo3::types::PyTuple::new(m.py(), lists.progress_formats)?)?;
     m.add_class::<progress::ShardReporter>()?;
-    m.add("COMPRESSIONS", pyo3::types::PyTuple::new(m.py(), bpeforge_core::api::COMPRESSIONS)?)?;
+    m.add("COMPRESSIONS", pyo3::types::PyTuple::new(m.py(), lists.compressions)?)?;
     Ok(())
 }

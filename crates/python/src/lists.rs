@@ -12,9 +12,9 @@ use crate::ints::{item_array, new_list, IdInts};
 use crate::errors::to_pyerr;
 use crate::progress::PyObserver;
 use crate::texts::Texts;
-use bpeforge_core::api::{Block, BlockIds, Encoder, PackedIds, Specials};
-use bpeforge_core::api::{Error, Result};
-use bpeforge_core::api::{BatchPacer, Deliver, Host};
+use bpeforge_core::api::delivery::{Block, BlockIds, Deliver, Host, PackedIds};
+use bpeforge_core::api::progress::BatchPacer;
+use bpeforge_core::api::{Encoder, Error, Specials};
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::ffi;
 use pyo3::prelude::*;
@@ -112,7 +112,7 @@ struct Batch<'a, 'py, S> {
 }
 
 impl<'a, 'py, S: Sink<'py>> Host<Block<&'a str>, &BlockIds> for Batch<'a, 'py, S> {
-    fn prepare(&mut self) -> Result<Option<Block<&'a str>>> {
+    fn prepare(&mut self) -> Result<Option<Block<&'a str>>, Error> {
         // Once a block: no Python code runs while a block is cut, so the
         // list cannot change during it.
         if let Err(e) = self.texts.check_len() {
@@ -147,7 +147,7 @@ impl<'a, 'py, S: Sink<'py>> Host<Block<&'a str>, &BlockIds> for Batch<'a, 'py, S
 }
 
 impl<'a, 'py, S: Sink<'py>> Deliver<Block<&'a str>, &BlockIds> for Batch<'a, 'py, S> {
-    fn deliver(&mut self, block: Block<&'a str>, ids: &BlockIds) -> Result<()> {
+    fn deliver(&mut self, block: Block<&'a str>, ids: &BlockIds) -> Result<(), Error> {
         if let Err(e) = self.sink.take(self.py, ids) {
             self.raised.get_or_insert(e);
             return Err(Error::input("Python raised an exception"));

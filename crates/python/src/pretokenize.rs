@@ -3,7 +3,7 @@
 //! Unicode script of characters (the report's script figure).
 
 use crate::errors::to_pyerr;
-use bpeforge_core::api::{Error, PreTokenizer, PreTokenizerChoice, PreTokenizerSpec, DEFAULT_PRETOKENIZER};
+use bpeforge_core::api::{Error, PreTokenizer, PreTokenizerChoice, PreTokenizerSpec, LISTS};
 use pyo3::prelude::*;
 use std::sync::{Arc, Mutex};
 
@@ -69,7 +69,7 @@ pub(crate) fn _pretokenize_count(py: Python<'_>, text: &str, preset: Option<&Bou
 fn with_default<T>(preset: Option<&Bound<'_, PyAny>>, f: impl FnOnce(&Bound<'_, PyAny>) -> PyResult<T>) -> PyResult<T> {
     match preset {
         Some(p) => f(p),
-        None => Python::attach(|py| f(pyo3::types::PyString::new(py, DEFAULT_PRETOKENIZER).as_any())),
+        None => Python::attach(|py| f(pyo3::types::PyString::new(py, LISTS.default_pretokenizer).as_any())),
     }
 }
 
@@ -77,15 +77,15 @@ fn with_default<T>(preset: Option<&Bound<'_, PyAny>>, f: impl FnOnce(&Bound<'_, 
 /// Python asks the engine's table what a name is.
 #[pyfunction]
 pub(crate) fn preset_name(name: &str) -> Option<&'static str> {
-    bpeforge_core::api::PRESETS.iter().find(|p| p.is_named(name)).map(|p| p.name)
+    LISTS.presets.iter().find(|p| p.is_named(name)).map(|p| p.name)
 }
 
-/// The pre-tokenizer presets (`bpeforge_core::api::PRESETS`, the one
+/// The pre-tokenizer presets (`bpeforge_core::api::LISTS.presets`, the one
 /// table), as a tuple of dicts: `name`, `aliases` (tiktoken's names of
 /// the encodings with its pattern, taken wherever a preset is named),
 /// `about`, and `pattern` and `fast` (None for the presets without a regex).
 pub(crate) fn presets(py: Python<'_>) -> PyResult<Bound<'_, pyo3::types::PyTuple>> {
-    let items = bpeforge_core::api::PRESETS.iter().map(|p| {
+    let items = LISTS.presets.iter().map(|p| {
         let d = pyo3::types::PyDict::new(py);
         d.set_item("name", p.name)?;
         d.set_item("aliases", pyo3::types::PyTuple::new(py, p.aliases)?)?;

@@ -18,7 +18,8 @@
 //! the run at the engine's next poll, and is what the call raises.
 
 use crate::errors::to_pyerr;
-use bpeforge_core::api::{Error, Event, EventSink, Observer, ProgressFormat, ProgressPrinter, ShardProgress, TextSink};
+use bpeforge_core::api::progress::{Event, EventSink, Observer, ProgressFormat, ProgressPrinter, ShardProgress, TextSink};
+use bpeforge_core::api::Error;
 use pyo3::prelude::*;
 use pyo3::types::{PyString, PyTuple};
 use std::sync::{Arc, Mutex};
@@ -89,7 +90,7 @@ impl PyObserver {
 /// freed goes back to the system now, not whenever mimalloc would have
 /// purged it (a process that trained once should not keep its tables).
 pub(crate) fn finish<T>(result: Result<T, Error>, mut observer: PyObserver) -> PyResult<T> {
-    bpeforge_core::api::release_free_memory();
+    bpeforge_core::api::machine::release_free_memory();
     match observer.take_failure() {
         Some(err) => Err(err),
         None => result.map_err(to_pyerr),

@@ -8,23 +8,19 @@ use crate::errors::to_pyerr;
 use crate::progress::{finish, PyObserver};
 use crate::settings::TrainSettings;
 use crate::tokenizer::NativeTokenizer;
-use bpeforge_core::api::{self, count_shard_output, CountSum as Sum, Error, Shard};
+use bpeforge_core::api::{language_table as languages_of, CountOf, CountSum as Sum, Part, TrainOn};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use std::path::PathBuf;
 
 /// The run's languages, their line counts and the UTF-8 bytes of their
-/// texts known before counting (`pipeline::language_table`: language
+/// texts known before counting (the core's `language_table`: language
 /// files, per-file tags, or with `lang_field` a pass over the records):
 /// built once, by one task, and sent to every shard and to the driver's
 /// training.
 #[pyfunction]
 pub(crate) fn language_table(py: Python<'_>, paths: Vec<PathBuf>, settings: &TrainSettings) -> PyResult<(Vec<String>, Vec<u64>, Vec<u64>)> {
-    let table = py.detach(|| api::language_table(&paths, &settings.config)).map_err(to_pyerr)?;
-    let Some((table, bytes)) = table else {
-        return Err(to_pyerr(Error::parameter("language_table needs langs, file_languages or lang_field")));
-    };
-    Ok((table.names, table.lines, bytes))
+    py.detach(|| languages_of(&paths, &settings.config)).map_err(to_pyerr)
 }
 
 /// Counts one shard (see `bpeforge_core::shard`) and returns its table
@@ -43,26 +39,22 @@ pub(crate) fn count_shard<'py>(
     languages: Option<(Vec<String>, Vec<u64>)>,
 ) -> PyResult<(Bound<'py, PyBytes>, Vec<u64>)> {
     let config = &settings.config;
-    let table = api::summed_languages(config, languages).map_err(to_pyerr)?;
     let mut observer = PyObserver::new(progress)?;
-    let shard = Shard { paths, file_indices, byte_range, lines_before };
     let result = py.detach(|| {
-        let (counts, lang_bytes) = count_shard_output(&shard, table.as_ref(), config, observer.engine())?;
-        let len = counts.wire_len_within(config.memory_budget(), RETURNED_COPIES)?;
+        let shard = CountOf::Shard { paths, file_indices, byte_range, lines_before, languages };
+        let mut counts = shard.count(config, observer.engine())?;
+        let len = counts.wire_len(config)?;
+        let lang_bytes = std::mem::take(&mut counts.lang_bytes);
         Ok((counts, len, lang_bytes))
     });
     let (counts, len, lang_bytes) = finish(result, observer)?;
     Ok((wire_bytes(py, counts, len)?, lang_bytes))
 }
 
-/// The copies of a task's serialized counts held at once as it returns
-/// them: its `bytes`, and Ray's object store's copy made from them.
-pub(crate) const RETURNED_COPIES: u64 = 2;
-
-/// The counts' wire form (`WordCounts::to_bytes`) written straight into a
+/// A part's wire form (`WordCounts::to_bytes`) written straight into a
 /// Python `bytes` of its length: one copy of the output, and a table freed
 /// behind the cursor (counts that spilled are written from their runs).
-pub(crate) fn wire_bytes(py: Python<'_>, counts: api::CountOutput, len: usize) -> PyResult<Bound<'_, PyBytes>> {
+pub(crate) fn wire_bytes(py: Python<'_>, counts: Part, len: usize) -> PyResult<Bound<'_, PyBytes>> {
     PyBytes::new_with(py, len, |buf| py.detach(|| counts.write_wire(buf)).map_err(to_pyerr))
 }
 
@@ -107,7 +99,7 @@ impl CountSum {
 }
 
 /// Trains on a `CountSum` (which is used up) as the local file path trains
-/// on its counts (`bpeforge_core::api::CountSum::train`): the plain driver,
+/// on its counts (`bpeforge_core::api::TrainOn::Sum`): the plain driver,
 /// or with `languages` (names, lines) and `lang_bytes` the run's language
 /// balancing; `sharded`: the seconds counting took from the first task to
 /// the summed table, and the number of shards.
@@ -125,11 +117,10 @@ pub(crate) fn train_count_sum(
     sharded: Option<(f64, usize)>,
 ) -> PyResult<NativeTokenizer> {
     let config = &settings.config;
-    let table = api::summed_languages(config, languages).map_err(to_pyerr)?;
     let mut observer = PyObserver::new(progress)?;
     let mut sum = sum.borrow_mut();
-    let sum = &mut sum.sum;
-    let result = py.detach(|| sum.train(table.as_ref(), lang_bytes, sharded, config, observer.engine(), &inputs));
+    let on = TrainOn::Sum { sum: &mut sum.sum, languages, lang_bytes, sharded, inputs: &inputs };
+    let result = py.detach(|| on.train(config, observer.engine()));
     NativeTokenizer::from_model(finish(result, observer)?)
 }
 
@@ -147,16 +138,8 @@ pub(crate) fn train_counts(
     weights: Option<Vec<f64>>,
 ) -> PyResult<NativeTokenizer> {
     let config = &settings.config;
-    if let Some(w) = weights.as_ref().filter(|w| w.len() != parts.len()) {
-        return Err(to_pyerr(Error::parameter(format!("weights: {} weight(s) for {} part(s)", w.len(), parts.len()))));
-    }
-    let mut sum = Sum::default();
     let mut observer = PyObserver::new(progress)?;
-    let result = py.detach(|| {
-        for (i, part) in parts.iter().enumerate() {
-            sum.add(part, weights.as_ref().map(|w| w[i]))?;
-        }
-        sum.train(None, None, None, config, observer.engine(), &inputs)
-    });
+    let on = TrainOn::Parts { parts: &parts, weights: weights.as_deref(), inputs: &inputs };
+    let result = py.detach(|| on.train(config, observer.engine()));
     NativeTokenizer::from_model(finish(result, observer)?)
 }

@@ -6,7 +6,8 @@ use crate::errors::to_pyerr;
 use crate::progress::{finish, PyObserver};
 use crate::texts::Texts;
 use crate::{ints, lists};
-use bpeforge_core::api::{encode_file, Cache, Encoder, Error, IdFormat, Model, PackedIds, Specials, MIN_CACHE_BYTES};
+use bpeforge_core::api::delivery::PackedIds;
+use bpeforge_core::api::{Cache, EncodeFrom, Encoder, Error, IdFormat, Model, Specials, LISTS};
 use pyo3::prelude::*;
 use pyo3::types::{PyByteArray, PyBytes, PyList, PyString};
 use std::path::PathBuf;
@@ -72,10 +73,10 @@ impl NativeTokenizer {
         let bound = match max_bytes {
             None => DEFAULT_CACHE_BOUND,
             Some(0) => 0,
-            Some(b) if b < MIN_CACHE_BYTES => {
+            Some(b) if b < LISTS.min_cache_bytes => {
                 return Err(to_pyerr(Error::parameter(format!(
                     "encode_cache_bytes must be 0 (no cache), None (the default) or at least {} bytes, got {b}",
-                    MIN_CACHE_BYTES
+                    LISTS.min_cache_bytes
                 ))))
             }
             Some(b) => b.min(DEFAULT_CACHE_BOUND - 1),
@@ -218,7 +219,7 @@ impl NativeTokenizer {
         let format = IdFormat::parse(format).map_err(to_pyerr)?;
         let threads = check_threads(threads)?;
         let mut observer = PyObserver::new(&progress.cloned().unwrap_or_else(|| PyString::new(py, "off").into_any()))?;
-        let result = py.detach(|| encode_file(&self.enc, &src, &dst, format, &rule, threads, text_field, observer.engine()));
+        let result = py.detach(|| EncodeFrom::Files { paths: &src, text_field }.encode(&self.enc, &dst, format, &rule, threads, observer.engine()));
         let s = finish(result, observer)?;
         Ok((s.lines, s.tokens, s.bytes, s.seconds, s.id_bytes))
     }

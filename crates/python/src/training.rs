@@ -1,12 +1,15 @@
 //! Training entry points: files, a counts file, a Python iterable of `str`,
 //! and one part of a distributed count, each taking the run's checked
-//! settings (`TrainSettings`) and going through the core's pipeline.
+//! settings (`TrainSettings`) and running one of the core's requests
+//! (`TrainOn`, `CountOf`).
 
 use crate::progress::{finish, PyObserver};
 use crate::settings::TrainSettings;
 use crate::shards::wire_bytes;
 use crate::tokenizer::NativeTokenizer;
-use bpeforge_core::api::{self, Chunk, CountScope, Error, Layout, Observer, Source, TrainOptions};
+use bpeforge_core::api::feed::{Chunk, Layout, Source};
+use bpeforge_core::api::progress::Observer;
+use bpeforge_core::api::{count_to_file as count_counts_file, CountOf, Error, Fed, TrainOn, TrainOptions};
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyIterator, PyString};
@@ -24,7 +27,7 @@ pub(crate) fn train_option_names() -> Vec<&'static str> {
 pub(crate) fn train_files(py: Python<'_>, paths: Vec<PathBuf>, settings: &TrainSettings, progress: &Bound<'_, PyAny>) -> PyResult<NativeTokenizer> {
     let config = &settings.config;
     let mut observer = PyObserver::new(progress)?;
-    let result = py.detach(|| api::train_files(&paths, config, observer.engine()));
+    let result = py.detach(|| TrainOn::Files(&paths).train(config, observer.engine()));
     NativeTokenizer::from_model(finish(result, observer)?)
 }
 
@@ -34,10 +37,7 @@ pub(crate) fn train_files(py: Python<'_>, paths: Vec<PathBuf>, settings: &TrainS
 pub(crate) fn count_to_file(py: Python<'_>, paths: Vec<PathBuf>, settings: &TrainSettings, progress: &Bound<'_, PyAny>, output: PathBuf) -> PyResult<String> {
     let config = &settings.config;
     let mut observer = PyObserver::new(progress)?;
-    let result = py.detach(|| {
-        let header = api::count_to_file(&paths, config, observer.engine(), &output)?;
-        serde_json::to_string(&header).map_err(|e| Error::output(e.to_string()))
-    });
+    let result = py.detach(|| count_counts_file(&paths, config, observer.engine(), &output));
     finish(result, observer)
 }
 
@@ -47,7 +47,7 @@ pub(crate) fn count_to_file(py: Python<'_>, paths: Vec<PathBuf>, settings: &Trai
 pub(crate) fn train_counts_file(py: Python<'_>, path: PathBuf, settings: &TrainSettings, progress: &Bound<'_, PyAny>) -> PyResult<NativeTokenizer> {
     let config = &settings.config;
     let mut observer = PyObserver::new(progress)?;
-    let result = py.detach(|| api::train_counts_file(&path, config, observer.engine()));
+    let result = py.detach(|| TrainOn::CountsFile(&path).train(config, observer.engine()));
     NativeTokenizer::from_model(finish(result, observer)?)
 }
 
@@ -65,8 +65,8 @@ pub(crate) fn count_files<'py>(
     let config = &settings.config;
     let mut observer = PyObserver::new(progress)?;
     let result = py.detach(|| {
-        let counts = api::count_part(&paths, byte_range, config, observer.engine())?;
-        let len = counts.wire_len()?;
+        let counts = CountOf::Files { paths: &paths, byte_range }.count(config, observer.engine())?;
+        let len = counts.wire_len(config)?;
         Ok((counts, len))
     });
     let (counts, len) = finish(result, observer)?;
@@ -74,7 +74,7 @@ pub(crate) fn count_files<'py>(
 }
 
 /// Trains on a Python iterable of `str`, through the pipeline's steps as for
-/// files (`count_source`, then `train_counted`): the calling thread pulls
+/// files (`Fed::count_plain`, then `TrainOn::Fed`): the calling thread pulls
 /// texts under the GIL while worker threads count earlier chunks without
 /// it; the merge phase runs without the GIL.
 #[pyfunction]
@@ -88,7 +88,7 @@ pub(crate) fn train_iterator(py: Python<'_>, texts: &Bound<'_, PyAny>, settings:
         ))
     })?;
     let mut source = PyTexts { iter, item_no: 0, exhausted: false, error: None, name: Arc::from("<iterator>") };
-    let counted = api::count_source(config, None, CountScope::Run, &mut source, observer.engine());
+    let counted = Fed::count_plain(&mut source, config, observer.engine());
     if let Some(err) = source.error.take() {
         return Err(err);
     }
@@ -96,7 +96,8 @@ pub(crate) fn train_iterator(py: Python<'_>, texts: &Bound<'_, PyAny>, settings:
         Ok(c) => c,
         Err(e) => return NativeTokenizer::from_model(finish(Err(e), observer)?),
     };
-    let result = py.detach(|| api::train_counted(counted, config, None, serde_json::json!(["<iterator>"]), observer.engine()));
+    let inputs = [source.name.to_string()];
+    let result = py.detach(|| TrainOn::Fed { fed: counted, inputs: &inputs }.train(config, observer.engine()));
     NativeTokenizer::from_model(finish(result, observer)?)
 }
 
@@ -124,7 +125,7 @@ impl PyTexts<'_> {
 }
 
 impl Source for PyTexts<'_> {
-    fn next_chunk(&mut self, observer: &mut dyn Observer) -> api::Result<Option<Chunk>> {
+    fn next_chunk(&mut self, observer: &mut dyn Observer) -> Result<Option<Chunk>, Error> {
         if self.exhausted {
             return Ok(None);
         }
