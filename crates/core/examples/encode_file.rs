@@ -21,7 +21,7 @@ fn main() {
         let src = &sources[pass % sources.len()];
         let bytes = std::fs::metadata(src).expect("lines file").len();
         let (t, cpu) = (std::time::Instant::now(), process_cpu_seconds().unwrap_or(0.0));
-        let stats = file::encode_file(&enc, &[src.clone()], &dst, file::IdFormat::Npy, &Specials::Ordinary, threads, None, &mut Silent)
+        let stats = file::encode_file(&enc, std::slice::from_ref(src), &dst, file::IdFormat::Npy, &Specials::Ordinary, threads, None, &mut Silent)
             .expect("encode");
         let (s, c) = (t.elapsed().as_secs_f64(), process_cpu_seconds().unwrap_or(0.0) - cpu);
         println!("{:.1} MB/s {:.3} s wall, {:.1} MB per CPU second, {} tokens", bytes as f64 / s / 1e6, s, bytes as f64 / c / 1e6, stats.tokens);
