@@ -31,13 +31,13 @@
 //!   one-token pieces, which o200k_base's ~190k filled before any text: on
 //!   23 MB of multilingual text, 1 in 3 pieces of two bytes or more was
 //!   merged afresh on every pass, the same file again included.
-//!   `examples/encode_file`, o200k_base, 1 thread, MB per CPU second over
-//!   the passes after the first, 3 runs alternating: disjoint 5.7 MB files 23-31 against 18-26; the same file
-//!   again 31-49 against 19-25. Keeping the pieces that fit no slot as well
-//!   (`LongPieces`) took the same file again to 41-63 (the 8 MiB caches:
-//!   20-26); the first passes pay for the table's growth, memory new to the
-//!   process (4-9 MB per CPU second on this project's VM, whose host backs
-//!   each new page slowly). Seeded like a tokenizer's own, it was no faster
+//!   `examples/encode_file`, o200k_base, 1 thread, MB per CPU second, two
+//!   runs alternating with the old caches: multi-1m cut into ten disjoint
+//!   14 MB files encoded one after another, files 2-10 at a median of 28.6
+//!   against 24.6; one 5.7 MB file four times, passes 2-4 at 41-63 against
+//!   20-26. The first file pays for the table's growth, memory new to the
+//!   process: 12-14 against 20-21 on this project's VM, whose host backs
+//!   each new page slowly. Seeded like a tokenizer's own, it was no faster
 //!   and copied the seed into each thread.
 //!
 //! Buckets of two slots (a 128-byte block, the newer entry first) in the
