@@ -91,7 +91,7 @@ impl BlockIds {
 /// later, so the helper kept taking memory new to the process. perf put
 /// the page faults under those allocations at 14-20 ms of a 2-thread batch
 /// of 50,000 lines on this project's VM. With this and full-size batch
-/// caches (`Cache::seeded_for_batch`), that batch at 2 threads, each run
+/// caches (seeded, as they then were), that batch at 2 threads, each run
 /// in a new process (`bench/encode_ab.py --processes`, medians of 12-16):
 /// trained 32k 0.112 -> 0.105 s and 0.143 -> 0.137 s, o200k_base 0.138 ->
 /// 0.132 s and 0.197 -> 0.185 s; 1 thread within noise.
@@ -264,13 +264,7 @@ impl Encoder {
             Ok(BlockIds { ids, ends })
         };
         // Each thread's cache comes from (and goes back to) the encoder's
-        // pool: a batch starts with what the batches before it learned. A
-        // new one is a copy of the pool's seeded cache (`CachePool`):
-        // 1-5 ms for o200k_base's, where seeding each thread's own took
-        // 15-25 ms, more than it saved in a batch of 50,000 lines. With the
-        // copies, that batch at 2 threads took 0.122 s against 0.137-0.148 s
-        // with caches that start empty (in one process, the two builds
-        // alternating, medians of 8), and 1 thread the same.
+        // pool: a batch starts with what the batches before it learned.
         let mut host = Recycling { host, spares: &spares };
         run_ordered(threads, &mut host, &|| self.batch_cache(), &|block, cache| work(block, cache))
     }
@@ -278,7 +272,7 @@ impl Encoder {
     /// A cache for one thread of a batch (or of `file::encode_file`), from
     /// the encoder's pool and back to it when dropped.
     pub(super) fn batch_cache(&self) -> Pooled<'_> {
-        self.batch_caches.take(|| self.seeded_for_batch())
+        self.batch_caches.take(Cache::for_batch)
     }
 
     /// Encodes many texts on `threads` threads, as one flat id vector plus

@@ -144,12 +144,6 @@ impl Encoder {
         super::cache::default_cache_bytes(self.seed_pieces().len())
     }
 
-    /// A seeded cache of a batch thread's size (`CachePool` copies it for
-    /// a batch's threads).
-    pub(in crate::encode) fn seeded_for_batch(&self) -> Cache {
-        Cache::seeded_for_batch(self.seed_pieces().into_iter())
-    }
-
     /// What a cache starts with: where pieces are looked up whole
     /// (`plain_bytes`), the pieces of two bytes or more that are one token
     /// (one byte never reaches the cache), highest ids first, so that the

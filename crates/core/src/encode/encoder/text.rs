@@ -147,7 +147,7 @@ impl Encoder {
         // table's three (slot, offsets, token bytes), so whole pieces are
         // cached too.
         if let Some(c) = &cache {
-            match c.get(key) {
+            match c.get(key, piece) {
                 // Most pieces are one token: no copy loop (or call) for them.
                 Some(&[id]) => return out.push(id),
                 Some(ids) => return out.extend_from_slice(ids),
@@ -169,7 +169,7 @@ impl Encoder {
             out.extend_from_slice(&syms);
         }
         if let Some(c) = cache {
-            c.put(key, &out[start..]);
+            c.put(key, piece, &out[start..]);
         }
     }
 
