@@ -8,7 +8,7 @@ use bpeforge_core::clock::process_cpu_seconds;
 use bpeforge_core::observe::Silent;
 
 #[global_allocator]
-static ALLOC: bpeforge_core::alloc::SplitAlloc = bpeforge_core::alloc::SplitAlloc;
+static ALLOC: bpeforge_core::memory::alloc::SplitAlloc = bpeforge_core::memory::alloc::SplitAlloc;
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();

@@ -221,7 +221,7 @@ mod tests {
         std::fs::write(&head, texts[..3_000].join("\n") + "\n").unwrap();
         std::fs::write(&tail, texts[3_000..].join("\n") + "\n").unwrap();
         let both = [head.clone(), tail.clone()];
-        let mut c = TrainConfig::new(400, crate::model::Scheme::Bytes, crate::pretok::PreTokenizerSpec::Gpt2);
+        let mut c = TrainConfig::new(400, crate::model::Scheme::Bytes, crate::pretok::PreTokenizerSpec::GPT2);
         c.threads = 2;
         let config = c.validate().unwrap();
         let inputs = ["<texts>".to_string()];
