@@ -11,10 +11,11 @@ use crate::model::{Model, Scheme};
 use crate::pretok::PreTokenizerChoice;
 use std::path::PathBuf;
 
-/// The training options as one flat record: exactly the keys of the dict the
-/// Python facade builds (`_train_args`), with its defaults, so the bindings
-/// deserialize that dict straight into it and a test can compare the two
-/// lists (`TrainOptions::names`). Unknown keys are refused: an option that
+/// The training options as one flat record: exactly the fields of the
+/// `EngineOptions` record Python hands over (`TrainOptions.engine_options`,
+/// through `_engine.train_settings`), with its defaults, so the bindings
+/// read that record straight into it and a test can compare the two lists
+/// (`TrainOptions::names`). Unknown keys are refused: an option that
 /// does not reach the engine is a bug, not something to ignore.
 #[derive(Debug, Clone, PartialEq, serde::Deserialize, serde::Serialize)]
 #[serde(default, deny_unknown_fields)]
