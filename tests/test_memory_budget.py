@@ -90,13 +90,13 @@ def _decode_counts(data: bytes) -> tuple[tuple[int, ...], dict[bytes, int]]:
 @pytest.mark.parametrize("threads", [1, 2])
 def test_spilled_counts_equal_the_in_memory_count(zipf_corpus, threads, tmp_path, monkeypatch) -> None:
     args = TrainOptions(threads=threads).settings()
-    whole = _decode_counts(_native.count_files([zipf_corpus], args, "off", None))
+    whole = _decode_counts(_native._count_files([zipf_corpus], args, "off", None))
     # A budget a few MB above the floor (what the process holds and the
     # input buffers): the tables spill, into TMPDIR, and the runs are gone
     # afterwards.
     monkeypatch.setenv("TMPDIR", str(tmp_path))
     tight = TrainOptions(threads=threads, max_memory=_tight(threads)).settings()
-    tiny = _native.count_files([zipf_corpus], tight, "off", None)
+    tiny = _native._count_files([zipf_corpus], tight, "off", None)
     assert _decode_counts(tiny) == whole
     assert list(tmp_path.iterdir()) == []
 
@@ -109,7 +109,7 @@ def test_spill_files_are_removed_when_counting_fails(tmp_path, monkeypatch) -> N
     monkeypatch.setenv("TMPDIR", str(spill))
     settings = TrainOptions(scheme="chars", threads=2, max_memory=_tight(2)).settings()
     with pytest.raises(bpeforge.InputError, match="invalid UTF-8"):
-        _native.count_files([str(bad)], settings, "off", None)
+        _native._count_files([str(bad)], settings, "off", None)
     assert list(spill.iterdir()) == []
 
 

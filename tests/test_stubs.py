@@ -45,7 +45,7 @@ def test_encode_batch_is_typed_by_as_numpy(tmp_path) -> None:
 #: Names of the compiled module that the package itself does not call: they
 #: serve the tests, the fuzz targets and the benchmarks, which may import
 #: ``bpeforge._native`` to test the binding itself.
-NOT_USED_BY_THE_PACKAGE = {"count_files", "train_counts", "_pretokenize_reference", "_pretokenize_count",
+NOT_USED_BY_THE_PACKAGE = {"_count_files", "_pretokenize_reference", "_pretokenize_count",
                            "train_option_names", "RESULT_OPTIONS"}
 
 

@@ -47,17 +47,17 @@ def real_parts(tmp_path_factory) -> list[str]:
 
 def test_counts_are_the_same_at_every_thread_count_in_memory_or_spilled(real_parts, tmp_path, monkeypatch) -> None:
     monkeypatch.setenv("TMPDIR", str(tmp_path))
-    expected = _decode_counts(_native.count_files(real_parts, TrainOptions(threads=1).settings(), "off", None))
+    expected = _decode_counts(_native._count_files(real_parts, TrainOptions(threads=1).settings(), "off", None))
     assert len(expected[1]) > 50_000
     for threads in THREADS:
         args = TrainOptions(threads=threads).settings()
-        assert _decode_counts(_native.count_files(real_parts, args, "off", None)) == expected, threads
+        assert _decode_counts(_native._count_files(real_parts, args, "off", None)) == expected, threads
         # A budget a few MB above counting's floor (what the process holds,
         # and the input buffers): the flushes spill.
         with open("/proc/self/status", encoding="ascii") as f:
             rss = next(int(line.split()[1]) * 1024 for line in f if line.startswith("VmRSS:"))
         tight = rss + (16 << 20) * (threads + 1) + (6 << 20)
-        spilled = _native.count_files(real_parts, TrainOptions(threads=threads, max_memory=tight).settings(), "off",
+        spilled = _native._count_files(real_parts, TrainOptions(threads=threads, max_memory=tight).settings(), "off",
                                       None)
         assert _decode_counts(spilled) == expected, f"{threads} threads, spilled"
     assert list(tmp_path.iterdir()) == []

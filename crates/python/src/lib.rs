@@ -41,7 +41,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(training::count_files, m)?)?;
     m.add_function(wrap_pyfunction!(training::count_to_file, m)?)?;
     m.add_function(wrap_pyfunction!(training::train_counts_file, m)?)?;
-    m.add_function(wrap_pyfunction!(shards::train_counts, m)?)?;
     m.add_function(wrap_pyfunction!(shards::language_table, m)?)?;
     m.add_function(wrap_pyfunction!(shards::count_shard, m)?)?;
     m.add_function(wrap_pyfunction!(shards::train_count_sum, m)?)?;

@@ -124,22 +124,3 @@ pub(crate) fn train_count_sum(
     NativeTokenizer::from_model(finish(result, observer)?)
 }
 
-/// Sums serialized word counts (from `count_files`), each part times its
-/// weight if `weights` is given, and runs the merge loop: `CountSum` and
-/// `train_count_sum` in one call, for parts already in memory.
-#[pyfunction]
-#[pyo3(signature = (parts, settings, progress, inputs, weights=None))]
-pub(crate) fn train_counts(
-    py: Python<'_>,
-    parts: Vec<Vec<u8>>,
-    settings: &TrainSettings,
-    progress: &Bound<'_, PyAny>,
-    inputs: Vec<String>,
-    weights: Option<Vec<f64>>,
-) -> PyResult<NativeTokenizer> {
-    let config = &settings.config;
-    let mut observer = PyObserver::new(progress)?;
-    let on = TrainOn::Parts { parts: &parts, weights: weights.as_deref(), inputs: &inputs };
-    let result = py.detach(|| on.train(config, observer.engine()));
-    NativeTokenizer::from_model(finish(result, observer)?)
-}

@@ -52,8 +52,11 @@ pub(crate) fn train_counts_file(py: Python<'_>, path: PathBuf, settings: &TrainS
 }
 
 /// Counts the word types of files (or of a byte range of one plain file) and
-/// returns them serialized: one part of a distributed count.
-#[pyfunction]
+/// returns them serialized, with no check of the merge phase's budget: a
+/// hook for the tests of counting itself (spilling at tight budgets, equal
+/// counts at every thread count); the package counts through `count_shard`
+/// and `count_to_file`.
+#[pyfunction(name = "_count_files")]
 #[pyo3(signature = (paths, settings, progress, byte_range=None))]
 pub(crate) fn count_files<'py>(
     py: Python<'py>,

@@ -40,9 +40,6 @@ pub enum TrainOn<'a> {
     /// `sharded`: the seconds counting took from the first task to the
     /// summed table, and the number of shards.
     Sum { sum: &'a mut CountSum, languages: Languages, lang_bytes: Option<Vec<u64>>, sharded: Option<(f64, usize)>, inputs: &'a [String] },
-    /// Serialized parts already in memory, each times its weight if
-    /// `weights` is given: `Sum` of their sum in one request.
-    Parts { parts: &'a [Vec<u8>], weights: Option<&'a [f64]>, inputs: &'a [String] },
 }
 
 impl TrainOn<'_> {
@@ -55,16 +52,6 @@ impl TrainOn<'_> {
             TrainOn::Sum { sum, languages, lang_bytes, sharded, inputs } => {
                 let table = summed_languages(config, languages)?;
                 sum.train(table.as_ref(), lang_bytes, sharded, config, observer, inputs)
-            }
-            TrainOn::Parts { parts, weights, inputs } => {
-                if let Some(w) = weights.filter(|w| w.len() != parts.len()) {
-                    return Err(Error::parameter(format!("weights: {} weight(s) for {} part(s)", w.len(), parts.len())));
-                }
-                let mut sum = CountSum::default();
-                for (i, part) in parts.iter().enumerate() {
-                    sum.add(part, weights.map(|w| w[i]))?;
-                }
-                sum.train(None, None, None, config, observer, inputs)
             }
         }
     }
@@ -235,7 +222,12 @@ mod tests {
         let shard = CountOf::Shard { paths: vec![tail.clone()], file_indices: vec![1], byte_range: None, lines_before: 0, languages: None };
         let of_shard = shard.count(&config, &mut Silent).unwrap();
         let parts = [wire(of_files, &config), wire(of_shard, &config)];
-        assert_eq!(merges(TrainOn::Parts { parts: &parts, weights: None, inputs: &inputs }), expected, "parts from files and a shard");
+        let mut sum = CountSum::default();
+        for part in &parts {
+            sum.add(part, None).unwrap();
+        }
+        let on = TrainOn::Sum { sum: &mut sum, languages: None, lang_bytes: None, sharded: None, inputs: &inputs };
+        assert_eq!(merges(on), expected, "parts from files and a shard");
 
         let mut source = Batches(texts[3_000..].chunks(1_000));
         let of_source = CountOf::Source { source: &mut source, languages: None }.count(&config, &mut Silent).unwrap();
@@ -245,8 +237,6 @@ mod tests {
         let on = TrainOn::Sum { sum: &mut sum, languages: None, lang_bytes: None, sharded: None, inputs: &inputs };
         assert_eq!(merges(on), expected, "a sum with a part from fed texts");
 
-        let bad = TrainOn::Parts { parts: &parts, weights: Some(&[1.0]), inputs: &inputs }.train(&config, &mut Silent);
-        assert!(bad.is_err_and(|e| e.to_string().contains("weights: 1 weight(s) for 2 part(s)")));
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }
