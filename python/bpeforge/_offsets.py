@@ -140,13 +140,17 @@ def _segments(tok: OffsetModel, text: str, allowed: Any) -> list[tuple[int, int,
 def _pieces(tok: OffsetModel, text: str, start: int, end: int, prefixed: bool = False) -> list[tuple[int, int]]:
     """Pre-token spans of ``text[start:end]`` (``prefixed``: of a space and
     it, as the dummy prefix makes it; the space is at ``start - 1``)."""
-    from ._engine import pretokenize
+    from ._engine import pretokenize, preset_name
 
     segment = text[start:end]
     if prefixed:
         segment, start = " " + segment, start - 1
+    # The model names its pre-tokenizer by a preset's name or its own regex;
+    # the engine takes a regex only tagged as one.
+    name = tok.pretokenizer
+    choice: str | dict[str, str] = name if preset_name(name) else {"regex": name}
     out, pos = [], 0
-    for piece in pretokenize(segment, tok.pretokenizer):
+    for piece in pretokenize(segment, choice):
         at = segment.find(piece, pos)
         if at < 0:  # pragma: no cover - pieces are substrings, in order
             raise RuntimeError("bpeforge: a pre-token is not in its text (please report this)")
