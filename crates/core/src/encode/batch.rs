@@ -2,7 +2,7 @@
 //! handed over in input order while later blocks are still being encoded
 //! (`crate::ordered`), so results never depend on the thread count.
 
-use super::cache::Pooled;
+use super::pool::Pooled;
 use super::{Cache, Encoder, Specials};
 use crate::error::Result;
 use crate::ordered::{run_ordered, Deliver, Host};

@@ -19,7 +19,7 @@
 //!   with the same `.offsets.npy` beside it.
 
 use super::batch::{BLOCK_BYTES, BLOCK_TEXTS};
-use super::cache::Pooled;
+use super::pool::Pooled;
 use super::{Cache, Encoder, Specials};
 use crate::atomic::{persist, temp_beside};
 use crate::error::{Error, Result};

@@ -21,10 +21,10 @@
 //! * A piece whose bytes are a token that encodes to itself (checked once per
 //!   model, see `reachable`) needs no merging at all; in running text that is
 //!   most pieces.
-//! * A bounded cache maps frequent pieces to their ids (`cache`); each batch
-//!   worker has its own, so threads never contend. A long-lived one (a
-//!   Python tokenizer's for `encode`) starts seeded with the pieces that are
-//!   one token (`Encoder::new_cache`).
+//! * A bounded cache maps pieces to their ids (`cache`); each batch worker
+//!   has its own, so threads never contend, kept from one batch or file to
+//!   the next (`pool`). A long-lived one (a Python tokenizer's for `encode`)
+//!   starts seeded with the pieces that are one token (`Encoder::new_cache`).
 //! * Look-ups in tables of megabytes mostly wait on memory, so they are
 //!   fetched ahead: each piece's cache and whole-piece slots a few pieces
 //!   before it is encoded, and (for large pair tables) the pair slots a
@@ -38,6 +38,7 @@ pub mod dropout;
 mod encoder;
 mod index;
 mod key;
+mod pool;
 mod snapshot;
 mod tables;
 pub mod file;
@@ -106,7 +107,7 @@ pub struct Encoder {
     normalizer: Option<crate::normalize::Normalizer>,
     /// The piece caches of batches, kept from one batch to the next, and
     /// the seed new ones start from.
-    batch_caches: cache::CachePool,
+    batch_caches: pool::CachePool,
 }
 
 /// Chars scheme: what SentencePiece-style models do beyond plain BPE.
