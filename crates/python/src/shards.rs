@@ -72,7 +72,7 @@ impl CountSum {
         CountSum { sum: Sum::default() }
     }
 
-    /// Adds one serialized table (from `count_shard` or `count_files`),
+    /// Adds one serialized table (from `count_shard`, or the tests' `_count_files`),
     /// times `weight` if given.
     #[pyo3(signature = (part, weight=None))]
     fn add(&mut self, py: Python<'_>, part: &[u8], weight: Option<f64>) -> PyResult<()> {
