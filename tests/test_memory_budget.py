@@ -6,6 +6,9 @@ a budget too small even so is a clear error."""
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import signal
 import struct
 import subprocess
 import sys
@@ -224,3 +227,64 @@ def test_the_peak_keeps_within_the_budget_with_a_decompressor(multilingual_text,
     assert run.returncode == 0, run.stderr
     out = json.loads(run.stdout)
     assert out["hwm"] <= budget * 1.05, f"peak {out['hwm'] / 2**20:.1f} MiB for a 150 MiB budget: {out}"
+
+
+def _fresh_words(n_bytes: int) -> bytes:
+    """Random 8-letter words, 16 to a line: every word a new type."""
+    letters = bytes(ord("a") + b % 26 for b in range(256))
+    raw = os.urandom(n_bytes).translate(letters)
+    words = [raw[i:i + 8] for i in range(0, len(raw), 8)]
+    return b"".join(b" ".join(words[i:i + 16]) + b"\n" for i in range(0, len(words), 16))
+
+
+def test_spill_files_are_removed_on_ctrl_c(tmp_path) -> None:
+    # The text arrives through a pipe, so the run is still counting, with
+    # runs on disk, when the interrupt comes: no timing guesswork.
+    fifo = tmp_path / "text.fifo"
+    os.mkfifo(fifo)
+    spill = tmp_path / "spill"
+    spill.mkdir()
+    env = {**os.environ, "TMPDIR": str(spill)}
+    proc = subprocess.Popen([sys.executable, "-m", "bpeforge", "train", str(fifo), "--vocab-size", "300",
+                             "--threads", "1", "--max-memory", "150M", "--progress", "off", "-o",
+                             str(tmp_path / "m.json")], env=env, stderr=subprocess.PIPE)
+    try:
+        with open(fifo, "wb") as text:
+            deadline = time.monotonic() + 120
+            while not list(spill.glob("bpeforge-spill-*/run-*")):
+                assert time.monotonic() < deadline and proc.poll() is None, "counting never spilled"
+                text.write(_fresh_words(1 << 20))
+                text.flush()
+            proc.send_signal(signal.SIGINT)
+            # Counting sees the interrupt at its next chunk.
+            try:
+                for _ in range(20):
+                    text.write(_fresh_words(1 << 20))
+                    text.flush()
+            except BrokenPipeError:
+                pass
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, err.decode()
+    assert list(spill.iterdir()) == []
+
+
+def test_a_spill_the_disk_cannot_hold_is_refused_before_counting(zipf_corpus, tmp_path, monkeypatch) -> None:
+    # A sparse file: its size says more text than the temporary folder could
+    # take spilled, and the run stops before reading a byte of it.
+    spill = tmp_path / "spill"
+    spill.mkdir()
+    free = shutil.disk_usage(spill).free
+    huge = tmp_path / "huge.txt"
+    with open(huge, "wb") as f:
+        f.truncate(free * 4 + (1 << 30))
+    monkeypatch.setenv("TMPDIR", str(spill))
+    start = time.perf_counter()
+    with pytest.raises(bpeforge.OutputError, match=r"TMPDIR.*raise max_memory") as e:
+        bpeforge.train(str(huge), vocab_size=300, max_memory="1G", progress=False)
+    assert str(spill) in str(e.value) and "free" in str(e.value)
+    assert time.perf_counter() - start < 10
+    # Tables that fit the budget need no disk: the same budget trains a small corpus.
+    assert bpeforge.train(zipf_corpus, vocab_size=300, max_memory="1G", progress=False).vocab_size == 300

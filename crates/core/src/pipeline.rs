@@ -129,6 +129,9 @@ fn count_files(paths: &[PathBuf], config: &ValidConfig, observer: &mut dyn Obser
     let total = total_size(paths)?;
     // A decompressor's window is outside the tables' estimates: counting leaves it room.
     let _decoder = crate::memory::budget::reserve(crate::input::decoder_bytes(paths));
+    let budget = config.memory_budget();
+    let room = budget.saturating_sub(crate::memory::budget::process_rss() + crate::memory::budget::reserved());
+    crate::memory::disk::check_spill_room(crate::input::text_bytes_estimate(paths), room, budget)?;
     let raw = Arc::new(AtomicU64::new(0));
     let watch = Stopwatch::start(crate::util::threads_or_default(config.threads));
     let start = watch.instant();

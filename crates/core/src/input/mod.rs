@@ -256,6 +256,43 @@ fn zstd_window(head: &[u8]) -> Option<u64> {
     Some(size)
 }
 
+/// About how many bytes of text the inputs hold once decompressed: a
+/// `.zst` file's size from its frame header when one frame holds it all,
+/// otherwise four times a compressed file's size (text compresses about
+/// 2-4x), a plain file's size as it is.
+pub fn text_bytes_estimate(paths: &[PathBuf]) -> u64 {
+    paths.iter().map(|p| text_bytes_of(p)).sum()
+}
+
+fn text_bytes_of(path: &Path) -> u64 {
+    let size = std::fs::metadata(path).map_or(0, |m| m.len());
+    let Some(kind) = compression(path) else { return size };
+    let mut head = [0u8; 64];
+    let n = File::open(path).and_then(|mut f| f.read(&mut head)).unwrap_or(0);
+    match kind {
+        ".zst" | ".zstd" => zstd_content_size(&head[..n]).filter(|&c| c >= size).unwrap_or(size.saturating_mul(4)),
+        _ => size.saturating_mul(4),
+    }
+}
+
+/// A zstd frame's content size, where its header gives one.
+fn zstd_content_size(head: &[u8]) -> Option<u64> {
+    if head.get(..4)? != [0x28, 0xb5, 0x2f, 0xfd] {
+        return None;
+    }
+    let descriptor = *head.get(4)?;
+    let single = descriptor & 0x20 != 0;
+    let dict = [0usize, 1, 2, 4][usize::from(descriptor & 3)];
+    let at = 5 + usize::from(!single) + dict;
+    match descriptor >> 6 {
+        0 if single => Some(u64::from(*head.get(at)?)),
+        0 => None,
+        1 => Some(u64::from(u16::from_le_bytes(head.get(at..at + 2)?.try_into().ok()?)) + 256),
+        2 => Some(u64::from(u32::from_le_bytes(head.get(at..at + 4)?.try_into().ok()?))),
+        _ => Some(u64::from_le_bytes(head.get(at..at + 8)?.try_into().ok()?)),
+    }
+}
+
 /// Total on-disk size of the inputs (for ETA); missing files are an error
 /// here, before any work starts.
 pub fn total_size(paths: &[PathBuf]) -> Result<u64> {
@@ -404,6 +441,24 @@ pub fn read_chunks(
 mod tests {
     use super::*;
     use std::io::Write;
+
+    #[test]
+    fn the_text_estimate_reads_a_zstd_frame_s_size_and_guesses_for_the_rest() {
+        let dir = tempfile::tempdir().unwrap();
+        let text = "a line of text, said again and again\n".repeat(50_000).into_bytes();
+        let zst = dir.path().join("t.txt.zst");
+        std::fs::write(&zst, zstd::bulk::compress(&text, 3).unwrap()).unwrap();
+        assert_eq!(text_bytes_estimate(std::slice::from_ref(&zst)), text.len() as u64);
+        // Streamed, the frame does not say its size.
+        let streamed = zstd::encode_all(&text[..], 3).unwrap();
+        std::fs::write(&zst, &streamed).unwrap();
+        assert_eq!(text_bytes_estimate(std::slice::from_ref(&zst)), 4 * streamed.len() as u64);
+        let plain = dir.path().join("t.txt");
+        std::fs::write(&plain, &text).unwrap();
+        let gz = dir.path().join("t.txt.gz");
+        std::fs::write(&gz, b"\x1f\x8b not really").unwrap();
+        assert_eq!(text_bytes_estimate(&[plain, gz]), text.len() as u64 + 4 * 13);
+    }
 
     fn texts(chunk: &Chunk) -> Vec<Vec<u8>> {
         let mut out = Vec::new();
