@@ -108,7 +108,7 @@ fn count_partitioned(
     limits: Option<&CountLimits>,
     feed: impl FnOnce(&mut dyn FnMut(Chunk) -> Result<()>) -> Result<()>,
 ) -> Result<CountOutput> {
-    let shared = Shared::new(counter.superword.is_some());
+    let shared = Shared::new(counter.superword.is_some(), threads);
     let total = limits.map_or(u64::MAX, |l| l.budget.total);
     // The threads' rooms take at most a quarter of the budget.
     let most = (total / 4).max(1);

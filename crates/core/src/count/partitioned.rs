@@ -64,18 +64,22 @@ pub(super) struct Partitions {
     reserved: AtomicU64,
     /// Flushes so far: each starts at another partition.
     flushes: AtomicUsize,
+    /// The counting threads: a spill, which stops them all, sorts the
+    /// partitions on as many.
+    threads: usize,
 }
 
 /// Bytes of a long-key map's bucket (key pointer and length, count, control byte).
 const LONG_BUCKET: usize = 16 + 8 + 1;
 
 impl Partitions {
-    pub(super) fn new() -> Self {
+    pub(super) fn new(threads: usize) -> Self {
         let parts: Vec<_> = (0..PARTS).map(|_| Mutex::new(empty_part())).collect();
         let part_bytes: Vec<_> = parts.iter().map(|p| AtomicU64::new(lock(p).table_bytes())).collect();
         let held = part_bytes.iter().map(|b| b.load(Ordering::Relaxed)).sum::<u64>().into();
         let shapes = parts.iter().map(|p| shape_of(&lock(p)).map(AtomicUsize::new)).collect();
-        Partitions { parts, part_bytes, held, shapes, reserved: AtomicU64::new(0), flushes: AtomicUsize::new(0) }
+        let threads = threads.max(1);
+        Partitions { parts, part_bytes, held, shapes, reserved: AtomicU64::new(0), flushes: AtomicUsize::new(0), threads }
     }
 
     /// Records partition `p`'s bytes and shape (its lock held by the caller).
@@ -193,16 +197,13 @@ impl Partitions {
     /// them (spilling; their tables are freed).
     pub(super) fn spill_to(&self, dir: &SpillDir) -> Result<()> {
         let mut parts = self.lock_all();
-        let mut shorts = Vec::with_capacity(PARTS);
-        for part in parts.iter_mut() {
-            let mut dense = std::mem::replace(&mut part.short, Table::tiny()).into_dense();
-            dense.sort_unstable_by_key(|s| s.key);
-            shorts.push(dense);
-        }
+        // Every counting thread waits for the spill: the partitions are
+        // sorted on all of them (each key is in one partition, so the run is
+        // the same whoever sorts what).
+        let mut shorts: Vec<Vec<Slot>> = parts.iter_mut().map(|p| std::mem::replace(&mut p.short, Table::tiny()).into_dense()).collect();
+        on_threads(&mut shorts, self.threads, |d| d.sort_unstable_by_key(|s| s.key));
         let mut longers: Vec<Vec<(&[u8], u64)>> = parts.iter().map(|p| p.longer_entries()).collect();
-        for l in longers.iter_mut() {
-            l.sort_unstable_by(|a, b| a.0.cmp(b.0));
-        }
+        on_threads(&mut longers, self.threads, |l| l.sort_unstable_by(|a, b| a.0.cmp(b.0)));
         let short_len = shorts.iter().map(Vec::len).sum();
         let longer_len = longers.iter().map(Vec::len).sum();
         let short = Merged::new(shorts.iter().map(|v| v.iter().map(|s| (s.key, s.count))).collect(), short_len);
@@ -239,6 +240,22 @@ impl Partitions {
         out.stats = stats;
         out
     }
+}
+
+/// Calls `f` on every item on up to `threads` threads, each taking a
+/// contiguous share (the partitions are about equal in size).
+fn on_threads<T: Send>(items: &mut [T], threads: usize, f: impl Fn(&mut T) + Sync) {
+    let share = items.len().div_ceil(threads.max(1)).max(1);
+    if share >= items.len() {
+        items.iter_mut().for_each(&f);
+        return;
+    }
+    std::thread::scope(|scope| {
+        for chunk in items.chunks_mut(share) {
+            let f = &f;
+            scope.spawn(move || chunk.iter_mut().for_each(f));
+        }
+    });
 }
 
 /// A partition's table before anything is added: tiny tables, as many
@@ -344,8 +361,8 @@ pub(super) struct Shared {
 }
 
 impl Shared {
-    pub(super) fn new(superword: bool) -> Self {
-        Shared { main: Partitions::new(), superword: superword.then(Partitions::new) }
+    pub(super) fn new(superword: bool, threads: usize) -> Self {
+        Shared { main: Partitions::new(threads), superword: superword.then(|| Partitions::new(threads)) }
     }
 
     pub(super) fn held(&self) -> u64 {

@@ -230,7 +230,7 @@ fn partitions_keep_every_entry() {
     use super::partitioned::Partitions;
     for threads in [1u64, 2, 3] {
         let mut expected: HashMap<Vec<u8>, u64> = HashMap::new();
-        let parts = Partitions::new();
+        let parts = Partitions::new(2);
         std::thread::scope(|scope| {
             let handles: Vec<_> = (0..threads)
                 .map(|t| {
@@ -270,12 +270,12 @@ fn partitions_keep_every_entry() {
         table.add(key.as_bytes(), i % 4 + 1);
         *expected.entry(key.into_bytes()).or_insert(0) += i % 4 + 1;
     }
-    let parts = Partitions::new();
+    let parts = Partitions::new(2);
     parts.flush(&mut table);
     let total = parts.into_counts(CountStats::default());
     // A packed table still takes additions, short and mid keys alike (its
     // tables become hash tables again).
-    let parts = Partitions::new();
+    let parts = Partitions::new(2);
     parts.flush(&mut WordCounts::from_bytes(&total.to_bytes()).unwrap());
     let mut grown = parts.into_counts(CountStats::default());
     assert!(grown.short.packed && grown.mid.packed);
@@ -299,12 +299,12 @@ fn partitions_keep_every_entry() {
     });
     assert_eq!(drained, expected);
     // Spilled partitions: one sorted run that merges back to the same counts.
-    let parts = Partitions::new();
+    let parts = Partitions::new(2);
     let mut again = WordCounts::from_bytes(&total_bytes(&expected)).unwrap();
     parts.flush(&mut again);
     let dirs = SpillDirs { main: SpillDir::new().unwrap(), superword: None };
     parts.spill_to(&dirs.main).unwrap();
-    assert_eq!(parts.held(), Partitions::new().held());
+    assert_eq!(parts.held(), Partitions::new(2).held());
     let merged = WordCounts::from_runs(&dirs, CountStats::default(), None, None).unwrap();
     assert_eq!(snapshot(&merged), expected);
 }
