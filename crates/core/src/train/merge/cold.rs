@@ -40,6 +40,30 @@ impl Cold {
         self.arena.extend_from_slice(list);
     }
 
+    /// Takes over `other`'s records (at the same threshold).
+    pub(super) fn absorb(&mut self, other: Cold) {
+        debug_assert_eq!(self.threshold, other.threshold);
+        if self.arena.is_empty() {
+            self.arena = other.arena;
+        } else {
+            self.arena.extend_from_slice(&other.arena);
+        }
+        self.gone += other.gone;
+    }
+
+    /// Every record's key, count and word list, in arena order.
+    #[cfg(test)]
+    pub(super) fn records(&self) -> Vec<(u64, u64, Vec<u8>)> {
+        let mut out = Vec::new();
+        let mut p = 0;
+        while p < self.arena.len() {
+            let (key, count, list, next) = Cold::record(&self.arena, p);
+            out.push((key, count, self.arena[list].to_vec()));
+            p = next;
+        }
+        out
+    }
+
     /// The record at `p`: its key, count, list and where the next starts.
     pub(super) fn record(arena: &[u8], p: usize) -> (u64, u64, std::ops::Range<usize>, usize) {
         let key = u64::from_le_bytes(arena[p..p + 8].try_into().unwrap_or_default());

@@ -1,6 +1,7 @@
 //! The initial pair index, built on all threads.
 
 use super::*;
+use super::sorted_index::index_by_sorting;
 
 /// Pairs below 1/COLD_RATIO of the largest initial count start cold.
 ///
@@ -21,7 +22,7 @@ const COLD_RATIO: u64 = 16384;
 /// With several threads each builds the index of a contiguous range of
 /// words; the parts are joined in range order, so every word list comes out
 /// ascending (which keeps the loop's visits to the word table in address
-/// order).
+/// order). Past `DENSE_IDS` the parts are sorted instead (`sorted_index`).
 pub(super) fn build_index<S: Sym>(
     syms: &[S],
     words: &Words,
@@ -37,8 +38,36 @@ pub(super) fn build_index<S: Sym>(
     // Each part gets about as many symbols (the work) as the others, not
     // as many words: long words are not spread evenly through the table.
     let cut = |p: usize| words_before_symbol(words, n, syms.len() * p / parts);
+    let part_range = |p: usize| cut(p)..if p + 1 == parts { n } else { cut(p + 1) };
+    // Hot from 1/COLD_RATIO of the largest count down: a 32k vocabulary
+    // rarely gets that far, and when it does, one `thaw` brings the next
+    // pairs in.
+    let threshold_of = |top: u64| first_threshold.unwrap_or(top / COLD_RATIO).max(min_keep);
+    if ids > DENSE_IDS {
+        let sorted = index_by_sorting(syms, words, ids, parts, &part_range, min_keep, &threshold_of, candidate, &step);
+        if let Some(index) = sorted {
+            return index;
+        }
+    }
+    index_by_map(syms, words, ids, parts, &part_range, min_keep, &threshold_of, candidate, &step)
+}
+
+/// `build_index` with a map per thread, joined: any number of ids, and
+/// below `DENSE_IDS` counted in an array.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn index_by_map<S: Sym>(
+    syms: &[S],
+    words: &Words,
+    ids: usize,
+    parts: usize,
+    part_range: &(dyn Fn(usize) -> std::ops::Range<usize> + Sync),
+    min_keep: u64,
+    threshold_of: &(dyn Fn(u64) -> u64 + Sync),
+    candidate: &(dyn Fn(u32, u32) -> bool + Sync),
+    step: &crate::steps::Step,
+) -> Result<(Map<u64, PairInfo>, Cold)> {
     let build_part = |p: usize| -> Map<u64, Collecting> {
-        let range = cut(p)..if p + 1 == parts { n } else { cut(p + 1) };
+        let range = part_range(p);
         let mut tick = step.ticker();
         if ids <= DENSE_IDS {
             index_dense(syms, words, range, ids, candidate, &mut tick)
@@ -62,11 +91,8 @@ pub(super) fn build_index<S: Sym>(
             }
         }
     }
-    // Hot from 1/COLD_RATIO of the largest count down: a 32k vocabulary
-    // rarely gets that far, and when it does, one `thaw` brings the next
-    // pairs in.
     let top = all.values().map(|c| c.count).max().unwrap_or(0);
-    let threshold = first_threshold.unwrap_or(top / COLD_RATIO).max(min_keep);
+    let threshold = threshold_of(top);
     let mut cold = Cold::new(threshold);
     let kept = all.values().filter(|c| c.count >= threshold).count();
     let mut pairs: Map<u64, PairInfo> = new_map();

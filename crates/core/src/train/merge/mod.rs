@@ -36,6 +36,7 @@ mod heap;
 mod index;
 mod limits;
 mod lists;
+mod sorted_index;
 mod spans;
 mod step;
 mod table;
