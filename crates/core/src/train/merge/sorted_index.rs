@@ -131,6 +131,12 @@ pub(super) fn index_by_sorting<S: Sym>(
     ))
 }
 
+/// `index_by_sorting` once the layout is known: the records sorted per
+/// thread, the largest count, then the hot and cold pairs.
+///
+/// Why this function is long: its three passes share the runs, the bucket
+/// starts and the threshold, and each is already one call (`on_shards`
+/// with `Sorted::for_pairs`); what remains is their order.
 #[allow(clippy::too_many_arguments)]
 fn build<S: Sym>(
     syms: &[S],
