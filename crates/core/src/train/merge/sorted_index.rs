@@ -16,7 +16,6 @@
 //! nothing depends on that order.
 
 use super::*;
-use super::index::IndexInputs;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// Key-order buckets the grouping is shared out in (the top bits of the
@@ -106,9 +105,30 @@ struct Grouped {
 ///
 /// `parts` threads each sort the records of the words `part_range(p)`;
 /// `threshold_of(top)` is the hot threshold for the largest count `top`.
-pub(super) fn index_by_sorting<S: Sym>(inputs: &IndexInputs<S>) -> Option<Result<(Map<u64, PairInfo>, Cold)>> {
-    let layout = Layout::new(inputs.ids, inputs.words.len())?;
-    Some(build(inputs, layout))
+#[allow(clippy::too_many_arguments)]
+pub(super) fn index_by_sorting<S: Sym>(
+    syms: &[S],
+    words: &Words,
+    ids: usize,
+    parts: usize,
+    part_range: &(dyn Fn(usize) -> std::ops::Range<usize> + Sync),
+    min_keep: u64,
+    threshold_of: &(dyn Fn(u64) -> u64 + Sync),
+    candidate: &(dyn Fn(u32, u32) -> bool + Sync),
+    step: &crate::steps::Step,
+) -> Option<Result<(Map<u64, PairInfo>, Cold)>> {
+    let layout = Layout::new(ids, words.len())?;
+    Some(build(
+        syms,
+        words,
+        parts,
+        part_range,
+        min_keep,
+        threshold_of,
+        candidate,
+        step,
+        layout,
+    ))
 }
 
 /// `index_by_sorting` once the layout is known: the records sorted per
@@ -117,8 +137,18 @@ pub(super) fn index_by_sorting<S: Sym>(inputs: &IndexInputs<S>) -> Option<Result
 /// Why this function is long: its three passes share the runs, the bucket
 /// starts and the threshold, and each is already one call (`on_shards`
 /// with `Sorted::for_pairs`); what remains is their order.
-fn build<S: Sym>(inputs: &IndexInputs<S>, layout: Layout) -> Result<(Map<u64, PairInfo>, Cold)> {
-    let IndexInputs { syms, words, parts, part_range, min_keep, threshold_of, candidate, step, .. } = *inputs;
+#[allow(clippy::too_many_arguments)]
+fn build<S: Sym>(
+    syms: &[S],
+    words: &Words,
+    parts: usize,
+    part_range: &(dyn Fn(usize) -> std::ops::Range<usize> + Sync),
+    min_keep: u64,
+    threshold_of: &(dyn Fn(u64) -> u64 + Sync),
+    candidate: &(dyn Fn(u32, u32) -> bool + Sync),
+    step: &crate::steps::Step,
+    layout: Layout,
+) -> Result<(Map<u64, PairInfo>, Cold)> {
     // Each thread: the records of its words, sorted by pair.
     let runs: Vec<Vec<u64>> = on_shards(parts, &|p| {
         let mut tick = step.ticker();
@@ -327,19 +357,28 @@ mod tests {
             let candidate = |a: u32, b: u32| (a ^ b) % skip != 0;
             let step = crate::steps::begin("pair index", "words", n as u64);
             let ids = ids as usize;
-            let inputs = IndexInputs {
-                syms: &syms,
-                words: &words,
+            let by_map = index_by_map(
+                &syms,
+                &words,
                 ids,
                 parts,
-                part_range: &part_range,
+                &part_range,
                 min_keep,
-                threshold_of: &threshold_of,
-                candidate: &candidate,
-                step: &step,
-            };
-            let by_map = index_by_map(&inputs);
-            let by_sorting = index_by_sorting(&inputs);
+                &threshold_of,
+                &candidate,
+                &step,
+            );
+            let by_sorting = index_by_sorting(
+                &syms,
+                &words,
+                ids,
+                parts,
+                &part_range,
+                min_keep,
+                &threshold_of,
+                &candidate,
+                &step,
+            );
             let by_sorting = by_sorting.expect("the records fit").unwrap();
             assert_eq!(listed(by_sorting), listed(by_map.unwrap()), "round {round}");
         }
