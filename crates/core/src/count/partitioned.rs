@@ -153,25 +153,26 @@ impl Partitions {
         let (mid_cap, mid_max) = (local.mid.slots.len(), local.mid.max_slots);
         let short = by_part(std::mem::replace(&mut local.short, Table::tiny()));
         let mid = by_part(std::mem::replace(&mut local.mid, Table::tiny()));
-        let mut long: Vec<(Box<[u8]>, u64)> = local.long.drain().collect();
-        long.sort_unstable_by_key(|(k, _)| part_of(long_hash(k)));
-        let long_cuts = cuts(&long, |(k, _)| part_of(long_hash(k)));
+        // Dealt out by partition with one hash per key (SuperBPE's units
+        // are mostly long keys; sorting them by partition hashed each key
+        // at every comparison).
+        let mut pending: Vec<Vec<(Box<[u8]>, u64)>> = vec![Vec::new(); PARTS];
+        for (k, v) in local.long.drain() {
+            pending[part_of(long_hash(&k))].push((k, v));
+        }
         let start = self.flushes.fetch_add(1, Ordering::Relaxed).wrapping_mul(PARTS / 2 + 5) % PARTS;
-        let mut long = long.into_iter();
-        let mut pending: Vec<Option<Vec<(Box<[u8]>, u64)>>> =
-            (0..PARTS).map(|p| Some(long.by_ref().take(long_cuts[p + 1] - long_cuts[p]).collect())).collect();
         // Partitions another thread holds are left for a second round.
         let mut busy = Vec::new();
         for i in 0..PARTS {
             let p = (start + i) % PARTS;
             match self.parts[p].try_lock() {
-                Ok(mut part) => self.add_to(p, &mut part, &short, &mid, pending[p].take().unwrap_or_default()),
+                Ok(mut part) => self.add_to(p, &mut part, &short, &mid, std::mem::take(&mut pending[p])),
                 Err(_) => busy.push(p),
             }
         }
         for p in busy {
             let mut part = lock(&self.parts[p]);
-            self.add_to(p, &mut part, &short, &mid, pending[p].take().unwrap_or_default());
+            self.add_to(p, &mut part, &short, &mid, std::mem::take(&mut pending[p]));
         }
         local.short = Table::reuse(short.entries, short_cap, short_max);
         local.mid = Table::reuse(mid.entries, mid_cap, mid_max);
@@ -294,16 +295,32 @@ impl<S> ByPart<S> {
     }
 }
 
+/// Dealt out in place by partition (an American flag sort: each swap puts
+/// one entry in its partition for good), hashing each key once; a
+/// comparison sort by partition hashed both keys at every comparison.
 fn by_part<S: Entry>(table: Table<S>) -> ByPart<S> {
+    const { assert!(PARTS <= 256, "a partition must fit in a u8") };
     let mut entries = table.into_dense();
-    entries.sort_unstable_by_key(|s| part_of(S::hash(&s.key())));
-    let cuts = cuts(&entries, |s| part_of(S::hash(&s.key())));
+    let mut parts: Vec<u8> = entries.iter().map(|s| part_of(S::hash(&s.key())) as u8).collect();
+    let mut cuts = vec![0usize; PARTS + 1];
+    for &p in &parts {
+        cuts[p as usize + 1] += 1;
+    }
+    for p in 0..PARTS {
+        cuts[p + 1] += cuts[p];
+    }
+    let mut next = cuts[..PARTS].to_vec();
+    for p in 0..PARTS {
+        while next[p] < cuts[p + 1] {
+            let (i, home) = (next[p], parts[next[p]] as usize);
+            if home != p {
+                entries.swap(i, next[home]);
+                parts.swap(i, next[home]);
+            }
+            next[home] += 1;
+        }
+    }
     ByPart { entries, cuts }
-}
-
-/// Where each partition starts in `v` (ordered by partition), and its end.
-fn cuts<T>(v: &[T], part: impl Fn(&T) -> usize) -> Vec<usize> {
-    (0..=PARTS).map(|p| v.partition_point(|x| part(x) < p)).collect()
 }
 
 fn add_slots<S: Entry>(table: &mut Table<S>, slots: &[S]) {
