@@ -128,6 +128,7 @@ pub(crate) fn replay_bytes_table(
     let work = |short: &[(u128, u64)], long: &[(&[u8], u64)]| -> Result<WordTable> {
         let mut table = WordTable::new();
         let (mut syms, mut scratch, mut buf) = (Vec::new(), Vec::new(), Vec::new());
+        let mut cache = enc.new_cache();
         let mut one = |piece: &[u8], count: u64, table: &mut WordTable| -> Result<()> {
             if count < min_count {
                 return Ok(());
@@ -141,7 +142,7 @@ pub(crate) fn replay_bytes_table(
             } else {
                 piece
             };
-            enc.encode_bytes_split(bytes, &joinable, &mut syms, &mut scratch);
+            enc.encode_bytes_split(bytes, &joinable, &mut syms, &mut scratch, &mut cache);
             table.push(syms.iter().copied(), count)
         };
         for (key, count) in short {

@@ -4,7 +4,7 @@
 
 use crate::encode::key::PieceKey;
 use crate::encode::tables::PairRanks;
-use crate::encode::{Encoder, NO_RANK, SHORT};
+use crate::encode::{Cache, Encoder, NO_RANK, SHORT};
 use crate::util::pack;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -34,23 +34,41 @@ impl Encoder {
     /// Bytes scheme: exact BPE of the base symbols of `bytes`, appended to
     /// `out` as internal ids. The text is cut wherever the byte pair at the
     /// cut is not in `joinable` (from `joinable_byte_pairs`) and the parts
-    /// are encoded one by one (a part that is a token is looked up whole);
-    /// the result is the same as encoding the whole, in a fraction of the
-    /// time for long texts (the short-piece path is quadratic).
-    pub fn encode_bytes_split(&self, bytes: &[u8], joinable: &[bool], out: &mut Vec<u32>, scratch: &mut Vec<u32>) {
+    /// are encoded one by one; the result is the same as encoding the whole,
+    /// in a fraction of the time for long texts (the short-piece path is
+    /// quadratic). A part is looked up in `cache` first (the same parts
+    /// recur in many texts), then whole, and is merged afresh only if both
+    /// miss; what it gives is stored in `cache`.
+    pub fn encode_bytes_split(
+        &self,
+        bytes: &[u8],
+        joinable: &[bool],
+        out: &mut Vec<u32>,
+        scratch: &mut Vec<u32>,
+        cache: &mut Cache,
+    ) {
         let mut part = |p: &[u8], out: &mut Vec<u32>| {
             if p.len() == 1 {
                 out.push(self.base_start + p[0] as u32);
                 return;
             }
-            if let Some(id) = self.whole_piece(p, &PieceKey::new(p)) {
-                out.push(id);
+            let key = PieceKey::new(p);
+            if let Some(ids) = cache.get(&key, p) {
+                out.extend_from_slice(ids);
                 return;
             }
-            scratch.clear();
-            scratch.extend(p.iter().map(|&b| self.base_start + b as u32));
-            self.bpe(scratch);
-            out.extend_from_slice(scratch);
+            let start = out.len();
+            if let Some(id) = self.whole_piece(p, &key) {
+                out.push(id);
+            } else if p.len() <= SHORT && !self.byte_pair_ranks.is_empty() {
+                self.bpe_bytes_short(p, out);
+            } else {
+                scratch.clear();
+                scratch.extend(p.iter().map(|&b| self.base_start + b as u32));
+                self.bpe(scratch);
+                out.extend_from_slice(scratch);
+            }
+            cache.put(&key, p, &out[start..]);
         };
         let mut start = 0;
         for i in 1..bytes.len() {

@@ -107,15 +107,18 @@ fn split_encoding_equals_whole_encoding() {
     assert!(joinable[(b'a' as usize) << 8 | b'b' as usize]);
     assert!(!joinable[(b'b' as usize) << 8 | b'a' as usize]);
     let mut rng = crate::util::Lcg(7);
-    let (mut out, mut scratch) = (Vec::new(), Vec::new());
+    let (mut out, mut scratch, mut cache) = (Vec::new(), Vec::new(), enc.new_cache());
     for _ in 0..3000 {
         let state = rng.step();
         let len = (state >> 58) as usize + 1;
         let text: Vec<u8> = (0..len).map(|k| b"abc. a"[((state >> (k % 50)) % 6) as usize]).collect();
         let mut whole: Vec<u32> = text.iter().map(|&c| id(c)).collect();
         enc.bpe(&mut whole);
-        out.clear();
-        enc.encode_bytes_split(&text, &joinable, &mut out, &mut scratch);
-        assert_eq!(out, whole, "{:?}", String::from_utf8_lossy(&text));
+        // Twice: the second time, its parts come from the cache.
+        for _ in 0..2 {
+            out.clear();
+            enc.encode_bytes_split(&text, &joinable, &mut out, &mut scratch, &mut cache);
+            assert_eq!(out, whole, "{:?}", String::from_utf8_lossy(&text));
+        }
     }
 }
