@@ -38,7 +38,10 @@ impl Encoder {
     /// in a fraction of the time for long texts (the short-piece path is
     /// quadratic). A part is looked up in `cache` first (the same parts
     /// recur in many texts), then whole, and is merged afresh only if both
-    /// miss; what it gives is stored in `cache`.
+    /// miss; what it gives is stored in `cache`. As in `encode_run`, each
+    /// part is encoded `LOOKAHEAD` parts after it is cut, its cache slot
+    /// prefetched when it is cut, so that the look-ups' waits on memory
+    /// overlap.
     pub fn encode_bytes_split(
         &self,
         bytes: &[u8],
@@ -47,18 +50,18 @@ impl Encoder {
         scratch: &mut Vec<u32>,
         cache: &mut Cache,
     ) {
-        let mut part = |p: &[u8], out: &mut Vec<u32>| {
+        const LOOKAHEAD: usize = 8;
+        let mut part = |p: &[u8], key: &PieceKey, cache: &mut Cache, out: &mut Vec<u32>| {
             if p.len() == 1 {
                 out.push(self.base_start + p[0] as u32);
                 return;
             }
-            let key = PieceKey::new(p);
-            if let Some(ids) = cache.get(&key, p) {
+            if let Some(ids) = cache.get(key, p) {
                 out.extend_from_slice(ids);
                 return;
             }
             let start = out.len();
-            if let Some(id) = self.whole_piece(p, &key) {
+            if let Some(id) = self.whole_piece(p, key) {
                 out.push(id);
             } else if p.len() <= SHORT && !self.byte_pair_ranks.is_empty() {
                 self.bpe_bytes_short(p, out);
@@ -68,17 +71,26 @@ impl Encoder {
                 self.bpe(scratch);
                 out.extend_from_slice(scratch);
             }
-            cache.put(&key, p, &out[start..]);
+            cache.put(key, p, &out[start..]);
         };
-        let mut start = 0;
-        for i in 1..bytes.len() {
-            if !joinable[(bytes[i - 1] as usize) << 8 | bytes[i] as usize] {
-                part(&bytes[start..i], out);
-                start = i;
+        let mut waiting: [(&[u8], PieceKey); LOOKAHEAD] = [(&[], PieceKey::new(&[])); LOOKAHEAD];
+        let mut given = 0usize;
+        for p in unjoinable_cuts(bytes, joinable) {
+            let key = PieceKey::new(p);
+            if p.len() > 1 {
+                cache.prefetch(&key);
             }
+            let slot = given % LOOKAHEAD;
+            if given >= LOOKAHEAD {
+                let (p, k) = &waiting[slot];
+                part(p, k, cache, out);
+            }
+            waiting[slot] = (p, key);
+            given += 1;
         }
-        if start < bytes.len() {
-            part(&bytes[start..], out);
+        for k in given.saturating_sub(LOOKAHEAD)..given {
+            let (p, key) = &waiting[k % LOOKAHEAD];
+            part(p, key, cache, out);
         }
     }
 
@@ -322,4 +334,19 @@ fn remove_at<const N: usize>(a: &mut [u32; N], at: usize, len: usize) {
         a[i..i + LANE].copy_from_slice(&lane);
         i += LANE;
     }
+}
+
+/// The parts of `bytes` between the byte pairs that `joinable` says no
+/// token holds (see `Encoder::joinable_byte_pairs`).
+fn unjoinable_cuts<'a>(bytes: &'a [u8], joinable: &'a [bool]) -> impl Iterator<Item = &'a [u8]> + 'a {
+    let mut start = 0;
+    (1..=bytes.len()).filter_map(move |i| {
+        let end = i == bytes.len();
+        if end || !joinable[(bytes[i - 1] as usize) << 8 | bytes[i] as usize] {
+            let part = &bytes[start..i];
+            start = i;
+            return Some(part);
+        }
+        None
+    })
 }
