@@ -439,3 +439,31 @@ impl Shared {
         (self.held() / 8).max(MIN_LOCAL).min(most) / threads.max(1) as u64
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dealing_by_part_keeps_every_entry_in_its_partition() {
+        for n in [0u64, 1, 5, 3_000, 50_000] {
+            let mut table: Table<Slot> = Table::with_capacity(0);
+            for i in 0..n {
+                table.add_one(u128::from(i.wrapping_mul(0x9e37_79b9_7f4a_7c15)) << 3 | 1, i + 1);
+            }
+            let mut before: Vec<(u128, u64)> = table.entries().map(|s| (s.key, s.count)).collect();
+            let dealt = by_part(table);
+            assert_eq!(dealt.cuts.len(), PARTS + 1);
+            let mut after = Vec::new();
+            for p in 0..PARTS {
+                for s in dealt.part(p) {
+                    assert_eq!(part_of(Slot::hash(&s.key)), p);
+                    after.push((s.key, s.count));
+                }
+            }
+            before.sort_unstable();
+            after.sort_unstable();
+            assert_eq!(after, before, "{n} entries");
+        }
+    }
+}
