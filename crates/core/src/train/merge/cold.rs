@@ -51,6 +51,30 @@ impl Cold {
         self.gone += other.gone;
     }
 
+    /// Takes out the pairs of at least `threshold` (their lists as word
+    /// lists) and keeps the others, `threshold` now theirs: for records
+    /// parked before the threshold was known (their counts exact).
+    pub(super) fn split_hot(mut self, threshold: u64) -> (Vec<(u64, PairInfo)>, Cold) {
+        self.threshold = threshold;
+        let (mut hot, mut words) = (Vec::new(), Vec::new());
+        let mut p = 0;
+        while p < self.arena.len() {
+            let (key, count, list, next) = Cold::record(&self.arena, p);
+            if key != GONE && count >= threshold {
+                decode_words(&self.arena[list.clone()], &mut words);
+                let last = words.last().copied().unwrap_or(u32::MAX);
+                let words = WordList { bytes: self.arena[list].to_vec(), last };
+                hot.push((key, PairInfo { count, words }));
+                self.arena[p..p + 8].copy_from_slice(&GONE.to_le_bytes());
+                self.gone += next - p;
+            }
+            p = next;
+        }
+        self.compact();
+        self.arena.shrink_to_fit();
+        (hot, self)
+    }
+
     /// Every record's key, count and word list, in arena order.
     #[cfg(test)]
     pub(super) fn records(&self) -> Vec<(u64, u64, Vec<u8>)> {

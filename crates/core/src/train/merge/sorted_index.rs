@@ -11,12 +11,18 @@
 //! merging the threads' sorted runs. Only the pairs that stay hot go into a
 //! map, once each, at their final size.
 //!
+//! An index of more than `SLICE_RECORDS` occurrences is built in slices of
+//! the key space, one pass over the words each, so that only one slice's
+//! records are held at a time; every pair is parked until the largest
+//! count (and so the threshold) is known, then the hot ones are taken out.
+//!
 //! The result is the map path's exactly (the same counts, the same word
 //! lists); only the order in which the cold pairs are parked differs, and
 //! nothing depends on that order.
 
 use super::*;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
 
 /// Key-order buckets the grouping is shared out in (the top bits of the
 /// key): many more than threads, so uneven buckets even out.
@@ -66,9 +72,12 @@ impl Layout {
 }
 
 /// Sorts `records` by their pair bits (above `word_bits`), keeping the order
-/// of equal pairs: least significant digit first, `RADIX_BITS` at a time.
-fn radix_sort_pairs(records: &mut Vec<u64>, layout: Layout) {
-    let mut scratch = vec![0u64; records.len()];
+/// of equal pairs: least significant digit first, `RADIX_BITS` at a time,
+/// through `scratch` (kept from one call to the next: memory new to the
+/// process is slow).
+fn radix_sort_pairs(records: &mut Vec<u64>, scratch: &mut Vec<u64>, layout: Layout) {
+    scratch.clear();
+    scratch.resize(records.len(), 0);
     let mut shift = layout.word_bits;
     let end = layout.word_bits + layout.key_bits();
     while shift < end {
@@ -89,16 +98,18 @@ fn radix_sort_pairs(records: &mut Vec<u64>, layout: Layout) {
             scratch[starts[d]] = r;
             starts[d] += 1;
         }
-        std::mem::swap(records, &mut scratch);
+        std::mem::swap(records, scratch);
         shift += bits;
     }
 }
 
-/// What one thread read off its buckets: the hot pairs and the cold ones.
-struct Grouped {
-    hot: Vec<(u64, PairInfo)>,
-    cold: Cold,
-}
+/// Records sorted at once at most (with as many again for the sort's
+/// scratch: 512 MiB). On 1 GB of text (7 copies of multi-1m, 32k,
+/// transition 26k, 2 threads) SuperBPE's stage 2 has 351M pair
+/// occurrences: sorted at once, with scratch, they took the run's peak to
+/// 7.2-7.3 GB; in 11 slices it was 3.0 GB, and the index took 26 s instead
+/// of 37-42 s (memory new to the process is slow on the VM it was measured on).
+const SLICE_RECORDS: usize = 1 << 25;
 
 /// The pair index of `build_index` by sorting, for ids below `ids`; `None`
 /// where a record does not fit in 64 bits (the map path builds it then).
@@ -118,91 +129,254 @@ pub(super) fn index_by_sorting<S: Sym>(
     step: &crate::steps::Step,
 ) -> Option<Result<(Map<u64, PairInfo>, Cold)>> {
     let layout = Layout::new(ids, words.len())?;
-    Some(build(
+    let job = Job {
         syms,
         words,
         parts,
         part_range,
-        min_keep,
-        threshold_of,
         candidate,
-        step,
         layout,
-    ))
+    };
+    Some(build(&job, min_keep, threshold_of, step, SLICE_RECORDS))
 }
 
-/// `index_by_sorting` once the layout is known: the records sorted per
-/// thread, the largest count, then the hot and cold pairs.
-///
-/// Why this function is long: its three passes share the runs, the bucket
-/// starts and the threshold, and each is already one call (`on_shards`
-/// with `Sorted::for_pairs`); what remains is their order.
-#[allow(clippy::too_many_arguments)]
-fn build<S: Sym>(
-    syms: &[S],
-    words: &Words,
+/// What every pass over the words reads.
+struct Job<'a, S: Sym> {
+    syms: &'a [S],
+    words: &'a Words,
     parts: usize,
-    part_range: &(dyn Fn(usize) -> std::ops::Range<usize> + Sync),
-    min_keep: u64,
-    threshold_of: &(dyn Fn(u64) -> u64 + Sync),
-    candidate: &(dyn Fn(u32, u32) -> bool + Sync),
-    step: &crate::steps::Step,
+    part_range: &'a (dyn Fn(usize) -> std::ops::Range<usize> + Sync),
+    candidate: &'a (dyn Fn(u32, u32) -> bool + Sync),
     layout: Layout,
-) -> Result<(Map<u64, PairInfo>, Cold)> {
-    // Each thread: the records of its words, sorted by pair.
-    let runs: Vec<Vec<u64>> = on_shards(parts, &|p| {
-        let mut tick = step.ticker();
-        let range = part_range(p);
-        let mut records = Vec::with_capacity(words.offset(range.end) - words.offset(range.start));
-        for w in range {
-            tick.tick();
-            let word = &syms[words.offset(w)..words.offset(w + 1)];
+}
+
+impl<S: Sym> Job<'_, S> {
+    /// Calls `f(record)` for every candidate pair occurrence of part `p`'s
+    /// words, word by word.
+    #[inline(always)]
+    fn for_records(&self, p: usize, mut f: impl FnMut(u64)) {
+        for w in (self.part_range)(p) {
+            let word = &self.syms[self.words.offset(w)..self.words.offset(w + 1)];
             for pair in word.windows(2) {
                 let (a, b) = (pair[0].id(), pair[1].id());
-                if candidate(a, b) {
-                    records.push(layout.record(a, b, w));
+                if (self.candidate)(a, b) {
+                    f(self.layout.record(a, b, w));
                 }
             }
         }
-        radix_sort_pairs(&mut records, layout);
-        records
+    }
+
+    /// The key buckets in slices of at most `most` records: all in one
+    /// where the words have no more pairs than that, else from the number
+    /// of records in each bucket (one more pass over the words).
+    fn slices(&self, most: usize) -> Result<Vec<std::ops::Range<usize>>> {
+        let buckets = 1usize << self.layout.bucket_bits();
+        if self.words.offset(self.words.len()) <= most {
+            return Ok(vec![0..buckets]);
+        }
+        Ok(slices(&self.bucket_sizes()?, most))
+    }
+
+    /// `for_records` of the buckets `slice` only (the candidate filter
+    /// asked only for those).
+    #[inline(always)]
+    fn for_records_in(&self, p: usize, slice: &std::ops::Range<usize>, mut f: impl FnMut(u64)) {
+        for w in (self.part_range)(p) {
+            let word = &self.syms[self.words.offset(w)..self.words.offset(w + 1)];
+            for pair in word.windows(2) {
+                let (a, b) = (pair[0].id(), pair[1].id());
+                let r = self.layout.record(a, b, w);
+                if slice.contains(&self.layout.bucket(r)) && (self.candidate)(a, b) {
+                    f(r);
+                }
+            }
+        }
+    }
+
+    /// The records in each key bucket, over all parts.
+    fn bucket_sizes(&self) -> Result<Vec<usize>> {
+        let buckets = 1usize << self.layout.bucket_bits();
+        let per_part = on_shards(self.parts, &|p| {
+            let mut sizes = vec![0usize; buckets];
+            self.for_records(p, |r| sizes[self.layout.bucket(r)] += 1);
+            sizes
+        })?;
+        let mut sizes = vec![0usize; buckets];
+        for part in per_part {
+            for (s, n) in sizes.iter_mut().zip(part) {
+                *s += n;
+            }
+        }
+        Ok(sizes)
+    }
+}
+
+/// Consecutive bucket ranges of at most `most` records each (a bucket of
+/// more is a slice of its own).
+fn slices(sizes: &[usize], most: usize) -> Vec<std::ops::Range<usize>> {
+    let mut out = Vec::new();
+    let (mut start, mut held) = (0, 0);
+    for (k, &n) in sizes.iter().enumerate() {
+        if held > 0 && held + n > most {
+            out.push(start..k);
+            (start, held) = (k, 0);
+        }
+        held += n;
+    }
+    out.push(start..sizes.len());
+    out
+}
+
+/// `index_by_sorting` once the layout is known. In one slice (most
+/// indexes): the records sorted per thread, the largest count, then the hot
+/// and the cold pairs. In several, slice by slice, every pair goes to one
+/// arena of records (`Cold`'s), and once the largest count is known the
+/// pairs of at least the threshold move from it into the map.
+fn build<S: Sym>(
+    job: &Job<'_, S>,
+    min_keep: u64,
+    threshold_of: &(dyn Fn(u64) -> u64 + Sync),
+    step: &crate::steps::Step,
+    slice_records: usize,
+) -> Result<(Map<u64, PairInfo>, Cold)> {
+    let slices = job.slices(slice_records)?;
+    let mut buffers = Buffers::new(job.parts);
+    if let [slice] = &slices[..] {
+        let runs = buffers.sorted(job, slice, Some(step))?;
+        let sorted = Sorted::new(&runs, slice, job.layout);
+        let threshold = threshold_of(top_count(job, &sorted)?);
+        let grouped = group(job, &sorted, min_keep, Some(threshold))?;
+        drop((runs, buffers));
+        let mut pairs: Map<u64, PairInfo> = new_map();
+        // Room for as many pairs again as the merges will create (see
+        // `build_index`).
+        pairs.reserve(2 * grouped.iter().map(|g| g.hot.len()).sum::<usize>());
+        let mut cold = Cold::new(threshold);
+        for g in grouped {
+            pairs.extend(g.hot);
+            cold.absorb(g.cold);
+        }
+        return Ok((pairs, cold));
+    }
+    let (mut top, mut parked) = (0, Vec::new());
+    for (k, slice) in slices.iter().enumerate() {
+        let runs = buffers.sorted(job, slice, (k == 0).then_some(step))?;
+        for g in group(job, &Sorted::new(&runs, slice, job.layout), min_keep, None)? {
+            top = top.max(g.top);
+            parked.push(Mutex::new(g.cold));
+        }
+        buffers.give_back(runs);
+    }
+    drop(buffers);
+    // Each thread takes the hot pairs out of its share of the arenas.
+    let threshold = threshold_of(top);
+    let split = on_shards(job.parts, &|t| {
+        parked
+            .iter()
+            .skip(t)
+            .step_by(job.parts)
+            .map(|arena| std::mem::replace(&mut *lock(arena), Cold::new(0)).split_hot(threshold))
+            .collect::<Vec<_>>()
     })?;
-    let buckets = 1usize << layout.bucket_bits();
-    // Where each bucket starts in each run (and where the last ends).
-    let starts: Vec<Vec<usize>> = runs
-        .iter()
-        .map(|run| {
-            (0..=buckets)
-                .map(|k| run.partition_point(|&r| layout.bucket(r) < k))
-                .collect()
+    let mut pairs: Map<u64, PairInfo> = new_map();
+    // Room for as many pairs again as the merges will create (see
+    // `build_index`).
+    pairs.reserve(2 * split.iter().flatten().map(|(hot, _)| hot.len()).sum::<usize>());
+    let mut cold = Cold::new(threshold);
+    for (hot, rest) in split.into_iter().flatten() {
+        pairs.extend(hot);
+        cold.absorb(rest);
+    }
+    Ok((pairs, cold))
+}
+
+/// Each thread's record buffer and sort scratch, kept from one slice to the
+/// next.
+struct Buffers {
+    records: Vec<Vec<u64>>,
+    scratch: Vec<Mutex<Vec<u64>>>,
+}
+
+impl Buffers {
+    fn new(parts: usize) -> Self {
+        Buffers {
+            records: (0..parts).map(|_| Vec::new()).collect(),
+            scratch: (0..parts).map(|_| Mutex::default()).collect(),
+        }
+    }
+
+    /// Each part's records of the buckets `slice`, sorted by pair (ticking
+    /// `step` once per word where given).
+    fn sorted<S: Sym>(
+        &mut self,
+        job: &Job<'_, S>,
+        slice: &std::ops::Range<usize>,
+        step: Option<&crate::steps::Step>,
+    ) -> Result<Vec<Vec<u64>>> {
+        let lent: Vec<Mutex<Vec<u64>>> = self.records.drain(..).map(Mutex::new).collect();
+        let layout = job.layout;
+        on_shards(job.parts, &|p| {
+            let mut records = std::mem::take(&mut *lock(&lent[p]));
+            records.clear();
+            if let Some(step) = step {
+                let mut tick = step.ticker();
+                (job.part_range)(p).for_each(|_| tick.tick());
+            }
+            job.for_records_in(p, slice, |r| records.push(r));
+            radix_sort_pairs(&mut records, &mut lock(&self.scratch[p]), layout);
+            records
         })
-        .collect();
-    let sorted = Sorted {
-        runs: &runs,
-        starts: &starts,
-        layout,
-    };
+    }
+
+    fn give_back(&mut self, runs: Vec<Vec<u64>>) {
+        self.records = runs;
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The largest count of any pair of `sorted`.
+fn top_count<S: Sym>(job: &Job<'_, S>, sorted: &Sorted<'_>) -> Result<u64> {
     let next = AtomicUsize::new(0);
-    let top = on_shards(parts, &|_| {
+    let tops = on_shards(job.parts, &|_| {
         let mut top = 0;
         sorted.for_pairs(&next, |_, group| {
-            top = top.max(group.iter().map(|&w| words.weight(w)).sum::<u64>());
+            top = top.max(group.iter().map(|&w| job.words.weight(w)).sum::<u64>());
         });
         top
-    })?
-    .into_iter()
-    .max()
-    .unwrap_or(0);
-    let threshold = threshold_of(top);
+    })?;
+    Ok(tops.into_iter().max().unwrap_or(0))
+}
+
+/// What one thread read off its buckets: the largest count, the hot pairs
+/// and the cold ones.
+struct Grouped {
+    top: u64,
+    hot: Vec<(u64, PairInfo)>,
+    cold: Cold,
+}
+
+/// The pairs of `sorted` of at least `min_keep`, on every thread: those of
+/// at least `threshold` hot, the others parked; with no threshold, all parked.
+fn group<S: Sym>(
+    job: &Job<'_, S>,
+    sorted: &Sorted<'_>,
+    min_keep: u64,
+    threshold: Option<u64>,
+) -> Result<Vec<Grouped>> {
     let next = AtomicUsize::new(0);
-    let grouped = on_shards(parts, &|_| {
+    on_shards(job.parts, &|_| {
         let mut out = Grouped {
+            top: 0,
             hot: Vec::new(),
-            cold: Cold::new(threshold),
+            cold: Cold::new(threshold.unwrap_or(0)),
         };
         let mut list = WordList::new();
         sorted.for_pairs(&next, |key, group| {
-            let count: u64 = group.iter().map(|&w| words.weight(w)).sum();
+            let count: u64 = group.iter().map(|&w| job.words.weight(w)).sum();
+            out.top = out.top.max(count);
             if count < min_keep {
                 return;
             }
@@ -211,7 +385,7 @@ fn build<S: Sym>(
             for &w in group {
                 list.add(w as u32);
             }
-            if count >= threshold {
+            if threshold.is_some_and(|t| count >= t) {
                 let mut words = std::mem::replace(&mut list, WordList::new());
                 words.bytes.shrink_to_fit();
                 out.hot.push((key, PairInfo { count, words }));
@@ -220,28 +394,35 @@ fn build<S: Sym>(
             }
         });
         out
-    })?;
-    drop(runs);
-    let mut pairs: Map<u64, PairInfo> = new_map();
-    // Room for as many pairs again as the merges will create (see
-    // `build_index`).
-    pairs.reserve(2 * grouped.iter().map(|g| g.hot.len()).sum::<usize>());
-    let mut cold = Cold::new(threshold);
-    for g in grouped {
-        pairs.extend(g.hot);
-        cold.absorb(g.cold);
-    }
-    Ok((pairs, cold))
+    })
 }
 
-/// The threads' sorted runs, read off pair by pair.
+/// The threads' sorted runs of one slice, read off pair by pair.
 struct Sorted<'a> {
     runs: &'a [Vec<u64>],
-    starts: &'a [Vec<usize>],
+    /// Where each bucket of the slice starts in each run (and where the
+    /// last ends).
+    starts: Vec<Vec<usize>>,
     layout: Layout,
 }
 
-impl Sorted<'_> {
+impl<'a> Sorted<'a> {
+    fn new(runs: &'a [Vec<u64>], slice: &std::ops::Range<usize>, layout: Layout) -> Self {
+        let starts = runs
+            .iter()
+            .map(|run| {
+                (slice.start..=slice.end)
+                    .map(|k| run.partition_point(|&r| layout.bucket(r) < k))
+                    .collect()
+            })
+            .collect();
+        Sorted {
+            runs,
+            starts,
+            layout,
+        }
+    }
+
     /// Calls `f(key, words)` for every pair of the buckets this thread
     /// takes from `next` (shared by the threads, so each bucket is read
     /// once), with the word of each occurrence, ascending.
@@ -380,8 +561,28 @@ mod tests {
                 &step,
             );
             let by_sorting = by_sorting.expect("the records fit").unwrap();
-            assert_eq!(listed(by_sorting), listed(by_map.unwrap()), "round {round}");
+            let by_map = listed(by_map.unwrap());
+            assert_eq!(listed(by_sorting), by_map, "round {round}");
+            // In slices of the key space: a record or a few per slice.
+            let job = Job {
+                syms: &syms,
+                words: &words,
+                parts,
+                part_range: &part_range,
+                candidate: &candidate,
+                layout: Layout::new(ids, n).unwrap(),
+            };
+            let most = [1, 7, 100][round % 3];
+            let in_slices = build(&job, min_keep, &threshold_of, &step, most).unwrap();
+            assert_eq!(listed(in_slices), by_map, "round {round}, slices of {most}");
         }
+    }
+
+    #[test]
+    fn slices_cover_the_buckets_in_order_within_their_size() {
+        assert_eq!(slices(&[3, 0, 2, 9, 1, 1], 4), vec![0..2, 2..3, 3..4, 4..6]);
+        assert_eq!(slices(&[0, 0], 1), vec![0..2]);
+        assert_eq!(slices(&[5], 100), vec![0..1]);
     }
 
     #[test]
