@@ -549,32 +549,20 @@ mod tests {
                 &candidate,
                 &step,
             );
-            let by_sorting = index_by_sorting(
-                &syms,
-                &words,
-                ids,
-                parts,
-                &part_range,
-                min_keep,
-                &threshold_of,
-                &candidate,
-                &step,
-            );
-            let by_sorting = by_sorting.expect("the records fit").unwrap();
             let by_map = listed(by_map.unwrap());
-            assert_eq!(listed(by_sorting), by_map, "round {round}");
-            // In slices of the key space: a record or a few per slice.
             let job = Job {
                 syms: &syms,
                 words: &words,
                 parts,
                 part_range: &part_range,
                 candidate: &candidate,
-                layout: Layout::new(ids, n).unwrap(),
+                layout: Layout::new(ids, n).expect("the records fit"),
             };
-            let most = [1, 7, 100][round % 3];
-            let in_slices = build(&job, min_keep, &threshold_of, &step, most).unwrap();
-            assert_eq!(listed(in_slices), by_map, "round {round}, slices of {most}");
+            // At once, and in slices of the key space: a record or a few each.
+            for most in [SLICE_RECORDS, [1, 7, 100][round % 3]] {
+                let by_sorting = build(&job, min_keep, &threshold_of, &step, most).unwrap();
+                assert_eq!(listed(by_sorting), by_map, "round {round}, slices of {most}");
+            }
         }
     }
 
