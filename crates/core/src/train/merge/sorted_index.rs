@@ -242,7 +242,7 @@ fn build<S: Sym>(
     let slices = job.slices(slice_records)?;
     let mut buffers = Buffers::new(job.parts);
     if let [slice] = &slices[..] {
-        let runs = buffers.sorted(job, slice, Some(step))?;
+        let runs = buffers.sorted(job, slice, Some(step), true)?;
         let sorted = Sorted::new(&runs, slice, job.layout);
         let threshold = threshold_of(top_count(job, &sorted)?);
         let grouped = group(job, &sorted, min_keep, Some(threshold))?;
@@ -260,7 +260,7 @@ fn build<S: Sym>(
     }
     let (mut top, mut parked) = (0, Vec::new());
     for (k, slice) in slices.iter().enumerate() {
-        let runs = buffers.sorted(job, slice, (k == 0).then_some(step))?;
+        let runs = buffers.sorted(job, slice, (k == 0).then_some(step), k + 1 == slices.len())?;
         for g in group(job, &Sorted::new(&runs, slice, job.layout), min_keep, None)? {
             top = top.max(g.top);
             parked.push(Mutex::new(g.cold));
@@ -306,12 +306,14 @@ impl Buffers {
     }
 
     /// Each part's records of the buckets `slice`, sorted by pair (ticking
-    /// `step` once per word where given).
+    /// `step` once per word where given); the scratch is freed after the
+    /// `last` slice's sort.
     fn sorted<S: Sym>(
         &mut self,
         job: &Job<'_, S>,
         slice: &std::ops::Range<usize>,
         step: Option<&crate::steps::Step>,
+        last: bool,
     ) -> Result<Vec<Vec<u64>>> {
         let lent: Vec<Mutex<Vec<u64>>> = self.records.drain(..).map(Mutex::new).collect();
         let layout = job.layout;
@@ -323,7 +325,12 @@ impl Buffers {
                 (job.part_range)(p).for_each(|_| tick.tick());
             }
             job.for_records_in(p, slice, |r| records.push(r));
-            radix_sort_pairs(&mut records, &mut lock(&self.scratch[p]), layout);
+            let mut scratch = lock(&self.scratch[p]);
+            radix_sort_pairs(&mut records, &mut scratch, layout);
+            if last {
+                // Not held while the pairs are read off.
+                *scratch = Vec::new();
+            }
             records
         })
     }
