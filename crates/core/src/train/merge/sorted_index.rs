@@ -151,21 +151,6 @@ struct Job<'a, S: Sym> {
 }
 
 impl<S: Sym> Job<'_, S> {
-    /// Calls `f(record)` for every candidate pair occurrence of part `p`'s
-    /// words, word by word.
-    #[inline(always)]
-    fn for_records(&self, p: usize, mut f: impl FnMut(u64)) {
-        for w in (self.part_range)(p) {
-            let word = &self.syms[self.words.offset(w)..self.words.offset(w + 1)];
-            for pair in word.windows(2) {
-                let (a, b) = (pair[0].id(), pair[1].id());
-                if (self.candidate)(a, b) {
-                    f(self.layout.record(a, b, w));
-                }
-            }
-        }
-    }
-
     /// The key buckets in slices of at most `most` records: all in one
     /// where the words have no more pairs than that, else from the number
     /// of records in each bucket (one more pass over the words).
@@ -177,8 +162,9 @@ impl<S: Sym> Job<'_, S> {
         Ok(slices(&self.bucket_sizes()?, most))
     }
 
-    /// `for_records` of the buckets `slice` only (the candidate filter
-    /// asked only for those).
+    /// Calls `f(record)` for every candidate pair occurrence of part `p`'s
+    /// words whose bucket is in `slice`, word by word (the bucket is
+    /// checked first: the candidate filter is a call).
     #[inline(always)]
     fn for_records_in(&self, p: usize, slice: &std::ops::Range<usize>, mut f: impl FnMut(u64)) {
         for w in (self.part_range)(p) {
@@ -198,7 +184,7 @@ impl<S: Sym> Job<'_, S> {
         let buckets = 1usize << self.layout.bucket_bits();
         let per_part = on_shards(self.parts, &|p| {
             let mut sizes = vec![0usize; buckets];
-            self.for_records(p, |r| sizes[self.layout.bucket(r)] += 1);
+            self.for_records_in(p, &(0..buckets), |r| sizes[self.layout.bucket(r)] += 1);
             sizes
         })?;
         let mut sizes = vec![0usize; buckets];
@@ -229,9 +215,10 @@ fn slices(sizes: &[usize], most: usize) -> Vec<std::ops::Range<usize>> {
 
 /// `index_by_sorting` once the layout is known. In one slice (most
 /// indexes): the records sorted per thread, the largest count, then the hot
-/// and the cold pairs. In several, slice by slice, every pair goes to one
-/// arena of records (`Cold`'s), and once the largest count is known the
-/// pairs of at least the threshold move from it into the map.
+/// and the cold pairs. In several, slice by slice, every pair is parked in
+/// an arena of records (`Cold`'s) per thread, and once the largest count is
+/// known each thread takes the pairs of at least the threshold out of its
+/// share of the arenas.
 fn build<S: Sym>(
     job: &Job<'_, S>,
     min_keep: u64,
@@ -247,16 +234,7 @@ fn build<S: Sym>(
         let threshold = threshold_of(top_count(job, &sorted)?);
         let grouped = group(job, &sorted, min_keep, Some(threshold))?;
         drop((runs, buffers));
-        let mut pairs: Map<u64, PairInfo> = new_map();
-        // Room for as many pairs again as the merges will create (see
-        // `build_index`).
-        pairs.reserve(2 * grouped.iter().map(|g| g.hot.len()).sum::<usize>());
-        let mut cold = Cold::new(threshold);
-        for g in grouped {
-            pairs.extend(g.hot);
-            cold.absorb(g.cold);
-        }
-        return Ok((pairs, cold));
+        return Ok(join(grouped.into_iter().map(|g| (g.hot, g.cold)).collect(), threshold));
     }
     let (mut top, mut parked) = (0, Vec::new());
     for (k, slice) in slices.iter().enumerate() {
@@ -268,7 +246,6 @@ fn build<S: Sym>(
         buffers.give_back(runs);
     }
     drop(buffers);
-    // Each thread takes the hot pairs out of its share of the arenas.
     let threshold = threshold_of(top);
     let split = on_shards(job.parts, &|t| {
         parked
@@ -278,16 +255,21 @@ fn build<S: Sym>(
             .map(|arena| std::mem::replace(&mut *lock(arena), Cold::new(0)).split_hot(threshold))
             .collect::<Vec<_>>()
     })?;
+    Ok(join(split.into_iter().flatten().collect(), threshold))
+}
+
+/// The threads' hot pairs in one map, with room for as many pairs again as
+/// the merges will create (see `build_index`), and their cold ones in one
+/// arena.
+fn join(parts: Vec<(Vec<(u64, PairInfo)>, Cold)>, threshold: u64) -> (Map<u64, PairInfo>, Cold) {
     let mut pairs: Map<u64, PairInfo> = new_map();
-    // Room for as many pairs again as the merges will create (see
-    // `build_index`).
-    pairs.reserve(2 * split.iter().flatten().map(|(hot, _)| hot.len()).sum::<usize>());
+    pairs.reserve(2 * parts.iter().map(|(hot, _)| hot.len()).sum::<usize>());
     let mut cold = Cold::new(threshold);
-    for (hot, rest) in split.into_iter().flatten() {
+    for (hot, rest) in parts {
         pairs.extend(hot);
         cold.absorb(rest);
     }
-    Ok((pairs, cold))
+    (pairs, cold)
 }
 
 /// Each thread's record buffer and sort scratch, kept from one slice to the
