@@ -43,29 +43,19 @@ pub(super) fn build_index<S: Sym>(
     // rarely gets that far, and when it does, one `thaw` brings the next
     // pairs in.
     let threshold_of = |top: u64| first_threshold.unwrap_or(top / COLD_RATIO).max(min_keep);
+    let inputs = IndexInputs { syms, words, ids, parts, part_range: &part_range, min_keep, threshold_of: &threshold_of, candidate, step: &step };
     if ids > DENSE_IDS {
-        let sorted = index_by_sorting(syms, words, ids, parts, &part_range, min_keep, &threshold_of, candidate, &step);
-        if let Some(index) = sorted {
+        if let Some(index) = index_by_sorting(&inputs) {
             return index;
         }
     }
-    index_by_map(syms, words, ids, parts, &part_range, min_keep, &threshold_of, candidate, &step)
+    index_by_map(&inputs)
 }
 
 /// `build_index` with a map per thread, joined: any number of ids, and
 /// below `DENSE_IDS` counted in an array.
-#[allow(clippy::too_many_arguments)]
-pub(super) fn index_by_map<S: Sym>(
-    syms: &[S],
-    words: &Words,
-    ids: usize,
-    parts: usize,
-    part_range: &(dyn Fn(usize) -> std::ops::Range<usize> + Sync),
-    min_keep: u64,
-    threshold_of: &(dyn Fn(u64) -> u64 + Sync),
-    candidate: &(dyn Fn(u32, u32) -> bool + Sync),
-    step: &crate::steps::Step,
-) -> Result<(Map<u64, PairInfo>, Cold)> {
+pub(super) fn index_by_map<S: Sym>(inputs: &IndexInputs<'_, S>) -> Result<(Map<u64, PairInfo>, Cold)> {
+    let &IndexInputs { syms, words, ids, parts, part_range, min_keep, threshold_of, candidate, step } = inputs;
     let build_part = |p: usize| -> Map<u64, Collecting> {
         let range = part_range(p);
         let mut tick = step.ticker();

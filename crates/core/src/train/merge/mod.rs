@@ -295,3 +295,22 @@ const PARALLEL_WORDS: usize = 4;
 fn on_shards<T: Send>(shards: usize, f: &(dyn Fn(usize) -> T + Sync)) -> Result<Vec<T>> {
     on_threads(shards, f)
 }
+
+/// What the first pair index is built from: `index::build_index` makes it
+/// and hands it to the map path (`index_by_map`) or the sorted one
+/// (`sorted_index`), here so that neither module uses the other for it.
+struct IndexInputs<'a, S: Sym> {
+    syms: &'a [S],
+    words: &'a Words,
+    /// Ids are below this.
+    ids: usize,
+    /// Threads, each for the words of `part_range(p)`.
+    parts: usize,
+    part_range: &'a (dyn Fn(usize) -> std::ops::Range<usize> + Sync),
+    /// Pairs of a lower count can never be merged.
+    min_keep: u64,
+    /// The hot threshold for the largest count.
+    threshold_of: &'a (dyn Fn(u64) -> u64 + Sync),
+    candidate: &'a (dyn Fn(u32, u32) -> bool + Sync),
+    step: &'a crate::steps::Step,
+}

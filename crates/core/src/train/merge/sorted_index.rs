@@ -111,42 +111,18 @@ fn radix_sort_pairs(records: &mut Vec<u64>, scratch: &mut Vec<u64>, layout: Layo
 /// of 37-42 s (memory new to the process is slow on the VM it was measured on).
 const SLICE_RECORDS: usize = 1 << 25;
 
-/// The pair index of `build_index` by sorting, for ids below `ids`; `None`
-/// where a record does not fit in 64 bits (the map path builds it then).
-///
-/// `parts` threads each sort the records of the words `part_range(p)`;
-/// `threshold_of(top)` is the hot threshold for the largest count `top`.
-#[allow(clippy::too_many_arguments)]
+/// The pair index of `build_index` by sorting; `None` where a record does
+/// not fit in 64 bits (the map path builds it then).
 pub(super) fn index_by_sorting<S: Sym>(
-    syms: &[S],
-    words: &Words,
-    ids: usize,
-    parts: usize,
-    part_range: &(dyn Fn(usize) -> std::ops::Range<usize> + Sync),
-    min_keep: u64,
-    threshold_of: &(dyn Fn(u64) -> u64 + Sync),
-    candidate: &(dyn Fn(u32, u32) -> bool + Sync),
-    step: &crate::steps::Step,
+    inputs: &IndexInputs<'_, S>,
 ) -> Option<Result<(Map<u64, PairInfo>, Cold)>> {
-    let layout = Layout::new(ids, words.len())?;
-    let job = Job {
-        syms,
-        words,
-        parts,
-        part_range,
-        candidate,
-        layout,
-    };
-    Some(build(&job, min_keep, threshold_of, step, SLICE_RECORDS))
+    let layout = Layout::new(inputs.ids, inputs.words.len())?;
+    Some(build(&Job { inputs, layout }, SLICE_RECORDS))
 }
 
 /// What every pass over the words reads.
 struct Job<'a, S: Sym> {
-    syms: &'a [S],
-    words: &'a Words,
-    parts: usize,
-    part_range: &'a (dyn Fn(usize) -> std::ops::Range<usize> + Sync),
-    candidate: &'a (dyn Fn(u32, u32) -> bool + Sync),
+    inputs: &'a IndexInputs<'a, S>,
     layout: Layout,
 }
 
@@ -156,7 +132,7 @@ impl<S: Sym> Job<'_, S> {
     /// of records in each bucket (one more pass over the words).
     fn slices(&self, most: usize) -> Result<Vec<std::ops::Range<usize>>> {
         let buckets = 1usize << self.layout.bucket_bits();
-        if self.words.offset(self.words.len()) <= most {
+        if self.inputs.words.offset(self.inputs.words.len()) <= most {
             return Ok(vec![0..buckets]);
         }
         Ok(slices(&self.bucket_sizes()?, most))
@@ -167,12 +143,12 @@ impl<S: Sym> Job<'_, S> {
     /// checked first: the candidate filter is a call).
     #[inline(always)]
     fn for_records_in(&self, p: usize, slice: &std::ops::Range<usize>, mut f: impl FnMut(u64)) {
-        for w in (self.part_range)(p) {
-            let word = &self.syms[self.words.offset(w)..self.words.offset(w + 1)];
+        for w in (self.inputs.part_range)(p) {
+            let word = &self.inputs.syms[self.inputs.words.offset(w)..self.inputs.words.offset(w + 1)];
             for pair in word.windows(2) {
                 let (a, b) = (pair[0].id(), pair[1].id());
                 let r = self.layout.record(a, b, w);
-                if slice.contains(&self.layout.bucket(r)) && (self.candidate)(a, b) {
+                if slice.contains(&self.layout.bucket(r)) && (self.inputs.candidate)(a, b) {
                     f(r);
                 }
             }
@@ -182,7 +158,7 @@ impl<S: Sym> Job<'_, S> {
     /// The records in each key bucket, over all parts.
     fn bucket_sizes(&self) -> Result<Vec<usize>> {
         let buckets = 1usize << self.layout.bucket_bits();
-        let per_part = on_shards(self.parts, &|p| {
+        let per_part = on_shards(self.inputs.parts, &|p| {
             let mut sizes = vec![0usize; buckets];
             self.for_records_in(p, &(0..buckets), |r| sizes[self.layout.bucket(r)] += 1);
             sizes
@@ -219,15 +195,10 @@ fn slices(sizes: &[usize], most: usize) -> Vec<std::ops::Range<usize>> {
 /// an arena of records (`Cold`'s) per thread, and once the largest count is
 /// known each thread takes the pairs of at least the threshold out of its
 /// share of the arenas.
-fn build<S: Sym>(
-    job: &Job<'_, S>,
-    min_keep: u64,
-    threshold_of: &(dyn Fn(u64) -> u64 + Sync),
-    step: &crate::steps::Step,
-    slice_records: usize,
-) -> Result<(Map<u64, PairInfo>, Cold)> {
+fn build<S: Sym>(job: &Job<'_, S>, slice_records: usize) -> Result<(Map<u64, PairInfo>, Cold)> {
+    let &IndexInputs { min_keep, threshold_of, step, .. } = job.inputs;
     let slices = job.slices(slice_records)?;
-    let mut buffers = Buffers::new(job.parts);
+    let mut buffers = Buffers::new(job.inputs.parts);
     if let [slice] = &slices[..] {
         let runs = buffers.sorted(job, slice, Some(step), true)?;
         let sorted = Sorted::new(&runs, slice, job.layout);
@@ -247,11 +218,11 @@ fn build<S: Sym>(
     }
     drop(buffers);
     let threshold = threshold_of(top);
-    let split = on_shards(job.parts, &|t| {
+    let split = on_shards(job.inputs.parts, &|t| {
         parked
             .iter()
             .skip(t)
-            .step_by(job.parts)
+            .step_by(job.inputs.parts)
             .map(|arena| std::mem::replace(&mut *lock(arena), Cold::new(0)).split_hot(threshold))
             .collect::<Vec<_>>()
     })?;
@@ -299,12 +270,12 @@ impl Buffers {
     ) -> Result<Vec<Vec<u64>>> {
         let lent: Vec<Mutex<Vec<u64>>> = self.records.drain(..).map(Mutex::new).collect();
         let layout = job.layout;
-        on_shards(job.parts, &|p| {
+        on_shards(job.inputs.parts, &|p| {
             let mut records = std::mem::take(&mut *lock(&lent[p]));
             records.clear();
             if let Some(step) = step {
                 let mut tick = step.ticker();
-                (job.part_range)(p).for_each(|_| tick.tick());
+                (job.inputs.part_range)(p).for_each(|_| tick.tick());
             }
             job.for_records_in(p, slice, |r| records.push(r));
             let mut scratch = lock(&self.scratch[p]);
@@ -329,10 +300,10 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 /// The largest count of any pair of `sorted`.
 fn top_count<S: Sym>(job: &Job<'_, S>, sorted: &Sorted<'_>) -> Result<u64> {
     let next = AtomicUsize::new(0);
-    let tops = on_shards(job.parts, &|_| {
+    let tops = on_shards(job.inputs.parts, &|_| {
         let mut top = 0;
         sorted.for_pairs(&next, |_, group| {
-            top = top.max(group.iter().map(|&w| job.words.weight(w)).sum::<u64>());
+            top = top.max(group.iter().map(|&w| job.inputs.words.weight(w)).sum::<u64>());
         });
         top
     })?;
@@ -356,7 +327,7 @@ fn group<S: Sym>(
     threshold: Option<u64>,
 ) -> Result<Vec<Grouped>> {
     let next = AtomicUsize::new(0);
-    on_shards(job.parts, &|_| {
+    on_shards(job.inputs.parts, &|_| {
         let mut out = Grouped {
             top: 0,
             hot: Vec::new(),
@@ -364,7 +335,7 @@ fn group<S: Sym>(
         };
         let mut list = WordList::new();
         sorted.for_pairs(&next, |key, group| {
-            let count: u64 = group.iter().map(|&w| job.words.weight(w)).sum();
+            let count: u64 = group.iter().map(|&w| job.inputs.words.weight(w)).sum();
             out.top = out.top.max(count);
             if count < min_keep {
                 return;
@@ -527,29 +498,25 @@ mod tests {
             let candidate = |a: u32, b: u32| (a ^ b) % skip != 0;
             let step = crate::steps::begin("pair index", "words", n as u64);
             let ids = ids as usize;
-            let by_map = index_by_map(
-                &syms,
-                &words,
-                ids,
-                parts,
-                &part_range,
-                min_keep,
-                &threshold_of,
-                &candidate,
-                &step,
-            );
-            let by_map = listed(by_map.unwrap());
-            let job = Job {
+            let inputs = IndexInputs {
                 syms: &syms,
                 words: &words,
+                ids,
                 parts,
                 part_range: &part_range,
+                min_keep,
+                threshold_of: &threshold_of,
                 candidate: &candidate,
+                step: &step,
+            };
+            let by_map = listed(index_by_map(&inputs).unwrap());
+            let job = Job {
+                inputs: &inputs,
                 layout: Layout::new(ids, n).expect("the records fit"),
             };
             // At once, and in slices of the key space: a record or a few each.
             for most in [SLICE_RECORDS, [1, 7, 100][round % 3]] {
-                let by_sorting = build(&job, min_keep, &threshold_of, &step, most).unwrap();
+                let by_sorting = build(&job, most).unwrap();
                 assert_eq!(listed(by_sorting), by_map, "round {round}, slices of {most}");
             }
         }
