@@ -56,14 +56,12 @@ impl Cold {
     /// parked before the threshold was known (their counts exact).
     pub(super) fn split_hot(mut self, threshold: u64) -> (Vec<(u64, PairInfo)>, Cold) {
         self.threshold = threshold;
-        let (mut hot, mut words) = (Vec::new(), Vec::new());
+        let mut hot = Vec::new();
         let mut p = 0;
         while p < self.arena.len() {
             let (key, count, list, next) = Cold::record(&self.arena, p);
             if key != GONE && count >= threshold {
-                decode_words(&self.arena[list.clone()], &mut words);
-                let last = words.last().copied().unwrap_or(u32::MAX);
-                let words = WordList { bytes: self.arena[list].to_vec(), last };
+                let words = WordList::from_bytes(self.arena[list].to_vec());
                 hot.push((key, PairInfo { count, words }));
                 self.arena[p..p + 8].copy_from_slice(&GONE.to_le_bytes());
                 self.gone += next - p;

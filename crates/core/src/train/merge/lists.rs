@@ -55,6 +55,18 @@ impl WordList {
         self.last = other.last;
     }
 
+    /// The list whose bytes are `bytes` (as `add` wrote them): its last
+    /// word is the sum of the deltas.
+    pub(super) fn from_bytes(bytes: Vec<u8>) -> Self {
+        let mut last = u32::MAX;
+        let mut at = 0;
+        while let Some((delta, used)) = get_varint(&bytes[at..]) {
+            last = last.wrapping_add(delta);
+            at += used;
+        }
+        WordList { bytes, last }
+    }
+
     /// The word numbers, into `out` (cleared first).
     #[cfg(test)]
     pub(super) fn decode_into(&self, out: &mut Vec<u32>) {
@@ -230,6 +242,16 @@ mod tests {
                 Crew::with(threads, |crew| decode_shared(&list.bytes, &mut shared, crew, &mut segments));
                 assert_eq!(shared, one, "{len} words on {threads} threads");
             }
+        }
+    }
+
+    #[test]
+    fn a_list_from_its_bytes_knows_its_last_word() {
+        for words in [vec![], vec![0u32], vec![3, 4, 200, 70_000, 70_001, u32::MAX - 1]] {
+            let mut list = WordList::new();
+            words.iter().for_each(|&w| list.add(w));
+            let again = WordList::from_bytes(list.bytes.clone());
+            assert_eq!((again.bytes, again.last), (list.bytes, list.last));
         }
     }
 

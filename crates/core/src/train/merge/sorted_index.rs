@@ -196,21 +196,21 @@ fn slices(sizes: &[usize], most: usize) -> Vec<std::ops::Range<usize>> {
 /// known each thread takes the pairs of at least the threshold out of its
 /// share of the arenas.
 fn build<S: Sym>(job: &Job<'_, S>, slice_records: usize) -> Result<(Map<u64, PairInfo>, Cold)> {
-    let &IndexInputs { min_keep, threshold_of, step, .. } = job.inputs;
+    let &IndexInputs { threshold_of, step, .. } = job.inputs;
     let slices = job.slices(slice_records)?;
     let mut buffers = Buffers::new(job.inputs.parts);
     if let [slice] = &slices[..] {
         let runs = buffers.sorted(job, slice, Some(step), true)?;
         let sorted = Sorted::new(&runs, slice, job.layout);
         let threshold = threshold_of(top_count(job, &sorted)?);
-        let grouped = group(job, &sorted, min_keep, Some(threshold))?;
+        let grouped = group(job, &sorted, Some(threshold))?;
         drop((runs, buffers));
         return Ok(join(grouped.into_iter().map(|g| (g.hot, g.cold)).collect(), threshold));
     }
     let (mut top, mut parked) = (0, Vec::new());
     for (k, slice) in slices.iter().enumerate() {
         let runs = buffers.sorted(job, slice, (k == 0).then_some(step), k + 1 == slices.len())?;
-        for g in group(job, &Sorted::new(&runs, slice, job.layout), min_keep, None)? {
+        for g in group(job, &Sorted::new(&runs, slice, job.layout), None)? {
             top = top.max(g.top);
             parked.push(Mutex::new(g.cold));
         }
@@ -320,12 +320,8 @@ struct Grouped {
 
 /// The pairs of `sorted` of at least `min_keep`, on every thread: those of
 /// at least `threshold` hot, the others parked; with no threshold, all parked.
-fn group<S: Sym>(
-    job: &Job<'_, S>,
-    sorted: &Sorted<'_>,
-    min_keep: u64,
-    threshold: Option<u64>,
-) -> Result<Vec<Grouped>> {
+fn group<S: Sym>(job: &Job<'_, S>, sorted: &Sorted<'_>, threshold: Option<u64>) -> Result<Vec<Grouped>> {
+    let min_keep = job.inputs.min_keep;
     let next = AtomicUsize::new(0);
     on_shards(job.inputs.parts, &|_| {
         let mut out = Grouped {
